@@ -1,0 +1,68 @@
+"""genbound: generalization bounds for transformers, evaluated on real weights.
+
+The package behind the genbound book. Data flows one way::
+
+    checkpoint / nn.Module -> weights -> spectra -> norms -> bounds -> report
+
+Submodules are imported on first use, so ``import genbound`` stays light (it never imports jupyter or
+matplotlib). Every error genbound raises on purpose is a :class:`GenboundError`.
+
+>>> import genbound
+>>> genbound.schatten_power([3.0, 4.0], 2).item()
+25.0
+"""
+
+from __future__ import annotations
+
+import importlib
+
+from .errors import (ArchitectureError, DeviceError, GenboundError, InputError, NonFiniteError,
+                     ParameterError, ShapeError)
+
+__version__ = "0.1.0"
+
+# public name -> module that defines it (imported lazily, PEP 562)
+_LAZY = {
+    # spectra and norms
+    "singular_values": "genbound.spectra",
+    "product_singular_values": "genbound.spectra",
+    "numerical_rank": "genbound.spectra",
+    "rank_threshold": "genbound.spectra",
+    "threshold_spectrum": "genbound.spectra",
+    "schatten_power": "genbound.norms",
+    "log_schatten_power": "genbound.norms",
+    "schatten_norm": "genbound.norms",
+    "spectral_norm": "genbound.norms",
+    "frobenius_norm": "genbound.norms",
+    "nuclear_norm": "genbound.norms",
+    "stable_rank": "genbound.norms",
+    "group_norm": "genbound.norms",
+    "norm_21": "genbound.norms",
+    "norm_11": "genbound.norms",
+    "resolve_device": "genbound.device",
+    # Part III: weights and the spectrum-adaptive bound
+    "TransformerWeights": "genbound.weights",
+    "load_weights": "genbound.weights",
+    "spectral_adaptive_bound": "genbound.bounds.sakai_imaizumi",
+    "edelman_proxy": "genbound.bounds.sakai_imaizumi",
+}
+
+_SUBMODULES = {"spectra", "norms", "device", "claims", "symbolic", "rademacher", "covering", "bounds",
+               "nets", "weights", "experiments", "plotting", "cli"}
+
+__all__ = ["GenboundError", "InputError", "ShapeError", "NonFiniteError", "ParameterError",
+           "ArchitectureError", "DeviceError", "__version__", *_LAZY]
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        value = getattr(importlib.import_module(_LAZY[name]), name)
+        globals()[name] = value
+        return value
+    if name in _SUBMODULES:
+        return importlib.import_module(f"genbound.{name}")
+    raise AttributeError(f"module 'genbound' has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_LAZY) | _SUBMODULES)

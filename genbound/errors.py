@@ -1,0 +1,50 @@
+"""Errors raised by genbound.
+
+Every problem with what a caller passed in (a non-finite weight, a matrix of the wrong shape, a Schatten
+index outside ``[0, 2]``, an architecture genbound cannot read) raises a subclass of
+:class:`GenboundError` whose message names the offending input. Callers can catch the base class.
+
+>>> from genbound.errors import GenboundError, ParameterError
+>>> issubclass(ParameterError, GenboundError) and issubclass(ParameterError, ValueError)
+True
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "GenboundError",
+    "InputError",
+    "ShapeError",
+    "NonFiniteError",
+    "ParameterError",
+    "ArchitectureError",
+    "DeviceError",
+]
+
+
+class GenboundError(Exception):
+    """Base class of every error genbound raises on purpose."""
+
+
+class InputError(GenboundError, ValueError):
+    """An array or tensor argument is unusable (wrong type, shape or values)."""
+
+
+class ShapeError(InputError):
+    """An array has the wrong number of dimensions or incompatible sizes."""
+
+
+class NonFiniteError(InputError):
+    """An array holds NaN or infinite entries."""
+
+
+class ParameterError(GenboundError, ValueError):
+    """A scalar parameter is outside its allowed range (e.g. a Schatten index ``p`` outside ``[0, 2]``)."""
+
+
+class ArchitectureError(GenboundError):
+    """A model or checkpoint does not have an architecture genbound knows how to read."""
+
+
+class DeviceError(GenboundError):
+    """An unknown or unavailable compute device was requested."""

@@ -1,0 +1,81 @@
+"""Text and code in sync: book labels <-> claims, toc <-> files, glue keys, no hand-typed numbers in prose."""
+
+import pathlib
+import re
+
+import yaml
+
+from genbound import claims
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+BOOK = ROOT / "book"
+CLAIM_DIRECTIVES = ("lemma", "theorem", "corollary", "proposition")
+LABEL_RE = re.compile(r"```\{prf:(\w+)\}[^\n]*\n((?::[^\n]*\n)*)")
+
+
+def _book_blocks():
+    out = {}
+    for path in BOOK.rglob("*.md"):
+        for kind, opts in LABEL_RE.findall(path.read_text(encoding="utf-8")):
+            m = re.search(r":label:\s*(\S+)", opts)
+            if kind in CLAIM_DIRECTIVES:
+                assert m, f"{path}: a prf:{kind} block has no :label:"
+                assert m.group(1) not in out, f"label {m.group(1)} used twice"
+                out[m.group(1)] = path.relative_to(ROOT).as_posix()
+    return out
+
+
+def test_every_book_lemma_has_a_claim():
+    missing = sorted(set(_book_blocks()) - set(claims.labels()))
+    assert not missing, f"book blocks without a claim in genbound.claims: {missing}"
+
+
+def test_every_claim_has_a_book_lemma():
+    orphans = sorted(set(claims.labels()) - set(_book_blocks()))
+    assert not orphans, f"claims without a prf block in the book: {orphans}"
+
+
+def test_claim_chapter_matches_book_file():
+    blocks = _book_blocks()
+    wrong = {c.label: (c.chapter, blocks[c.label]) for c in claims.all_claims()
+             if c.label in blocks and c.chapter != blocks[c.label]}
+    assert not wrong, f"claim.chapter differs from the file that states it: {wrong}"
+
+
+def _toc_files(node):
+    if isinstance(node, dict):
+        if "file" in node:
+            yield node["file"]
+        for v in node.values():
+            yield from _toc_files(v)
+    elif isinstance(node, list):
+        for v in node:
+            yield from _toc_files(v)
+
+
+def test_toc_lists_every_chapter_and_only_existing_ones():
+    toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
+    files = {toc["root"], *_toc_files(toc)}
+    for f in files:
+        assert (ROOT / f"{f}.md").exists(), f"_toc.yml lists {f} but {f}.md does not exist"
+    on_disk = {p.relative_to(ROOT).with_suffix("").as_posix() for p in BOOK.rglob("*.md")}
+    assert on_disk <= files, f"chapters not in _toc.yml: {sorted(on_disk - files)}"
+
+
+def test_glue_roles_refer_to_glued_keys():
+    for path in BOOK.rglob("*.md"):
+        text = path.read_text(encoding="utf-8")
+        glued = set(re.findall(r"glue\(\s*f?[\"']([^\"'{]+)", text))
+        glued |= {k.split("{")[0] for k in re.findall(r"glue\(\s*f[\"']([^\"']+)", text)}
+        used = re.findall(r"\{glue(?::\w+)?\}`([^`:]+)", text)
+        used += re.findall(r"```\{glue(?::\w+)?\}\s+(\S+)", text)
+        for key in used:
+            if "::" in key or ".md" in key:
+                continue  # cross-page glue, checked by the -W build
+            assert any(key == g or key.startswith(g) for g in glued), f"{path.name}: glue key {key!r} never glued"
+
+
+def test_no_glue_inside_math():
+    for path in BOOK.rglob("*.md"):
+        for span in re.findall(r"\$[^$\n]+\$", path.read_text(encoding="utf-8")):
+            assert "{glue" not in span, f"{path.name}: glue role inside math is not expanded: {span}"

@@ -1,0 +1,190 @@
+"""Unit and property-based tests of genbound.spectra and genbound.norms."""
+
+import math
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra.numpy import arrays
+
+import genbound as gb
+from genbound.errors import NonFiniteError, ParameterError, ShapeError, InputError
+
+finite = st.floats(-10, 10, allow_nan=False, allow_infinity=False, width=64)
+shapes = st.tuples(st.integers(1, 7), st.integers(1, 7))
+
+
+@st.composite
+def matrices(draw):
+    return torch.from_numpy(draw(arrays(np.float64, draw(shapes), elements=finite)))
+
+
+def orthogonal(n, seed):
+    g = torch.Generator().manual_seed(seed)
+    q, r = torch.linalg.qr(torch.randn(n, n, generator=g, dtype=torch.float64))
+    return q * torch.sign(torch.diagonal(r))
+
+
+# --- spectra -------------------------------------------------------------------------------------
+
+def test_singular_values_descending_and_batched():
+    g = torch.Generator().manual_seed(1)
+    W = torch.randn(5, 6, 4, generator=g, dtype=torch.float64)
+    s = gb.singular_values(W)
+    assert s.shape == (5, 4) and s.dtype == torch.float64
+    assert bool((s[:, :-1] >= s[:, 1:]).all())
+    for i in range(5):
+        ref = np.linalg.svd(W[i].numpy(), compute_uv=False)
+        np.testing.assert_allclose(s[i].numpy(), ref, rtol=1e-12)
+
+
+def test_float32_option():
+    assert gb.singular_values(torch.eye(3), dtype="float32").dtype == torch.float32
+
+
+@pytest.mark.parametrize("rows,r,cols", [(40, 3, 30), (30, 5, 60), (8, 8, 8), (6, 10, 5)])
+def test_product_singular_values_matches_dense(rows, r, cols):
+    g = torch.Generator().manual_seed(rows + r)
+    A = torch.randn(2, rows, r, generator=g, dtype=torch.float64)
+    B = torch.randn(2, r, cols, generator=g, dtype=torch.float64)
+    thin = gb.product_singular_values(A, B)
+    dense = gb.singular_values(A @ B)
+    k = min(rows, cols, r)
+    assert thin.shape == dense.shape
+    torch.testing.assert_close(thin[..., :k], dense[..., :k], rtol=1e-11, atol=1e-12)
+    assert bool((thin[..., k:] == 0).all())  # exact zeros, no round-off floor
+
+
+def test_product_shape_mismatch():
+    with pytest.raises(ShapeError, match="inner sizes differ"):
+        gb.product_singular_values(torch.ones(4, 2), torch.ones(3, 4))
+
+
+def test_numerical_rank_threshold_rule():
+    s = torch.tensor([2.0, 1e-9, 1e-11])
+    # threshold = 1e-10 * 3 * max(2, 1) = 6e-10
+    assert int(gb.numerical_rank(s)) == 2
+    assert int(gb.numerical_rank(s, rank_tol=1e-8)) == 1
+    small = torch.tensor([1e-3, 1e-12])  # max(sigma_1, 1) = 1 keeps the threshold absolute
+    assert int(gb.numerical_rank(small)) == 1
+
+
+def test_negative_tolerance_rejected():
+    with pytest.raises(ParameterError, match="rank_tol"):
+        gb.numerical_rank(torch.ones(3), rank_tol=-1)
+
+
+@pytest.mark.parametrize("bad,err,msg", [
+    (torch.tensor([[1.0, float("nan")]]), NonFiniteError, "non-finite"),
+    (torch.tensor([[1.0, float("inf")]]), NonFiniteError, "non-finite"),
+    (torch.ones(3), ShapeError, "at least 2 dimensions"),
+    (torch.ones(0, 3), ShapeError, "empty"),
+    ([["a", "b"]], InputError, "numeric"),
+])
+def test_bad_matrices(bad, err, msg):
+    with pytest.raises(err, match=msg):
+        gb.singular_values(bad)
+
+
+def test_unknown_device():
+    with pytest.raises(gb.DeviceError):
+        gb.singular_values(torch.eye(2), device="tpu")
+
+
+@pytest.mark.gpu
+def test_cpu_and_gpu_agree():
+    g = torch.Generator().manual_seed(3)
+    W = torch.randn(8, 64, 48, generator=g, dtype=torch.float64)
+    torch.testing.assert_close(gb.singular_values(W, device="cuda").cpu(), gb.singular_values(W, device="cpu"),
+                               rtol=1e-9, atol=1e-12)
+
+
+# --- norms ---------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("p", [-0.1, 2.5, float("nan"), float("inf")])
+def test_p_out_of_range(p):
+    with pytest.raises(ParameterError, match=r"\[0, 2\]"):
+        gb.schatten_power(torch.ones(3), p)
+
+
+def test_negative_singular_values_rejected():
+    with pytest.raises(InputError, match="nonnegative"):
+        gb.schatten_power(torch.tensor([1.0, -1.0]), 1)
+
+
+def test_grid_matches_scalar_calls():
+    s = torch.tensor([[3.0, 2.0, 0.5], [1.0, 0.0, 0.0]], dtype=torch.float64)
+    grid = torch.linspace(0, 2, 9, dtype=torch.float64)
+    out = gb.schatten_power(s, grid)
+    assert out.shape == (2, 9)
+    for j, p in enumerate(grid):
+        torch.testing.assert_close(out[:, j], gb.schatten_power(s, float(p)))
+
+
+def test_log_space_does_not_overflow():
+    s = torch.tensor([1e300, 1e300], dtype=torch.float64)
+    assert math.isclose(gb.log_schatten_power(s, 2).item(), math.log(2) + 600 * math.log(10), rel_tol=1e-12)
+
+
+def test_zero_matrix():
+    s = torch.zeros(4, dtype=torch.float64)
+    assert gb.schatten_power(s, 0).item() == 0 and gb.schatten_power(s, 1.5).item() == 0
+    assert gb.log_schatten_power(s, 1).item() == -math.inf
+
+
+def test_group_norm_column_convention():
+    W = torch.tensor([[1.0, 2.0], [3.0, 4.0], [0.0, -2.0]])
+    assert gb.norm_21(W).item() == pytest.approx(math.sqrt(10) + math.sqrt(24))
+    assert gb.norm_11(W).item() == 12
+    assert gb.group_norm(W, 2, 2).item() == pytest.approx(torch.linalg.norm(W).item())
+    assert gb.group_norm(W, "inf", 1).item() == 3 + 4
+    with pytest.raises(ParameterError):
+        gb.group_norm(W, 0.5, 1)
+
+
+@settings(max_examples=60, deadline=None)
+@given(matrices())
+def test_s2_is_frobenius_and_s1_is_nuclear(W):
+    s = gb.singular_values(W)
+    np.testing.assert_allclose(gb.schatten_norm(s, 2).item(), torch.linalg.norm(W).item(), rtol=1e-9, atol=1e-9)
+    np.testing.assert_allclose(gb.schatten_power(s, 1, rank_tol=0).item(),
+                               torch.linalg.matrix_norm(W, "nuc").item(), rtol=1e-9, atol=1e-9)
+
+
+@settings(max_examples=60, deadline=None)
+@given(matrices(), st.floats(0, 2), st.floats(0, 2))
+def test_schatten_power_monotone_for_contractions(W, p, q):
+    s = gb.singular_values(W)
+    s = s / max(1.0, s.max().item())  # ||W||_2 <= 1
+    lo, hi = min(p, q), max(p, q)
+    assert gb.schatten_power(s, hi).item() <= gb.schatten_power(s, lo).item() * (1 + 1e-12) + 1e-12
+
+
+@settings(max_examples=60, deadline=None)
+@given(matrices())
+def test_rank_at_least_stable_rank(W):
+    s = gb.singular_values(W)
+    assert gb.stable_rank(s).item() <= gb.numerical_rank(s).item() + 1e-9
+
+
+@settings(max_examples=40, deadline=None)
+@given(matrices(), st.integers(0, 10_000), st.floats(0, 2))
+def test_unitary_invariance(W, seed, p):
+    a, b = W.shape
+    U, V = orthogonal(a, seed), orthogonal(b, seed + 1)
+    s1, s2 = gb.singular_values(W), gb.singular_values(U @ W @ V)
+    np.testing.assert_allclose(gb.schatten_power(s2, p).item(), gb.schatten_power(s1, p).item(),
+                               rtol=1e-8, atol=1e-8)
+
+
+@settings(max_examples=40, deadline=None)
+@given(matrices(), st.floats(0.1, 10))
+def test_homogeneity(W, c):
+    # rank_tol=0: the numerical-rank threshold is absolute below sigma_1 = 1, so not scale invariant
+    s = gb.singular_values(W)
+    for p in (0.5, 1.0, 2.0):
+        np.testing.assert_allclose(gb.schatten_power(c * s, p, rank_tol=0).item(),
+                                   c**p * gb.schatten_power(s, p, rank_tol=0).item(),
+                                   rtol=1e-9, atol=1e-9)
