@@ -40,6 +40,8 @@ _LAZY = {
     "norm_21": "genbound.norms",
     "norm_11": "genbound.norms",
     "resolve_device": "genbound.device",
+    # Part II: the reference transformer and the sequence-length-independent bounds
+    "ReferenceTransformer": "genbound.nets",
     # Part III: weights and the spectrum-adaptive bound
     "TransformerWeights": "genbound.weights",
     "load_weights": "genbound.weights",
