@@ -42,6 +42,16 @@ _LAZY = {
     "resolve_device": "genbound.device",
     # Part II: the reference transformer and the sequence-length-independent bounds
     "ReferenceTransformer": "genbound.nets",
+    # Part I: the learning-theory toolkit
+    "generalization_gap_bound": "genbound.rademacher",
+    "dudley_bound": "genbound.rademacher",
+    "dudley_inverse_square": "genbound.rademacher",
+    "dudley_parametric": "genbound.rademacher",
+    "DudleyResult": "genbound.rademacher",
+    "empirical_rademacher_linear": "genbound.rademacher",
+    "allocate_scales": "genbound.covering",
+    "maurey_log_cover": "genbound.covering",
+    "zhang_log_cover": "genbound.covering",
     # Part III: weights and the spectrum-adaptive bound
     "TransformerWeights": "genbound.weights",
     "load_weights": "genbound.weights",
