@@ -1,0 +1,333 @@
+"""A grid of small BERT-style models that genbound trains itself. Book: :ref:`ch-sa-trained`.
+
+The BERT Miniatures used by {cite:t}`sakai2026spectrum` are hub-only, so the depth and width scaling of
+the two proxies cannot be reproduced offline on them. This module trains its own grid instead: randomly
+initialised ``transformers`` BERT encoders (``BertForSequenceClassification``) with ``L`` layers, hidden
+width ``N``, heads of width 64 (so ``N / 64`` heads) and an intermediate width ``4 N``, on a seeded
+synthetic counting task (:func:`count_task`). Training is brief (AdamW, float32, CPU).
+
+Two steps, so that the slow part runs once and the book only reads a small file:
+
+1. ``train``: train every ``(L, N)`` model and save it (``save_pretrained``) under a work folder,
+   skipping models already saved there (incremental, restartable);
+2. ``extract``: read every saved model with :func:`genbound.weights.load_weights` and store **only**
+   what the proxies need (the exact nonzero singular values and the ``(2,1)`` norm of every matrix, as
+   :class:`genbound.weights.Spectra` arrays, and the training metrics) into a small compressed ``.npz``
+   file (:func:`save_spectra`). The chapter recomputes every proxy from that file (:func:`load_spectra`
+   returns ``Spectra`` objects, which :func:`genbound.bounds.sakai_imaizumi.spectral_adaptive_bound` and
+   ``edelman_proxy`` accept directly).
+
+Command used for the stored file (see ``genbound/data/bert_grid_spectra.md``)::
+
+    python -m genbound.experiments.bert_grid train --work /tmp/genbound-bert-grid
+    python -m genbound.experiments.bert_grid extract --work /tmp/genbound-bert-grid \\
+        --out genbound/data/bert_grid_spectra.npz
+
+>>> import torch
+>>> ids, y = count_task(4, seq_len=8, generator=torch.Generator().manual_seed(0))
+>>> ids.shape, y.shape, bool((ids[:, 0] == CLS).all())
+(torch.Size([4, 8]), torch.Size([4]), True)
+>>> bool(((y == 1) == ((ids == TOKEN_A).sum(1) > (ids == TOKEN_B).sum(1))).all())
+True
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import platform
+import sys
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from .._validate import check_positive_int, check_real
+from ..errors import InputError, ParameterError
+
+__all__ = ["PAD", "CLS", "TOKEN_A", "TOKEN_B", "DEPTHS", "WIDTHS", "GridConfig", "count_task",
+           "bert_config", "train_bert", "train_grid", "model_spectra", "spectra_from_arrays", "save_spectra",
+           "load_spectra", "DEFAULT_SPECTRA_FILE"]
+
+#: Special token ids of the synthetic task: padding, the classification token, and the two counted tokens.
+PAD, CLS, TOKEN_A, TOKEN_B = 0, 1, 2, 3
+#: Default depths and widths of the grid.
+DEPTHS = (2, 4, 6, 8)
+WIDTHS = (64, 128, 256)
+#: The stored spectra of the grid (made by the two commands in the module docstring).
+DEFAULT_SPECTRA_FILE = Path(__file__).resolve().parents[1] / "data" / "bert_grid_spectra.npz"
+
+
+@dataclass(frozen=True)
+class GridConfig:
+    """Hyper-parameters shared by every model of the grid."""
+
+    vocab: int = 24
+    seq_len: int = 32
+    head_dim: int = 64
+    steps: int = 300
+    batch: int = 32
+    lr: float = 5e-4
+    warmup: int = 30
+    weight_decay: float = 0.01
+    n_test: int = 1024
+    seed: int = 0
+
+
+def count_task(n: int, *, seq_len: int = 32, vocab: int = 24, generator: torch.Generator | None = None):
+    """``n`` sequences of a counting task: is token A more frequent than token B?
+
+    Each sequence is ``[CLS]`` followed by ``seq_len - 1`` tokens drawn uniformly from the content ids
+    ``2 .. vocab - 1`` (``TOKEN_A = 2`` and ``TOKEN_B = 3`` among them). The label is 1 when A occurs
+    more often than B and 0 otherwise; ties are broken by overwriting the last token with A or B at
+    random, so the label is always a strict comparison. Solving it needs attention to count tokens.
+
+    Returns ``(input_ids, labels)`` of shapes ``(n, seq_len)`` and ``(n,)`` (int64).
+    """
+    n = check_positive_int(n, "n")
+    seq_len = check_positive_int(seq_len, "seq_len", minimum=3)
+    vocab = check_positive_int(vocab, "vocab", minimum=5)
+    g = generator if generator is not None else torch.Generator().manual_seed(0)
+    ids = torch.randint(2, vocab, (n, seq_len), generator=g)
+    ids[:, 0] = CLS
+    diff = (ids == TOKEN_A).sum(1) - (ids == TOKEN_B).sum(1)
+    tie = diff == 0
+    coin = torch.randint(0, 2, (n,), generator=g)
+    # on a tie the last token decides; replacing it changes the difference by +-1 or +-2
+    last = ids[:, -1]
+    fix = torch.where(coin == 1, TOKEN_A, TOKEN_B)
+    ids[:, -1] = torch.where(tie, fix, last)
+    diff = (ids == TOKEN_A).sum(1) - (ids == TOKEN_B).sum(1)
+    return ids, (diff > 0).long()
+
+
+def bert_config(L: int, N: int, cfg: GridConfig = GridConfig()):
+    """The ``transformers.BertConfig`` of the grid point ``(L, N)``: ``N / head_dim`` heads, FFN ``4 N``.
+
+    Dropout is off (deterministic, brief training); everything else is BERT's default (GELU, post-LN).
+    """
+    from transformers import BertConfig
+
+    L = check_positive_int(L, "L")
+    N = check_positive_int(N, "N")
+    if N % cfg.head_dim:
+        raise ParameterError(f"N = {N} must be a multiple of head_dim = {cfg.head_dim}")
+    return BertConfig(vocab_size=cfg.vocab, hidden_size=N, num_hidden_layers=L,
+                      num_attention_heads=N // cfg.head_dim, intermediate_size=4 * N,
+                      max_position_embeddings=cfg.seq_len, type_vocab_size=1,
+                      hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0, num_labels=2)
+
+
+def _accuracy(model, ids, y, batch: int = 256) -> float:
+    model.eval()
+    correct = 0
+    with torch.no_grad():
+        for i in range(0, len(y), batch):
+            logits = model(input_ids=ids[i:i + batch]).logits
+            correct += int((logits.argmax(-1) == y[i:i + batch]).sum())
+    model.train()
+    return correct / len(y)
+
+
+def train_bert(L: int, N: int, cfg: GridConfig = GridConfig(), *, log=None):
+    """Train one randomly initialised BERT classifier of depth ``L`` and width ``N`` on :func:`count_task`.
+
+    AdamW with a linear warm-up of ``cfg.warmup`` steps, then a constant rate; float32; seeded by
+    ``cfg.seed``, ``L`` and ``N``. Returns ``(model, metrics)`` where ``metrics`` holds the final training
+    loss (mean of the last 20 steps), train and test accuracy and the wall time in seconds.
+    """
+    from transformers import BertForSequenceClassification
+
+    conf = bert_config(L, N, cfg)
+    seed = cfg.seed * 1_000_003 + 1009 * L + N
+    torch.manual_seed(seed)
+    model = BertForSequenceClassification(conf).float()
+    model.train()
+    g = torch.Generator().manual_seed(seed + 1)
+    test_ids, test_y = count_task(cfg.n_test, seq_len=cfg.seq_len, vocab=cfg.vocab,
+                                  generator=torch.Generator().manual_seed(10_000 + cfg.seed))
+    opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: min(1.0, (s + 1) / max(cfg.warmup, 1)))
+    t0 = time.perf_counter()
+    losses = []
+    train_ids = []
+    train_y = []
+    for step in range(cfg.steps):
+        ids, y = count_task(cfg.batch, seq_len=cfg.seq_len, vocab=cfg.vocab, generator=g)
+        if step >= cfg.steps - 8:
+            train_ids.append(ids)
+            train_y.append(y)
+        loss = model(input_ids=ids, labels=y).loss
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        sched.step()
+        opt.zero_grad(set_to_none=True)
+        losses.append(loss.detach().item())
+        if log is not None and (step + 1) % 50 == 0:
+            log(f"L={L} N={N} step {step + 1}/{cfg.steps} loss {np.mean(losses[-50:]):.4f}")
+    metrics = {
+        "L": L, "N": N, "heads": N // cfg.head_dim, "steps": cfg.steps,
+        "final_loss": float(np.mean(losses[-20:])),
+        "train_acc": _accuracy(model, torch.cat(train_ids), torch.cat(train_y)),
+        "test_acc": _accuracy(model, test_ids, test_y),
+        "seconds": time.perf_counter() - t0,
+    }
+    model.eval()
+    return model, metrics
+
+
+def _point_dir(work: Path, L: int, N: int) -> Path:
+    return Path(work) / f"L{L}_N{N}"
+
+
+def train_grid(work, *, depths=DEPTHS, widths=WIDTHS, cfg: GridConfig = GridConfig(), log=print) -> None:
+    """Train every grid point not yet saved under ``work`` and save it there (``save_pretrained``)."""
+    work = Path(work)
+    work.mkdir(parents=True, exist_ok=True)
+    (work / "grid_config.json").write_text(json.dumps(asdict(cfg), indent=1))
+    for N in widths:
+        for L in depths:
+            d = _point_dir(work, L, N)
+            if (d / "metrics.json").exists():
+                log(f"L={L} N={N}: already trained, skipped")
+                continue
+            model, metrics = train_bert(L, N, cfg, log=log)
+            model.save_pretrained(d)
+            (d / "metrics.json").write_text(json.dumps(metrics, indent=1))
+            log(f"L={L} N={N}: done in {metrics['seconds']:.0f} s, test accuracy {metrics['test_acc']:.3f}")
+
+
+# --------------------------------------------------------------------------- spectra file
+
+_FIELDS = ("qk", "v", "m_in", "m_out", "qk_norm21", "v_norm21", "m_in_norm21", "m_out_norm21")
+
+
+def model_spectra(model, *, device="cpu"):
+    """The :class:`genbound.weights.Spectra` of a model, read through :func:`genbound.weights.load_weights`.
+
+    Exact method (thin-QR cores for the heads, so the ``N - 64`` zero singular values of a head are never
+    stored), float64, without the ``1/sqrt(d_head)`` score scale (multiply the ``QK`` values by it to get
+    the scaled variant: scaling a matrix scales its singular values and ``(2,1)`` norm alike).
+    """
+    from ..weights import load_weights
+
+    return load_weights(model).spectra(device=device, method="core")
+
+
+def _spectra_arrays(sp) -> dict:
+    out = {f: getattr(sp, f).detach().cpu().numpy() for f in _FIELDS}
+    out["dims"] = np.array([sp.hidden, sp.d_ff])
+    return out
+
+
+def spectra_from_arrays(arrays: dict, *, attention_scale: bool = False):
+    """Rebuild a :class:`genbound.weights.Spectra` from the arrays of one grid point.
+
+    ``attention_scale=True`` multiplies the ``QK`` singular values and ``(2,1)`` norms by ``1/sqrt(d_head)``
+    (``d_head = N / heads``), i.e. the spectra of the score matrices BERT actually uses.
+    """
+    from ..weights import Spectra
+
+    t = {f: torch.as_tensor(np.asarray(arrays[f]), dtype=torch.float64) for f in _FIELDS}
+    hidden, d_ff = (int(x) for x in np.asarray(arrays["dims"]))
+    if attention_scale:
+        c = 1.0 / math.sqrt(hidden / t["qk"].shape[1])
+        t["qk"], t["qk_norm21"] = t["qk"] * c, t["qk_norm21"] * c
+    return Spectra(**t, hidden=hidden, d_ff=d_ff, method="core")
+
+
+def save_spectra(work, out, *, depths=DEPTHS, widths=WIDTHS, log=print) -> Path:
+    """Read every trained model under ``work`` and write the compressed spectra file ``out``.
+
+    For every grid point the file holds the exact :class:`~genbound.weights.Spectra` arrays (singular
+    values and ``(2,1)`` norms of every QK, V, M_in, M_out matrix), the proxies computed from the model
+    itself (so a reader can check that the stored spectra reproduce them), and the training metrics.
+    """
+    from transformers import BertForSequenceClassification
+
+    from ..bounds.sakai_imaizumi import edelman_proxy, spectral_adaptive_bound
+
+    work, out = Path(work), Path(out)
+    payload = {}
+    meta = {"points": [], "config": json.loads((work / "grid_config.json").read_text())}
+    for N in widths:
+        for L in depths:
+            d = _point_dir(work, L, N)
+            if not (d / "metrics.json").exists():
+                raise InputError(f"grid point L={L}, N={N} is not trained yet ({d} has no metrics.json)")
+            model = BertForSequenceClassification.from_pretrained(d, local_files_only=True).eval()
+            sp = model_spectra(model)
+            key = f"L{L}_N{N}"
+            for name, v in _spectra_arrays(sp).items():
+                payload[f"{key}/{name}"] = v
+            metrics = json.loads((d / "metrics.json").read_text())
+            ours = spectral_adaptive_bound(model, device="cpu").value
+            ed = edelman_proxy(model, device="cpu").log_value
+            meta["points"].append({"key": key, **metrics, "ours_from_model": ours,
+                                   "log_edelman_from_model": ed})
+            log(f"{key}: ours {ours:.6g}, log Edelman {ed:.6g}")
+    payload["meta_json"] = np.array(json.dumps(meta))
+    out.parent.mkdir(parents=True, exist_ok=True)
+    np.savez_compressed(out, **payload)
+    return out
+
+
+def load_spectra(path=None, *, attention_scale: bool = False) -> dict:
+    """Read a spectra file written by :func:`save_spectra`.
+
+    Returns ``{key: {"L", "N", "heads", metrics..., "spectra": Spectra}}`` with keys ``"L{L}_N{N}"``,
+    plus ``"_config"`` (the training configuration).
+    """
+    path = DEFAULT_SPECTRA_FILE if path is None else Path(path)
+    if not path.exists():
+        raise InputError(f"no spectra file at {path}")
+    out = {}
+    with np.load(path, allow_pickle=False) as z:
+        meta = json.loads(str(z["meta_json"]))
+        for pt in meta["points"]:
+            key = pt["key"]
+            arrays = {f: z[f"{key}/{f}"] for f in (*_FIELDS, "dims")}
+            out[key] = {**pt, "spectra": spectra_from_arrays(arrays, attention_scale=attention_scale)}
+    out["_config"] = meta["config"]
+    return out
+
+
+# --------------------------------------------------------------------------- command line
+
+def _main(argv=None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m genbound.experiments.bert_grid",
+                                 description="Train the BERT grid of Part III and store its spectra.")
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    t = sub.add_parser("train", help="train every grid point not yet saved under --work")
+    t.add_argument("--work", required=True)
+    t.add_argument("--steps", type=int, default=GridConfig.steps)
+    t.add_argument("--seed", type=int, default=GridConfig.seed)
+    t.add_argument("--threads", type=int, default=1)
+    e = sub.add_parser("extract", help="write the spectra file from the trained models")
+    e.add_argument("--work", required=True)
+    e.add_argument("--out", default=str(DEFAULT_SPECTRA_FILE))
+    for p in (t, e):
+        p.add_argument("--depths", type=int, nargs="+", default=list(DEPTHS))
+        p.add_argument("--widths", type=int, nargs="+", default=list(WIDTHS))
+    args = ap.parse_args(argv)
+
+    def log(msg):
+        print(time.strftime("%H:%M:%S"), msg, flush=True)
+
+    if args.cmd == "train":
+        torch.set_num_threads(max(1, args.threads))
+        cfg = GridConfig(steps=check_positive_int(args.steps, "steps"), seed=args.seed)
+        log(f"python {sys.version.split()[0]}, torch {torch.__version__}, {platform.machine()}, "
+            f"{torch.get_num_threads()} thread(s)")
+        train_grid(args.work, depths=args.depths, widths=args.widths, cfg=cfg, log=log)
+    else:
+        save_spectra(args.work, args.out, depths=args.depths, widths=args.widths, log=log)
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(_main())

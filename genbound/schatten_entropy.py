@@ -1,0 +1,436 @@
+"""Per-matrix term of the spectrum-adaptive bound, its threshold optimisation, and the reference model.
+
+Book: :ref:`ch-sa-entropy` (the term and the entropy form), :ref:`ch-sa-deep` (the reference deep
+transformer used to check the Lipschitz peeling), :ref:`ch-sa-examples` (example spectra). Every constant
+comes from :mod:`genbound.symbolic.sakai_imaizumi`; the tests compare both to ``1e-12``.
+
+For one matrix with Schatten power ``M = ||W||_{S_p}^p``, scale ``S`` (the Lipschitz factor of what follows
+it) and width ``N``, splitting the spectrum at a threshold ``tau`` costs
+``sqrt(N M) tau**(-p/2) + S N tau`` (:func:`threshold_objective`), and the best threshold gives
+
+``inf_tau = c_p M**(1/(p+2)) S**(p/(p+2)) N**((p+1)/(p+2))``, ``c_p = ((p+2)/p) (p/2)**(2/(p+2))``
+(:func:`per_matrix_term`). The authors' code uses the same expression without ``c_p``
+(:func:`log_term_grid` with ``with_cp=False``).
+
+>>> import torch
+>>> round(float(c_p(torch.tensor(2.0))), 12), float(c_p(torch.tensor(0.0)))
+(2.0, 1.0)
+>>> float(per_matrix_term(4.0, 10.0, 9, 0.0))  # p = 0: sqrt(rank * N), whatever the scale
+6.0
+>>> float(per_matrix_term(1.0, 1.0, 1, 2.0))   # c_2 * 1
+2.0
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+
+from ._validate import as_tensor, check_real
+from .errors import InputError, ParameterError, ShapeError
+from .norms import log_schatten_power
+from .spectra import DEFAULT_RANK_TOL, threshold_spectrum
+
+__all__ = [
+    "GELU_LIPSCHITZ", "c_p", "log_c_p", "threshold_objective", "optimal_threshold",
+    "log_per_matrix_term", "per_matrix_term", "numerical_threshold_minimum", "entropy_objective",
+    "entropy_log_covering", "dudley_entropy_integral", "spectral_count_minimum", "log_term_grid",
+    "best_p", "p0_scale_threshold", "grid_rounding_bound",
+    "low_rank_spectrum", "polynomial_spectrum", "exponential_spectrum", "spike_floor_spectrum",
+    "row_project", "attention_head", "reference_layer", "reference_transformer", "head_lipschitz",
+    "layer_lipschitz", "layer_alphas", "gamma_derived",
+]
+
+#: Default Lipschitz constant of GELU used by the authors' code (``sup GELU' = 1.1289...``).
+GELU_LIPSCHITZ = 1.13
+
+
+def _p(p, like=None) -> torch.Tensor:
+    t = as_tensor(p, "p", dtype=None if like is None else like.dtype)
+    if bool(((t < 0) | (t > 2)).any()):
+        raise ParameterError(f"Schatten index p must lie in [0, 2], got {t.flatten()[((t < 0) | (t > 2)).flatten()][0].item()}")
+    return t
+
+
+def _pos(x, name, *, allow_zero=False) -> torch.Tensor:
+    t = as_tensor(x, name)
+    bad = (t < 0) if allow_zero else (t <= 0)
+    if bool(bad.any()):
+        raise ParameterError(f"{name} must be {'nonnegative' if allow_zero else 'positive'}, "
+                             f"got {t.flatten()[bad.flatten()][0].item()}")
+    return t
+
+
+def log_c_p(p) -> torch.Tensor:
+    """``log c_p = log((p+2)/p) + (2/(p+2)) log(p/2)``, with the limit ``0`` at ``p = 0``.
+
+    Written as ``log(1 + p/2) + (p/(p+2)) log(2/p)`` so that ``p -> 0`` is stable.
+
+    >>> import torch
+    >>> round(float(log_c_p(torch.tensor(1.0)).exp()), 6)  # (3/2) 2**(1/3)
+    1.889882
+    """
+    pt = _p(p)
+    safe = torch.where(pt > 0, pt, torch.ones_like(pt))
+    val = torch.log1p(safe / 2) + safe / (safe + 2) * torch.log(2 / safe)
+    return torch.where(pt > 0, val, torch.zeros_like(pt))
+
+
+def c_p(p) -> torch.Tensor:
+    """The constant ``c_p = ((p+2)/p) (p/2)**(2/(p+2))`` of :ref:`lem-sa-threshold-optimum`; ``c_0 = 1``."""
+    return log_c_p(p).exp()
+
+
+def threshold_objective(tau, spow, scale, N, p) -> torch.Tensor:
+    """``sqrt(N M) tau**(-p/2) + S N tau`` for threshold ``tau > 0`` (all arguments broadcast).
+
+    >>> float(threshold_objective(1.0, 4.0, 2.0, 1, 2.0))  # 2 * 1 + 2 * 1
+    4.0
+    """
+    t = _pos(tau, "tau")
+    m = _pos(spow, "spow", allow_zero=True)
+    s = _pos(scale, "scale")
+    n = _pos(N, "N")
+    pt = _p(p)
+    return torch.sqrt(n * m) * t ** (-pt / 2) + s * n * t
+
+
+def optimal_threshold(spow, scale, N, p) -> torch.Tensor:
+    """The minimiser ``tau* = (p sqrt(N M) / (2 S N))**(2/(p+2))`` (``0`` at ``p = 0``: count everything).
+
+    >>> round(float(optimal_threshold(4.0, 1.0, 1, 2.0)), 12)  # (2 * 2 / 2)**(1/2)
+    1.414213562373
+    """
+    m = _pos(spow, "spow")
+    s = _pos(scale, "scale")
+    n = _pos(N, "N")
+    pt = _p(p)
+    base = pt * torch.sqrt(n * m) / (2 * s * n)
+    return torch.where(pt > 0, base.clamp(min=0) ** (2 / (pt + 2)), torch.zeros_like(base))
+
+
+def log_per_matrix_term(log_spow, log_scale, N, p, *, with_cp: bool = True) -> torch.Tensor:
+    """``log`` of :func:`per_matrix_term` from ``log M`` and ``log S`` (astronomical scales do not overflow).
+
+    ``[log M + p log S + (p+1) log N] / (p+2)`` plus ``log c_p`` when ``with_cp``.
+    """
+    lm = as_tensor(log_spow, "log_spow") if not (isinstance(log_spow, float) and log_spow == -math.inf) \
+        else torch.tensor(-math.inf, dtype=torch.float64)
+    ls = as_tensor(log_scale, "log_scale")
+    n = _pos(N, "N")
+    pt = _p(p)
+    out = (lm + pt * ls + (pt + 1) * n.log()) / (pt + 2)
+    return out + log_c_p(pt) if with_cp else out
+
+
+def per_matrix_term(spow, scale, N, p, *, with_cp: bool = True) -> torch.Tensor:
+    """``c_p M**(1/(p+2)) S**(p/(p+2)) N**((p+1)/(p+2))``: the infimum of :func:`threshold_objective`.
+
+    ``spow`` is ``M = ||W||_{S_p}^p`` (the rank at ``p = 0``), ``scale`` is ``S > 0``, ``N`` the width.
+    With ``with_cp=False`` this is the summand ``T(p)`` of the authors' code. Book:
+    :ref:`lem-sa-threshold-optimum`.
+    """
+    m = _pos(spow, "spow", allow_zero=True)
+    s = _pos(scale, "scale")
+    logm = torch.where(m > 0, m, torch.ones_like(m)).log().masked_fill(m == 0, -math.inf)
+    return log_per_matrix_term(logm, s.log(), N, p, with_cp=with_cp).exp()
+
+
+def numerical_threshold_minimum(spow, scale, N, p, *, iters: int = 200) -> torch.Tensor:
+    """``min_tau`` of :func:`threshold_objective` by golden-section search on ``log tau`` (batched).
+
+    The objective is convex in ``u = log tau`` (a sum of two exponentials of ``u``), so the search is exact
+    up to its tolerance; it is the independent check of the closed form. Needs ``p > 0``.
+    """
+    m = _pos(spow, "spow")
+    s = _pos(scale, "scale")
+    n = _pos(N, "N")
+    pt = _p(p)
+    if bool((pt <= 0).any()):
+        raise ParameterError("numerical_threshold_minimum needs p > 0 (at p = 0 the infimum is the limit tau -> 0)")
+    m, s, n, pt = torch.broadcast_tensors(m, s, n, pt)
+    t0 = optimal_threshold(m, s, n, pt).log()  # only to centre the bracket, not to find the minimum
+    lo, hi = t0 - 30.0, t0 + 30.0
+
+    def f(u):
+        return torch.sqrt(n * m) * torch.exp(-pt / 2 * u) + s * n * torch.exp(u)
+
+    g = (math.sqrt(5) - 1) / 2
+    a, b = lo.clone(), hi.clone()
+    c, d = b - g * (b - a), a + g * (b - a)
+    fc, fd = f(c), f(d)
+    for _ in range(iters):
+        left = fc < fd
+        b = torch.where(left, d, b)
+        a = torch.where(left, a, c)
+        c_new = b - g * (b - a)
+        d_new = a + g * (b - a)
+        c, d = c_new, d_new
+        fc, fd = f(c), f(d)
+    return torch.minimum(torch.minimum(fc, fd), f((a + b) / 2))
+
+
+def entropy_objective(eps, tau, spow, scale, N, p, *, B=1.0) -> torch.Tensor:
+    """Two-piece entropy with the rank part's log dropped: ``M N tau**(-p) + (S N tau B / eps)**2``."""
+    e = _pos(eps, "eps")
+    t = _pos(tau, "tau")
+    m = _pos(spow, "spow", allow_zero=True)
+    s = _pos(scale, "scale")
+    n = _pos(N, "N")
+    b = _pos(B, "B")
+    pt = _p(p)
+    return m * n * t ** (-pt) + (s * n * t * b / e) ** 2
+
+
+def entropy_log_covering(eps, spow, scale, N, p, *, B=1.0) -> torch.Tensor:
+    """``k_p Theta_p**2 eps**(-2p/(p+2))``: :func:`entropy_objective` minimised over ``tau`` (``k_p = c_p``).
+
+    ``Theta_p = M**(1/(p+2)) (S B)**(p/(p+2)) N**((p+1)/(p+2))``. Book: :ref:`lem-sa-entropy-schatten`.
+    """
+    e = _pos(eps, "eps")
+    m = _pos(spow, "spow")
+    s = _pos(scale, "scale")
+    n = _pos(N, "N")
+    b = _pos(B, "B")
+    pt = _p(p)
+    log_theta = (m.log() + pt * (s * b).log() + (pt + 1) * n.log()) / (pt + 2)
+    return (log_c_p(pt) + 2 * log_theta - 2 * pt / (pt + 2) * e.log()).exp()
+
+
+def dudley_entropy_integral(D, spow, scale, N, p, *, B=1.0) -> torch.Tensor:
+    """``int_0^D sqrt(entropy_log_covering(eps)) d eps = sqrt(k_p) Theta_p ((p+2)/2) D**(2/(p+2))``."""
+    d = _pos(D, "D")
+    m = _pos(spow, "spow")
+    s = _pos(scale, "scale")
+    n = _pos(N, "N")
+    b = _pos(B, "B")
+    pt = _p(p)
+    log_theta = (m.log() + pt * (s * b).log() + (pt + 1) * n.log()) / (pt + 2)
+    return (log_c_p(pt) / 2 + log_theta).exp() * (pt + 2) / 2 * d ** (2 / (pt + 2))
+
+
+def spectral_count_minimum(svals, scale, N, *, rank_tol: float = DEFAULT_RANK_TOL) -> torch.Tensor:
+    """``min_tau [sqrt(N r(tau)) + S N tau]`` with the exact count ``r(tau) = #{sigma_i > tau}``.
+
+    On each interval between consecutive singular values the count is constant and the objective
+    increases, so the minimum is attained at ``tau = 0`` or at a singular value: a closed form, batched
+    over ``svals`` of shape ``(..., k)``. Every ``T(p)`` is an upper bound on it up to ``c_p``
+    (:ref:`ch-sa-examples`).
+
+    >>> import torch
+    >>> float(spectral_count_minimum(torch.tensor([1.0, 1e-3]), 1.0, 4))  # keep one value, pay 4e-3
+    2.004
+    """
+    s = threshold_spectrum(as_tensor(svals, "svals", min_ndim=1), rank_tol=rank_tol)
+    sc = _pos(scale, "scale")
+    n = _pos(N, "N")
+    s = torch.sort(s, dim=-1, descending=True).values
+    k = s.shape[-1]
+    # tau = s_j keeps the values strictly above s_j; with ties, the count is the first index of s_j
+    greater = (s.unsqueeze(-1) > s.unsqueeze(-2)).to(s.dtype).sum(-2)  # (..., k): #{sigma > s_j}
+    cand = torch.sqrt(n.unsqueeze(-1) * greater) + (sc * n).unsqueeze(-1) * s
+    rank = (s > 0).to(s.dtype).sum(-1)
+    at_zero = torch.sqrt(n * rank)
+    del k
+    return torch.minimum(cand.min(-1).values, at_zero)
+
+
+def log_term_grid(svals, scale, N, ps, *, with_cp: bool = False, rank_tol: float = DEFAULT_RANK_TOL,
+                  log_scale: bool = False) -> torch.Tensor:
+    """``log T(p)`` for every ``p`` of the grid ``ps`` (trailing axis), for spectra ``(..., k)``.
+
+    ``scale`` may be given as its logarithm (``log_scale=True``), for the astronomically large scales of
+    trained networks. ``with_cp=False`` is the authors' summand; ``True`` adds ``log c_p``.
+    """
+    s = as_tensor(svals, "svals", min_ndim=1)
+    grid = as_tensor(ps, "ps", ndim=1)
+    _p(grid)
+    lm = log_schatten_power(s, grid, rank_tol=rank_tol)  # (..., P)
+    ls = as_tensor(scale, "scale") if log_scale else _pos(scale, "scale").log()
+    n = _pos(N, "N")
+    ls = ls.unsqueeze(-1) if ls.ndim else ls
+    n = n.unsqueeze(-1) if n.ndim else n
+    out = (lm + grid * ls + (grid + 1) * n.log()) / (grid + 2)
+    return out + log_c_p(grid) if with_cp else out
+
+
+def best_p(svals, scale, N, ps, *, with_cp: bool = False, log_scale: bool = False,
+           rank_tol: float = DEFAULT_RANK_TOL):
+    """``(p_opt, T(p_opt))`` over the grid ``ps``; ties go to the smallest ``p`` (as ``np.argmin``)."""
+    lt = log_term_grid(svals, scale, N, ps, with_cp=with_cp, rank_tol=rank_tol, log_scale=log_scale)
+    grid = as_tensor(ps, "ps", ndim=1)
+    idx = torch.argmin(lt, dim=-1)  # first minimum
+    return grid[idx], lt.gather(-1, idx.unsqueeze(-1)).squeeze(-1).exp()
+
+
+def p0_scale_threshold(svals, N, *, rank_tol: float = DEFAULT_RANK_TOL) -> torch.Tensor:
+    """``sqrt(r / N) / sigma_r``: for every scale at or above it, ``p = 0`` minimises ``T`` on ``[0, 2]``.
+
+    ``r`` is the numerical rank and ``sigma_r`` the smallest singular value above the rank threshold.
+    Book: :ref:`prop-sa-p0-wins`.
+
+    >>> import torch
+    >>> float(p0_scale_threshold(torch.tensor([2.0, 0.5, 0.0, 0.0]), 8))  # sqrt(2/8) / 0.5
+    1.0
+    """
+    s = threshold_spectrum(as_tensor(svals, "svals", min_ndim=1), rank_tol=rank_tol)
+    n = _pos(N, "N")
+    r = (s > 0).to(s.dtype).sum(-1)
+    if bool((r == 0).any()):
+        raise InputError("p0_scale_threshold needs a nonzero matrix")
+    smin = torch.where(s > 0, s, torch.full_like(s, math.inf)).min(-1).values
+    return torch.sqrt(r / n) / smin
+
+
+def grid_rounding_bound(svals, scale, N, m, *, rank_tol: float = DEFAULT_RANK_TOL) -> torch.Tensor:
+    """``(6 Lambda + log k + 2 |log S| + log N) / (8 m)``: the most that rounding ``p`` to ``P_m`` can add to
+    ``log T`` (``Lambda = max |log sigma_i|``, ``k`` = numerical rank). Book: :ref:`lem-sa-grid-rounding`."""
+    s = threshold_spectrum(as_tensor(svals, "svals", min_ndim=1), rank_tol=rank_tol)
+    pos = s > 0
+    lam = torch.where(pos, s, torch.ones_like(s)).log().abs().max(-1).values
+    k = pos.to(s.dtype).sum(-1)
+    sc = _pos(scale, "scale")
+    n = _pos(N, "N")
+    mm = _pos(m, "m")
+    return (6 * lam + k.log() + 2 * sc.log().abs() + n.log()) / (8 * mm)
+
+
+# --------------------------------------------------------------------------- example spectra
+
+def _n(N):
+    if isinstance(N, bool) or not isinstance(N, int) or N < 1:
+        raise ParameterError(f"N must be a positive integer, got {N!r}")
+    return torch.arange(1, N + 1, dtype=torch.float64)
+
+
+def low_rank_spectrum(N: int, r: int, sigma: float = 1.0) -> torch.Tensor:
+    """``r`` singular values equal to ``sigma``, then ``N - r`` zeros.
+
+    >>> low_rank_spectrum(4, 2).tolist()
+    [1.0, 1.0, 0.0, 0.0]
+    """
+    i = _n(N)
+    if isinstance(r, bool) or not isinstance(r, int) or not 0 <= r <= N:
+        raise ParameterError(f"r must be an integer in [0, N], got {r!r}")
+    return torch.where(i <= r, check_real(sigma, "sigma", lo=0, lo_open=True), 0.0)
+
+
+def polynomial_spectrum(N: int, beta: float, sigma1: float = 1.0) -> torch.Tensor:
+    """``sigma_i = sigma1 * i**(-beta)``, ``i = 1..N``.
+
+    >>> polynomial_spectrum(3, 1.0).tolist()
+    [1.0, 0.5, 0.3333333333333333]
+    """
+    return check_real(sigma1, "sigma1", lo=0, lo_open=True) * _n(N) ** (-check_real(beta, "beta", lo=0))
+
+
+def exponential_spectrum(N: int, c: float, sigma1: float = 1.0) -> torch.Tensor:
+    """``sigma_i = sigma1 * exp(-c (i - 1))``."""
+    return check_real(sigma1, "sigma1", lo=0, lo_open=True) * torch.exp(-check_real(c, "c", lo=0) * (_n(N) - 1))
+
+
+def spike_floor_spectrum(N: int, r: int, eta: float, sigma: float = 1.0) -> torch.Tensor:
+    """``r`` values ``sigma`` on a floor of ``N - r`` values ``eta``.
+
+    >>> spike_floor_spectrum(3, 1, 0.01).tolist()
+    [1.0, 0.01, 0.01]
+    """
+    i = _n(N)
+    if isinstance(r, bool) or not isinstance(r, int) or not 0 <= r <= N:
+        raise ParameterError(f"r must be an integer in [0, N], got {r!r}")
+    return torch.where(i <= r, check_real(sigma, "sigma", lo=0, lo_open=True), check_real(eta, "eta", lo=0))
+
+
+# --------------------------------------------------------------------------- reference deep model
+
+def row_project(Z: torch.Tensor) -> torch.Tensor:
+    """``Pi``: project every row onto the unit l2 ball, ``z / max(1, ||z||)`` (1-Lipschitz per row)."""
+    return Z / torch.linalg.vector_norm(Z, dim=-1, keepdim=True).clamp(min=1.0)
+
+
+def attention_head(X: torch.Tensor, qk: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+    """One head ``softmax_row(X W_QK X^T) X W_V`` (no ``1/sqrt(d)``, as in the reconstructed model).
+
+    ``X`` has shape ``(..., T, N)``, ``qk`` and ``v`` shape ``(..., N, N)``; differentiable.
+    """
+    scores = X @ qk @ X.transpose(-1, -2)
+    return torch.softmax(scores, dim=-1) @ X @ v
+
+
+def reference_layer(X, qk, v, m_in, m_out) -> torch.Tensor:
+    """One block of the reconstructed architecture: ``Pi(phi(Pi(sum_h head_h(X)) M_in) M_out)``, GELU.
+
+    ``qk``, ``v``: ``(..., H, N, N)``; ``m_in``: ``(..., N, F)``; ``m_out``: ``(..., F, N)``; rows of ``X``
+    should lie in the unit ball (every later layer's input does, because of ``Pi``).
+    """
+    heads = attention_head(X.unsqueeze(-3), qk, v).sum(-3)
+    Z = row_project(heads)
+    return row_project(F.gelu(Z @ m_in) @ m_out)
+
+
+def reference_transformer(X, layers) -> torch.Tensor:
+    """Compose :func:`reference_layer` over ``layers``, a sequence of ``(qk, v, m_in, m_out)`` tuples.
+
+    >>> import torch
+    >>> g = torch.Generator().manual_seed(0)
+    >>> N = 4
+    >>> lay = [(torch.randn(1, N, N, generator=g, dtype=torch.float64),) * 2
+    ...        + (torch.randn(N, 8, generator=g, dtype=torch.float64), torch.randn(8, N, generator=g, dtype=torch.float64))]
+    >>> X = row_project(torch.randn(3, N, generator=g, dtype=torch.float64))
+    >>> out = reference_transformer(X, lay)
+    >>> out.shape, bool((out.norm(dim=-1) <= 1 + 1e-12).all())
+    (torch.Size([3, 4]), True)
+    """
+    if len(layers) == 0:
+        raise ShapeError("reference_transformer needs at least one layer")
+    for lay in layers:
+        if len(lay) != 4:
+            raise ShapeError("every layer must be a tuple (qk, v, m_in, m_out)")
+        X = reference_layer(X, *lay)
+    return X
+
+
+def head_lipschitz(c_qk, c_v) -> torch.Tensor:
+    """``C_V (1 + 4 C_QK)``: input-Lipschitz constant of one head (rows in the unit ball, max-row norm).
+
+    The 4 is the softmax constant 2 times the 2 from ``X`` appearing twice in the scores
+    (:func:`genbound.symbolic.sakai_imaizumi.head_lipschitz`).
+    """
+    return as_tensor(c_v, "c_v") * (1 + 4 * as_tensor(c_qk, "c_qk"))
+
+
+def layer_lipschitz(c_qk, c_v, c_in, c_out, *, L_phi: float = GELU_LIPSCHITZ) -> torch.Tensor:
+    """``L_phi C_in C_out sum_h C_V,h (1 + 4 C_QK,h)``; ``c_qk``, ``c_v`` have a trailing head axis."""
+    return (check_real(L_phi, "L_phi", lo=0) * as_tensor(c_in, "c_in") * as_tensor(c_out, "c_out")
+            * head_lipschitz(c_qk, c_v).sum(-1))
+
+
+def layer_alphas(factors) -> torch.Tensor:
+    """``alpha_l = prod_{k > l} factors_k`` (``alpha_L = 1``) from per-layer Lipschitz factors ``(..., L)``.
+
+    >>> import torch
+    >>> layer_alphas(torch.tensor([2.0, 3.0, 5.0])).tolist()
+    [15.0, 5.0, 1.0]
+    """
+    f = as_tensor(factors, "factors", min_ndim=1)
+    rev = torch.flip(f, dims=(-1,))
+    cum = torch.cumprod(rev, dim=-1)
+    shifted = torch.cat([torch.ones_like(cum[..., :1]), cum[..., :-1]], dim=-1)
+    return torch.flip(shifted, dims=(-1,))
+
+
+def gamma_derived(kind: str, c_v, c_in, c_out, *, L_phi: float = GELU_LIPSCHITZ) -> torch.Tensor:
+    """Sensitivity of one reference layer's output to one of its matrices (derived in :ref:`ch-sa-deep`).
+
+    ``QK``: ``2 L_phi C_V C_in C_out``; ``V``: ``L_phi C_in C_out``; ``M_in``: ``L_phi C_out``; ``M_out``:
+    ``C_in`` (GELU satisfies ``|phi(x)| <= |x|``). The authors' code drops ``L_phi`` and uses ``1`` for M_out.
+    """
+    lp = check_real(L_phi, "L_phi", lo=0)
+    cv, ci, co = as_tensor(c_v, "c_v"), as_tensor(c_in, "c_in"), as_tensor(c_out, "c_out")
+    table = {"QK": 2 * lp * cv * ci * co, "V": lp * ci * co + 0 * cv, "M_in": lp * co + 0 * ci,
+             "M_out": ci + 0 * co}
+    if kind not in table:
+        raise ParameterError(f"kind must be one of {sorted(table)}, got {kind!r}")
+    return table[kind]
