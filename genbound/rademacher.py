@@ -92,9 +92,29 @@ def _check_dudley_args(m, diameter) -> tuple[int, float]:
     return check_positive_int(m, "m"), check_real(diameter, "diameter", lo=0.0, lo_open=True)
 
 
-def dudley_objective(log_cover: Callable[[float], float], alpha: float, *, m: int, diameter: float) -> float:
+def _support_end(log_cover, lo: float, hi: float) -> float:
+    """The largest ``eps`` in ``[lo, hi]`` with ``log N(eps) > 0`` (bisection in ``log eps``; ``log N`` is
+    non-increasing), so that quadrature never straddles the point where the integrand drops to zero."""
+    if float(log_cover(hi)) > 0 or hi <= lo:
+        return hi
+    if float(log_cover(lo)) <= 0:
+        return lo
+    a, b = math.log(lo), math.log(hi)
+    for _ in range(80):
+        mid = 0.5 * (a + b)
+        if float(log_cover(math.exp(mid))) > 0:
+            a = mid
+        else:
+            b = mid
+    return math.exp(b)
+
+
+def dudley_objective(log_cover: Callable[[float], float], alpha: float, *, m: int, diameter: float,
+                     breakpoints=()) -> float:
     """``4 alpha + 12/sqrt(m) int_alpha^{c/2} sqrt(max(log N(eps), 0)) d eps`` at one ``alpha`` in
-    ``(0, c/2]`` (``c = diameter``), by adaptive quadrature (``scipy.integrate.quad``).
+    ``(0, c/2]`` (``c = diameter``), by adaptive quadrature (``scipy.integrate.quad``) in ``log eps``.
+    ``breakpoints``: values of ``eps`` where ``log N`` jumps or has a kink (e.g. the jumps of a ``ceil``),
+    passed to the quadrature; the point where ``log N`` reaches 0 is found automatically.
 
     >>> round(dudley_objective(lambda e: 0.0, 0.25, m=4, diameter=1.0), 12)
     1.0
@@ -105,13 +125,22 @@ def dudley_objective(log_cover: Callable[[float], float], alpha: float, *, m: in
     alpha = check_real(alpha, "alpha", lo=0.0, hi=c / 2, lo_open=True)
     integral = 0.0
     if alpha < c / 2:
-        integral, _ = quad(lambda e: math.sqrt(max(float(log_cover(e)), 0.0)), alpha, c / 2,
-                           limit=200, epsabs=1e-13, epsrel=1e-10)
+        # integrate in u = log(eps): the integrand sqrt(log N(e^u)) e^u is smooth and bounded for the
+        # usual covers (constant for log N = A / eps^2)
+        def integrand(u):
+            e = math.exp(u)
+            return math.sqrt(max(float(log_cover(e)), 0.0)) * e
+
+        top = _support_end(log_cover, alpha, c / 2)
+        if top > alpha:
+            lo, hi = math.log(alpha), math.log(top)
+            pts = sorted({math.log(p) for p in breakpoints if alpha < p < top})
+            integral, _ = quad(integrand, lo, hi, points=pts or None, limit=500, epsabs=1e-14, epsrel=1e-11)
     return DUDLEY_ALPHA_COEF * alpha + DUDLEY_INTEGRAL_COEF / math.sqrt(m) * integral
 
 
 def dudley_bound(log_cover: Callable[[float], float], *, m: int, diameter: float,
-                 alpha_min: float = 1e-12) -> DudleyResult:
+                 alpha_min: float = 1e-12, breakpoints=()) -> DudleyResult:
     """``inf_{0 < alpha <= c/2} 4 alpha + 12/sqrt(m) int_alpha^{c/2} sqrt(log N(eps)) d eps`` numerically
     (book: :prf:ref:`thm-dudley`).
 
@@ -121,7 +150,7 @@ def dudley_bound(log_cover: Callable[[float], float], *, m: int, diameter: float
     radius ``c`` around one fixed function (``c = sup_f rho(f, 0)``, or ``c = sup_{f,g} rho(f, g)``).
     Since ``d/d alpha = 4 - 12 sqrt(log N(alpha))/sqrt(m)`` is non-decreasing, the objective is convex in
     ``alpha``: we minimise it in ``log alpha`` on ``[alpha_min * c, c/2]`` (``scipy`` bounded Brent) and
-    integrate with ``quad``. This form integrates only to ``c/2``; it implies the often-quoted version
+    integrate with ``quad`` (``breakpoints``: see :func:`dudley_objective`). This form integrates only to ``c/2``; it implies the often-quoted version
     ``inf_alpha 4 alpha + 12/sqrt(m) int_alpha^c``.
 
     >>> r = dudley_bound(lambda e: 1.0 / e**2, m=10_000, diameter=1.0)
@@ -137,10 +166,10 @@ def dudley_bound(log_cover: Callable[[float], float], *, m: int, diameter: float
     lo, hi = math.log(alpha_min * c), math.log(c / 2)
 
     def obj(u):
-        return dudley_objective(log_cover, math.exp(u), m=m, diameter=c)
+        return dudley_objective(log_cover, min(math.exp(u), c / 2), m=m, diameter=c, breakpoints=breakpoints)
 
     res = minimize_scalar(obj, bounds=(lo, hi), method="bounded", options={"xatol": 1e-9})
-    cands = [(float(res.fun), math.exp(float(res.x))), (obj(hi), c / 2), (obj(lo), math.exp(lo))]
+    cands = [(float(res.fun), min(math.exp(float(res.x)), c / 2)), (obj(hi), c / 2), (obj(lo), math.exp(lo))]
     value, alpha = min(cands)
     if not math.isfinite(value):
         raise ParameterError("log_cover returned a non-finite value inside (0, diameter/2]")
