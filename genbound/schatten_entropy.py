@@ -47,15 +47,24 @@ __all__ = [
 GELU_LIPSCHITZ = 1.13
 
 
+def _t(x, name) -> torch.Tensor:
+    """``as_tensor`` that keeps Python scalars 0-dimensional (so they broadcast without adding an axis)."""
+    if isinstance(x, (int, float)) and not isinstance(x, bool):
+        if not math.isfinite(float(x)):
+            raise ParameterError(f"{name} must be finite, got {x}")
+        return torch.tensor(float(x), dtype=torch.float64)
+    return as_tensor(x, name)
+
+
 def _p(p, like=None) -> torch.Tensor:
-    t = as_tensor(p, "p", dtype=None if like is None else like.dtype)
+    t = _t(p, "p")
     if bool(((t < 0) | (t > 2)).any()):
         raise ParameterError(f"Schatten index p must lie in [0, 2], got {t.flatten()[((t < 0) | (t > 2)).flatten()][0].item()}")
     return t
 
 
 def _pos(x, name, *, allow_zero=False) -> torch.Tensor:
-    t = as_tensor(x, name)
+    t = _t(x, name)
     bad = (t < 0) if allow_zero else (t <= 0)
     if bool(bad.any()):
         raise ParameterError(f"{name} must be {'nonnegative' if allow_zero else 'positive'}, "
@@ -116,9 +125,9 @@ def log_per_matrix_term(log_spow, log_scale, N, p, *, with_cp: bool = True) -> t
 
     ``[log M + p log S + (p+1) log N] / (p+2)`` plus ``log c_p`` when ``with_cp``.
     """
-    lm = as_tensor(log_spow, "log_spow") if not (isinstance(log_spow, float) and log_spow == -math.inf) \
-        else torch.tensor(-math.inf, dtype=torch.float64)
-    ls = as_tensor(log_scale, "log_scale")
+    lm = (torch.as_tensor(log_spow, dtype=torch.float64) if isinstance(log_spow, torch.Tensor)
+          or log_spow == -math.inf else _t(log_spow, "log_spow"))
+    ls = _t(log_scale, "log_scale")
     n = _pos(N, "N")
     pt = _p(p)
     out = (lm + pt * ls + (pt + 1) * n.log()) / (pt + 2)
@@ -248,7 +257,7 @@ def log_term_grid(svals, scale, N, ps, *, with_cp: bool = False, rank_tol: float
     grid = as_tensor(ps, "ps", ndim=1)
     _p(grid)
     lm = log_schatten_power(s, grid, rank_tol=rank_tol)  # (..., P)
-    ls = as_tensor(scale, "scale") if log_scale else _pos(scale, "scale").log()
+    ls = _t(scale, "scale") if log_scale else _pos(scale, "scale").log()
     n = _pos(N, "N")
     ls = ls.unsqueeze(-1) if ls.ndim else ls
     n = n.unsqueeze(-1) if n.ndim else n
@@ -398,12 +407,12 @@ def head_lipschitz(c_qk, c_v) -> torch.Tensor:
     The 4 is the softmax constant 2 times the 2 from ``X`` appearing twice in the scores
     (:func:`genbound.symbolic.sakai_imaizumi.head_lipschitz`).
     """
-    return as_tensor(c_v, "c_v") * (1 + 4 * as_tensor(c_qk, "c_qk"))
+    return _t(c_v, "c_v") * (1 + 4 * _t(c_qk, "c_qk"))
 
 
 def layer_lipschitz(c_qk, c_v, c_in, c_out, *, L_phi: float = GELU_LIPSCHITZ) -> torch.Tensor:
     """``L_phi C_in C_out sum_h C_V,h (1 + 4 C_QK,h)``; ``c_qk``, ``c_v`` have a trailing head axis."""
-    return (check_real(L_phi, "L_phi", lo=0) * as_tensor(c_in, "c_in") * as_tensor(c_out, "c_out")
+    return (check_real(L_phi, "L_phi", lo=0) * _t(c_in, "c_in") * _t(c_out, "c_out")
             * head_lipschitz(c_qk, c_v).sum(-1))
 
 
@@ -428,7 +437,7 @@ def gamma_derived(kind: str, c_v, c_in, c_out, *, L_phi: float = GELU_LIPSCHITZ)
     ``C_in`` (GELU satisfies ``|phi(x)| <= |x|``). The authors' code drops ``L_phi`` and uses ``1`` for M_out.
     """
     lp = check_real(L_phi, "L_phi", lo=0)
-    cv, ci, co = as_tensor(c_v, "c_v"), as_tensor(c_in, "c_in"), as_tensor(c_out, "c_out")
+    cv, ci, co = _t(c_v, "c_v"), _t(c_in, "c_in"), _t(c_out, "c_out")
     table = {"QK": 2 * lp * cv * ci * co, "V": lp * ci * co + 0 * cv, "M_in": lp * co + 0 * ci,
              "M_out": ci + 0 * co}
     if kind not in table:

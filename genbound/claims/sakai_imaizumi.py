@@ -1,0 +1,486 @@
+"""Claims of Part III chapters 2-4: the per-matrix term, the deep-transformer peeling, the examples.
+
+Chapters: :ref:`ch-sa-entropy` (``book/part3/entropy.md``), :ref:`ch-sa-deep` (``book/part3/deep.md``),
+:ref:`ch-sa-examples` (``book/part3/examples.md``). Constants come from
+:mod:`genbound.symbolic.sakai_imaizumi` through :mod:`genbound.schatten_entropy`.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+
+from .. import schatten_entropy as se
+from ..symbolic import sakai_imaizumi as sym
+from . import Claim, FunctionCheck, InequalityCheck, NumericCheck, register
+
+ENTROPY = "book/part3/entropy.md"
+DEEP = "book/part3/deep.md"
+EXAMPLES = "book/part3/examples.md"
+DT = torch.float64
+
+
+@dataclass
+class AllOf(NumericCheck):
+    """Run several numeric checks; the worst ratio is the largest, trials and steps add up."""
+
+    checks: tuple
+
+    def run(self, seed: int):
+        worst, trials, steps, notes = -math.inf, 0, 0, []
+        for i, c in enumerate(self.checks):
+            w, t, s, n = c.run(seed + 7919 * i)
+            worst, trials, steps = max(worst, w), trials + t, steps + s
+            if n:
+                notes.append(n)
+        return worst, trials, steps, "; ".join(notes)
+
+
+def _u(gen, n, lo, hi):
+    return lo + (hi - lo) * torch.rand(n, generator=gen, dtype=DT)
+
+
+def _all(*fns):
+    return lambda: all(bool(f()) for f in fns)
+
+
+# =========================================================================== chapter 2
+
+def _term_sample(gen, n):
+    return {"logM": _u(gen, n, -3, 6) * math.log(10), "logS": _u(gen, n, -3, 8) * math.log(10),
+            "logN": _u(gen, n, 0, math.log(4096)), "p": _u(gen, n, 0.01, 2.0),
+            "logtau": _u(gen, n, -12, 6) * math.log(10)}
+
+
+def _term_project(x):
+    return {**x, "p": x["p"].clamp(1e-3, 2.0)}
+
+
+def _closed_over_objective(logM, logS, logN, p, logtau):
+    # c_p M^{1/(p+2)} S^{p/(p+2)} N^{(p+1)/(p+2)} / (sqrt(N M) tau^{-p/2} + S N tau), in logs
+    logc = torch.log1p(p / 2) + p / (p + 2) * torch.log(2 / p)  # log c_p, differentiable in p
+    closed = (logM + p * logS + (p + 1) * logN) / (p + 2) + logc
+    obj = torch.logaddexp(0.5 * (logN + logM) - p / 2 * logtau, logS + logN + logtau)
+    return (closed - obj).exp()
+
+
+def _threshold_attained(seed: int):
+    gen = torch.Generator().manual_seed(seed)
+    x = _term_sample(gen, 400)
+    M, S, N = x["logM"].exp(), x["logS"].exp(), x["logN"].exp()
+    closed = se.per_matrix_term(M, S, N, x["p"])
+    num = se.numerical_threshold_minimum(M, S, N, x["p"])
+    tau = se.optimal_threshold(M, S, N, x["p"])
+    at = se.threshold_objective(tau, M, S, N, x["p"])
+    r = torch.stack([closed / num, num / closed, at / closed, closed / at])
+    return float(r.max()), 400
+
+
+register(Claim(
+    label="lem-sa-threshold-optimum",
+    statement="inf_{tau>0} sqrt(N M) tau^{-p/2} + S N tau = c_p M^{1/(p+2)} S^{p/(p+2)} N^{(p+1)/(p+2)}, "
+              "attained at tau* = (p sqrt(N M)/(2 S N))^{2/(p+2)}, for p in (0, 2]",
+    chapter=ENTROPY, source="reconstructed",
+    numeric=AllOf((InequalityCheck(_term_sample, _closed_over_objective, _term_project, trials=2000,
+                                   starts=16, steps=120, lr=0.05, search=("logtau", "p", "logS")),
+                   FunctionCheck(_threshold_attained))),
+    symbolic=_all(sym.verify_threshold_optimum, sym.verify_threshold_convex),
+    rtol=1e-9,
+))
+
+
+def _cp_sample(gen, n):
+    return {"p": _u(gen, n, 1e-6, 2.0)}
+
+
+def _cp_ratio(p):
+    # c_p / 2 <= 1 and 1 / c_p <= 1, written with the same algebra as the module (differentiable in p)
+    logc = torch.log1p(p / 2) + p / (p + 2) * torch.log(2 / p)
+    return torch.maximum(logc.exp() / 2, (-logc).exp())
+
+
+register(Claim(
+    label="lem-sa-cp-range",
+    statement="1 <= c_p <= 2 for p in (0, 2]; c_p increases in p, c_p -> 1 as p -> 0 and c_2 = 2",
+    chapter=ENTROPY, source="reconstructed",
+    numeric=InequalityCheck(_cp_sample, _cp_ratio, lambda x: {"p": x["p"].clamp(1e-12, 2.0)},
+                            trials=2000, starts=16, steps=100, lr=0.05),
+    symbolic=_all(sym.verify_cp_limits, sym.verify_cp_increasing),
+))
+
+
+def _entropy_sample(gen, n):
+    x = _term_sample(gen, n)
+    return {**x, "logeps": _u(gen, n, -3, 0) * math.log(10), "logB": _u(gen, n, -1, 1) * math.log(10)}
+
+
+def _entropy_ratio(logM, logS, logN, p, logtau, logeps, logB):
+    # k_p Theta^2 eps^{-2p/(p+2)} / (M N tau^{-p} + (S N tau B / eps)^2), in logs
+    logk = torch.log1p(p / 2) + p / (p + 2) * torch.log(2 / p)
+    closed = logk + 2 * (logM + p * (logS + logB) + (p + 1) * logN) / (p + 2) - 2 * p / (p + 2) * logeps
+    obj = torch.logaddexp(logM + logN - p * logtau, 2 * (logS + logN + logtau + logB - logeps))
+    return (closed - obj).exp()
+
+
+def _entropy_attained(seed: int):
+    from scipy.integrate import quad
+
+    gen = torch.Generator().manual_seed(seed)
+    n = 200
+    x = _entropy_sample(gen, n)
+    M, S, N, B = x["logM"].exp(), x["logS"].exp(), x["logN"].exp(), x["logB"].exp()
+    eps, p = x["logeps"].exp(), x["p"]
+    closed = se.entropy_log_covering(eps, M, S, N, p, B=B)
+    # minimise the two-piece objective over tau by golden section on log tau
+    lo, hi = torch.full_like(M, -60.0), torch.full_like(M, 40.0)
+    g = (math.sqrt(5) - 1) / 2
+
+    def f(u):
+        return se.entropy_objective(eps, u.exp(), M, S, N, p, B=B)
+
+    for _ in range(250):
+        c, d = hi - g * (hi - lo), lo + g * (hi - lo)
+        left = f(c) < f(d)
+        hi, lo = torch.where(left, d, hi), torch.where(left, lo, c)
+    num = f((lo + hi) / 2)
+    worst = float(torch.maximum(closed / num, num / closed).max())
+    # Dudley integral: quadrature against the closed form on a few instances
+    for i in range(12):
+        Mi, Si, Ni, Bi, pi = (float(v[i]) for v in (M, S, N, B, p))
+        Dd = 10 ** (float(x["logeps"][i]) / math.log(10) + 3)
+        kp = float(se.c_p(torch.tensor(pi, dtype=DT)))
+        theta = Mi ** (1 / (pi + 2)) * (Si * Bi) ** (pi / (pi + 2)) * Ni ** ((pi + 1) / (pi + 2))
+        a = pi / (pi + 2)
+        # substitute eps = D t: int_0^1 t^{-a} dt has an integrable singularity; quad handles it with weight
+        val, _ = quad(lambda t: t ** (-a), 0, 1, limit=200)
+        q = math.sqrt(kp) * theta * Dd ** (1 - a) * val
+        cf = float(se.dudley_entropy_integral(Dd, Mi, Si, Ni, pi, B=Bi))
+        worst = max(worst, q / cf, cf / q)
+    return worst, n + 12
+
+
+register(Claim(
+    label="lem-sa-entropy-schatten",
+    statement="if log N(eps) <= M N tau^{-p} + (S N tau B/eps)^2 for every tau > 0, then "
+              "log N(eps) <= k_p Theta_p^2 eps^{-2p/(p+2)} with k_p = c_p, and "
+              "int_0^D sqrt(log N) <= sqrt(k_p) Theta_p (p+2)/2 D^{2/(p+2)}",
+    chapter=ENTROPY, source="reconstructed",
+    numeric=AllOf((InequalityCheck(_entropy_sample, _entropy_ratio, _term_project, trials=2000, starts=16,
+                                   steps=120, lr=0.05, search=("logtau", "p")),
+                   FunctionCheck(_entropy_attained))),
+    symbolic=_all(sym.verify_entropy_optimum, sym.verify_cp_equals_kp, sym.verify_dudley_integral,
+                  sym.verify_entropy_exponent_range),
+    rtol=1e-7,
+))
+
+_WN, _WD, _WK = 10, 6, 256  # samples n, width N, Monte Carlo sign draws
+
+
+def _width_signs():
+    g = torch.Generator().manual_seed(12345)
+    return (torch.randint(0, 2, (_WK, _WN, _WD), generator=g) * 2 - 1).to(DT)
+
+
+_SIGNS = _width_signs()
+
+
+def _width_sample(gen, n):
+    X = torch.randn(n, _WN, _WD, generator=gen, dtype=DT)
+    radius = torch.rand(n, _WN, 1, generator=gen, dtype=DT) ** 0.3
+    return {"X": se.row_project(X / X.norm(dim=-1, keepdim=True) * radius * 1.0)}
+
+
+def _width_ratio(X):
+    # E_sigma ||X^T Sigma||_* / (N B sqrt(n)) with B = 1 (rows of X in the unit ball); tau cancels
+    G = X.transpose(-1, -2).unsqueeze(1) @ _SIGNS  # (n, K, N, N)
+    nuc = torch.linalg.svdvals(G).sum(-1).mean(-1)
+    return nuc / (_WD * math.sqrt(_WN))
+
+
+register(Claim(
+    label="lem-sa-residual-width",
+    statement="for rows ||x_i|| <= B: E sup_{||R||_2 <= tau} sum_i <sigma_i, x_i R> <= tau N B sqrt(n) "
+              "(Rademacher vectors sigma_i in {-1,1}^N)",
+    chapter=ENTROPY, source="reconstructed",
+    numeric=InequalityCheck(_width_sample, _width_ratio, lambda x: {"X": se.row_project(x["X"])},
+                            trials=200, starts=6, steps=30, lr=0.05),
+))
+
+# =========================================================================== chapter 3
+
+def _softmax_sample(gen, n):
+    k = 6
+    a = torch.randn(n, k, generator=gen, dtype=DT) * 3
+    return {"a": a, "b": a + torch.randn(n, k, generator=gen, dtype=DT) * 10 ** _u(gen, n, -3, 1).unsqueeze(-1)}
+
+
+def _softmax_ratio(a, b):
+    num = (torch.softmax(a, -1) - torch.softmax(b, -1)).abs().sum(-1)
+    return num / (float(sym.SOFTMAX_L1_CONSTANT) * (a - b).abs().max(-1).values)
+
+
+register(Claim(
+    label="lem-sa-softmax-l1",
+    statement="||softmax(a) - softmax(b)||_1 <= 2 ||a - b||_inf (the tight constant is 1)",
+    chapter=DEEP, source="standard",
+    numeric=InequalityCheck(_softmax_sample, _softmax_ratio, None, trials=2000, starts=12, steps=80, lr=0.05),
+))
+
+_T, _N, _H, _F = 4, 4, 2, 8
+
+
+def _ball(gen, *shape):
+    X = torch.randn(*shape, generator=gen, dtype=DT)
+    r = torch.rand(*shape[:-1], 1, generator=gen, dtype=DT) ** 0.5
+    return X / X.norm(dim=-1, keepdim=True) * r
+
+
+def _spec(W):
+    return torch.linalg.matrix_norm(W, ord=2)
+
+
+def _maxrow(Z):
+    return Z.norm(dim=-1).max(-1).values
+
+
+def _head_sample(gen, n):
+    X = _ball(gen, n, _T, _N)
+    dX = _ball(gen, n, _T, _N) * 10 ** _u(gen, n, -3, 0).view(n, 1, 1)
+    qk = torch.randn(n, _N, _N, generator=gen, dtype=DT) * 10 ** _u(gen, n, -1, 1).view(n, 1, 1)
+    v = torch.randn(n, _N, _N, generator=gen, dtype=DT)
+    return {"X": X, "X2": se.row_project(X + dX), "qk": qk, "v": v}
+
+
+def _head_project(x):
+    return {**x, "X": se.row_project(x["X"]), "X2": se.row_project(x["X2"])}
+
+
+def _head_ratio(X, X2, qk, v):
+    diff = _maxrow(se.attention_head(X, qk, v) - se.attention_head(X2, qk, v))
+    lip = se.head_lipschitz(_spec(qk), _spec(v))
+    return diff / (lip * _maxrow(X - X2))
+
+
+register(Claim(
+    label="lem-sa-attention-input-lipschitz",
+    statement="for rows of X, X' in the unit ball: max_t ||head(X)_t - head(X')_t|| <= "
+              "C_V (1 + 4 C_QK) max_t ||x_t - x'_t||, head(X) = softmax(X W_QK X^T) X W_V",
+    chapter=DEEP, source="reconstructed",
+    numeric=InequalityCheck(_head_sample, _head_ratio, _head_project, trials=1500, starts=12, steps=120,
+                            lr=0.03),
+    symbolic=sym.verify_head_lipschitz,
+))
+
+
+def _layer_sample(gen, n):
+    sc = 10 ** _u(gen, n, -0.5, 0.5).view(n, 1, 1, 1)
+    return {
+        "Z": _ball(gen, n, _T, _N),
+        "qk": torch.randn(n, _H, _N, _N, generator=gen, dtype=DT) * sc,
+        "v": torch.randn(n, _H, _N, _N, generator=gen, dtype=DT) / 2,
+        "m_in": torch.randn(n, _N, _F, generator=gen, dtype=DT) / 2,
+        "m_out": torch.randn(n, _F, _N, generator=gen, dtype=DT) / 2,
+        "d_qk": torch.randn(n, _N, _N, generator=gen, dtype=DT) * 10 ** _u(gen, n, -3, 0).view(n, 1, 1),
+        "d_v": torch.randn(n, _N, _N, generator=gen, dtype=DT) * 10 ** _u(gen, n, -3, 0).view(n, 1, 1),
+        "d_in": torch.randn(n, _N, _F, generator=gen, dtype=DT) * 10 ** _u(gen, n, -3, 0).view(n, 1, 1),
+        "d_out": torch.randn(n, _F, _N, generator=gen, dtype=DT) * 10 ** _u(gen, n, -3, 0).view(n, 1, 1),
+    }
+
+
+def _layer_project(x):
+    return {**x, "Z": se.row_project(x["Z"])}
+
+
+def _sensitivity_ratio(Z, qk, v, m_in, m_out, d_qk, d_v, d_in, d_out):
+    base = se.reference_layer(Z, qk, v, m_in, m_out)
+    c_v0, c_in, c_out = _spec(v[:, 0]), _spec(m_in), _spec(m_out)
+    pad = torch.zeros_like(qk[:, 1:])
+    qk2 = qk + torch.cat([d_qk.unsqueeze(1), pad], dim=1)  # perturb head 0 only
+    v2 = v + torch.cat([d_v.unsqueeze(1), pad], dim=1)
+    r_qk = _maxrow(se.reference_layer(Z, qk2, v, m_in, m_out) - base) / (
+        se.gamma_derived("QK", c_v0, c_in, c_out) * _spec(d_qk))
+    r_v = _maxrow(se.reference_layer(Z, qk, v2, m_in, m_out) - base) / (
+        se.gamma_derived("V", c_v0, c_in, c_out) * _spec(d_v))
+    r_in = _maxrow(se.reference_layer(Z, qk, v, m_in + d_in, m_out) - base) / (
+        se.gamma_derived("M_in", c_v0, c_in, c_out) * _spec(d_in))
+    r_out = _maxrow(se.reference_layer(Z, qk, v, m_in, m_out + d_out) - base) / (
+        se.gamma_derived("M_out", c_v0, c_in, c_out) * _spec(d_out))
+    return torch.stack([r_qk, r_v, r_in, r_out]).max(0).values
+
+
+register(Claim(
+    label="lem-sa-matrix-sensitivity",
+    statement="changing one matrix of a reference layer by Delta moves its output rows by at most "
+              "gamma ||Delta||_2 with gamma = 2 L_phi C_V C_in C_out (QK), L_phi C_in C_out (V), "
+              "L_phi C_out (M_in), C_in (M_out, GELU)",
+    chapter=DEEP, source="reconstructed",
+    numeric=InequalityCheck(_layer_sample, _sensitivity_ratio, _layer_project, trials=500, starts=8,
+                            steps=40, lr=0.03),
+    symbolic=sym.verify_gamma_ratio,
+))
+
+_DEPTH = 3
+
+
+def _deep_sample(gen, n):
+    x = {"X": _ball(gen, n, _T, _N)}
+    for l in range(_DEPTH):
+        y = _layer_sample(gen, n)
+        for k in ("qk", "v", "m_in", "m_out"):
+            x[f"{k}{l}"] = y[k]
+    for k, shape in (("d_qk", (_H, _N, _N)), ("d_v", (_H, _N, _N)), ("d_in", (_N, _F)), ("d_out", (_F, _N))):
+        x[k] = torch.randn(n, *shape, generator=gen, dtype=DT) * 10 ** _u(gen, n, -3, 0).view(n, *[1] * len(shape))
+    return x
+
+
+def _deep_project(x):
+    return {**x, "X": se.row_project(x["X"])}
+
+
+def _peeling_ratio(X, d_qk, d_v, d_in, d_out, **w):
+    layers = [tuple(w[f"{k}{l}"] for k in ("qk", "v", "m_in", "m_out")) for l in range(_DEPTH)]
+    facs = torch.stack([se.layer_lipschitz(_spec(q), _spec(v), _spec(mi), _spec(mo))
+                        for q, v, mi, mo in layers], dim=-1)
+    alphas = se.layer_alphas(facs)
+    out = se.reference_transformer(X, layers)
+    ratios = []
+    for l in range(_DEPTH - 1):  # the last layer has alpha = 1 and ratio exactly 1
+        Z = X
+        for j in range(l):
+            Z = se.reference_layer(Z, *layers[j])
+        q, v, mi, mo = layers[l]
+        pert = (q + d_qk, v + d_v, mi + d_in, mo + d_out)
+        zl, zl2 = se.reference_layer(Z, *layers[l]), se.reference_layer(Z, *pert)
+        out2 = se.reference_transformer(X, layers[:l] + [pert] + layers[l + 1:])
+        ratios.append(_maxrow(out - out2) / (alphas[..., l] * _maxrow(zl - zl2)))
+    return torch.stack(ratios).max(0).values
+
+
+register(Claim(
+    label="lem-sa-layer-peeling",
+    statement="in the reference transformer, replacing layer l's matrices moves the output rows by at most "
+              "alpha_l times the move of layer l's own output, alpha_l = prod_{k>l} L_phi C_in C_out "
+              "sum_h C_V (1 + 4 C_QK)",
+    chapter=DEEP, source="reconstructed",
+    numeric=InequalityCheck(_deep_sample, _peeling_ratio, _deep_project, trials=300, starts=6, steps=30,
+                            lr=0.03),
+    symbolic=sym.verify_head_lipschitz,
+))
+
+_GK = 8
+
+
+def _grid_sample(gen, n):
+    s = 10 ** (_u(gen, n * _GK, -4, 2).view(n, _GK))
+    return {"logs": s.log(), "logS": _u(gen, n, -5, 40), "logN": _u(gen, n, math.log(8), math.log(2048)),
+            "p": _u(gen, n, 0, 2), "m": torch.randint(2, 30, (n,), generator=gen).to(DT)}
+
+
+def _grid_project(x):
+    return {**x, "p": x["p"].clamp(0.0, 2.0), "logs": x["logs"].clamp(-30, 30)}
+
+
+def _grid_ratio(logs, logS, logN, p, m):
+    def logT(q):
+        lm = torch.logsumexp(q.unsqueeze(-1) * logs, -1)
+        return (lm + q * logS + (q + 1) * logN) / (q + 2)
+
+    rounded = (p.detach() * m).round() / m
+    cost = logT(rounded) - logT(p)
+    lam = logs.abs().max(-1).values
+    bound = (6 * lam + math.log(_GK) + 2 * logS.abs() + logN) / (8 * m)
+    return cost / bound
+
+
+register(Claim(
+    label="lem-sa-grid-rounding",
+    statement="rounding p to the nearest point of P_m = {0, 1/m, ..., 2} raises log T(p) by at most "
+              "(6 Lambda + log k + 2 |log S| + log N) / (8 m), Lambda = max_i |log sigma_i|, k = rank",
+    chapter=DEEP, source="reconstructed",
+    numeric=InequalityCheck(_grid_sample, _grid_ratio, _grid_project, trials=3000, starts=16, steps=100,
+                            lr=0.05, search=("logs", "logS", "p")),
+    symbolic=_all(sym.verify_dlog_term_dp, sym.verify_dlog_term_dp_full),
+))
+
+# =========================================================================== chapter 4
+
+_PK = 8
+
+
+def _p0_sample(gen, n):
+    r = torch.randint(1, _PK + 1, (n, 1), generator=gen)
+    mask = (torch.arange(_PK).unsqueeze(0) < r).to(DT)
+    s = 10 ** _u(gen, n * _PK, -3, 1).view(n, _PK)
+    logN = _u(gen, n, math.log(_PK), math.log(4096))
+    return {"s": s * mask, "mask": mask, "p": _u(gen, n, 0, 2), "logN": logN,
+            "slack": _u(gen, n, 0, 3)}
+
+
+def _p0_project(x):
+    s = torch.where(x["mask"] > 0, x["s"].abs().clamp(min=1e-4), torch.zeros_like(x["s"]))
+    return {**x, "s": s, "p": x["p"].clamp(0.0, 2.0), "slack": x["slack"].clamp(min=0.0)}
+
+
+def _p0_ratio(s, mask, p, logN, slack):
+    r = mask.sum(-1)
+    smin = torch.where(mask > 0, s, torch.full_like(s, math.inf)).min(-1).values
+    logS = 0.5 * (r.log() - logN) - smin.log() + slack  # at or above the threshold sqrt(r/N)/sigma_r
+    logs = torch.where(mask > 0, s, torch.ones_like(s)).log()
+    lm = torch.logsumexp(torch.where(mask > 0, p.unsqueeze(-1) * logs, torch.full_like(s, -math.inf)), -1)
+    logT = (lm + p * logS + (p + 1) * logN) / (p + 2)
+    logT0 = 0.5 * (r.log() + logN)
+    return (logT0 - logT).exp()
+
+
+register(Claim(
+    label="prop-sa-p0-wins",
+    statement="if S sigma_r >= sqrt(r/N) (r = rank, sigma_r the smallest nonzero singular value) then "
+              "T(0) = sqrt(r N) <= T(p) for every p in [0, 2], so p = 0 is the grid minimiser",
+    chapter=EXAMPLES, source="reconstructed",
+    numeric=InequalityCheck(_p0_sample, _p0_ratio, _p0_project, trials=3000, starts=16, steps=120, lr=0.05,
+                            search=("s", "p", "slack")),
+    symbolic=sym.verify_p0_gap,
+))
+
+
+_CK = 10
+
+
+def _count_sample(gen, n):
+    u = torch.rand(n, _CK, generator=gen, dtype=DT)
+    kind = torch.randint(0, 3, (n, 1), generator=gen)
+    idx = torch.arange(1, _CK + 1, dtype=DT)
+    s = torch.where(kind == 0, idx ** (-3 * u[:, :1]), torch.where(kind == 1, torch.where(idx <= 3, 1 + u, 1e-3 * u),
+                                                                  u))
+    return {"s": s * 10 ** _u(gen, n, -2, 2).unsqueeze(-1), "logS": _u(gen, n, -3, 6) * math.log(10),
+            "logN": _u(gen, n, math.log(_CK), math.log(2048)), "p": _u(gen, n, 0.01, 2.0)}
+
+
+def _count_project(x):
+    return {**x, "s": x["s"].abs().clamp(min=1e-8), "p": x["p"].clamp(1e-3, 2.0)}
+
+
+def _count_ratio(s, logS, logN, p):
+    # min_tau [sqrt(N r(tau)) + S N tau] over c_p T(p); the minimum is attained at tau = 0 or tau = s_j
+    Nn, Sv = logN.exp(), logS.exp()
+    greater = (s.unsqueeze(-1) > s.unsqueeze(-2)).to(s.dtype).sum(-2)
+    cand = Nn.sqrt().unsqueeze(-1) * greater.sqrt() + (Sv * Nn).unsqueeze(-1) * s
+    count = torch.minimum(cand.min(-1).values, (Nn * _CK).sqrt())
+    logM = torch.logsumexp(p.unsqueeze(-1) * s.log(), -1)
+    logc = torch.log1p(p / 2) + p / (p + 2) * torch.log(2 / p)
+    bound = ((logM + p * logS + (p + 1) * logN) / (p + 2) + logc).exp()
+    return count / bound
+
+
+register(Claim(
+    label="lem-sa-count-markov",
+    statement="min_tau [sqrt(N r(tau)) + S N tau] <= c_p T(p) for every p in (0, 2]: each per-matrix term "
+              "is a Markov-type upper bound on the spectral count functional",
+    chapter=EXAMPLES, source="reconstructed",
+    numeric=InequalityCheck(_count_sample, _count_ratio, _count_project, trials=1500, starts=12, steps=60,
+                            lr=0.05),
+    symbolic=sym.verify_threshold_optimum,
+))
