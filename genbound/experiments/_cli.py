@@ -1,0 +1,136 @@
+"""``genbound experiment``: run the book's experiments from the command line.
+
+``genbound experiment sparse-majority --seq-lens 16,32,64 --seeds 2 [--device auto] [--json]`` trains
+one model per sequence length and seed (:mod:`genbound.experiments.sparse_majority`) and prints one
+record per run: a table, or with ``--json`` a JSON array of objects with at least the keys of
+:data:`~genbound.experiments.sparse_majority.RESULT_KEYS`. ``--csv PATH`` appends every record to a CSV
+file as soon as its run finishes (a partial sweep stays usable).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+
+from ..errors import ParameterError
+
+__all__ = ["add_parser", "parse_int_list"]
+
+
+def parse_int_list(text: str, name: str) -> list[int]:
+    """``"16,32,64"`` -> ``[16, 32, 64]``; raises :class:`~genbound.errors.ParameterError` on bad input.
+
+    >>> parse_int_list("16, 64", "--seq-lens")
+    [16, 64]
+    """
+    try:
+        out = [int(t) for t in str(text).split(",") if t.strip()]
+    except ValueError:
+        raise ParameterError(f"{name} must be a comma-separated list of integers, got {text!r}") from None
+    if not out:
+        raise ParameterError(f"{name} is empty")
+    return out
+
+
+def add_parser(sub) -> None:
+    """Register ``experiment`` (with the sub-subcommand ``sparse-majority``)."""
+    p = sub.add_parser("experiment", help="run an experiment of the book",
+                       description="Run an experiment of the book.")
+    psub = p.add_subparsers(dest="experiment", metavar="EXPERIMENT")
+    p.set_defaults(func=lambda args: (p.print_help(), 0)[1])
+
+    from .sparse_majority import SparseMajorityConfig
+
+    dflt = SparseMajorityConfig()
+    sm = psub.add_parser(
+        "sparse-majority", help="the sparse-majority experiment (Trauger & Tewari): gap, norms, bounds vs T",
+        description="Train the authors' one-layer, two-head transformer on sparse majority for every "
+                    "sequence length and seed; report accuracies, losses, gaps, summed l1 norms, the "
+                    "Trauger-Tewari and Edelman-type bounds, epochs and seconds.")
+    sm.add_argument("--seq-lens", default="16,32,64", help="comma-separated sequence lengths T (each >= s)")
+    sm.add_argument("--seeds", type=int, default=2, help="number of seeds per T (seeds 0..n-1)")
+    sm.add_argument("--first-seed", type=int, default=0, help="first seed (seeds first..first+n-1)")
+    sm.add_argument("--device", default="auto", help="auto, cpu, cuda or cuda:N")
+    sm.add_argument("--json", action="store_true", help="print a JSON array instead of a table")
+    sm.add_argument("--csv", default=None, help="append every record to this CSV file as runs finish")
+    sm.add_argument("--max-epochs", type=int, default=dflt.max_epochs, help="epoch cap (runs that hit it "
+                    f"are reported with hit_cap=true; default {dflt.max_epochs})")
+    sm.add_argument("--eval-every", type=int, default=dflt.eval_every, help="epochs between validation "
+                    f"evaluations (default {dflt.eval_every})")
+    sm.add_argument("--select", choices=("val", "test", "last"), default=dflt.select,
+                    help="checkpoint to report: lowest validation loss (default), lowest test loss (the "
+                         "original protocol) or the stopping epoch")
+    sm.add_argument("--no-test-selection", action="store_true",
+                    help="do not track the original (test-loss) checkpoint (saves test evaluations)")
+    sm.add_argument("--lr", type=float, default=dflt.lr, help=f"initial SGD learning rate (default {dflt.lr})")
+    sm.add_argument("--lr-decay", type=float, default=dflt.lr_decay,
+                    help=f"per-epoch factor of the learning rate (default {dflt.lr_decay}; 1 = constant)")
+    sm.add_argument("--lr-floor", type=float, default=dflt.lr_floor,
+                    help=f"lower limit of the learning rate (default {dflt.lr_floor})")
+    sm.add_argument("--n-train", type=int, default=dflt.n_train)
+    sm.add_argument("--n-val", type=int, default=dflt.n_val)
+    sm.add_argument("--n-test", type=int, default=dflt.n_test)
+    sm.add_argument("--s", type=int, default=dflt.s, help="number of relevant positions (odd)")
+    sm.add_argument("--dtype", default=dflt.dtype, help="training precision (bounds are float64)")
+    sm.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's choice)")
+    sm.add_argument("--progress", action="store_true", help="show a progress bar even when not a terminal")
+    sm.set_defaults(func=_run_sparse_majority)
+
+
+def _run_sparse_majority(args) -> int:
+    import torch
+
+    from ..device import resolve_device
+    from .sparse_majority import RESULT_KEYS, SparseMajorityConfig, run_sweep, write_csv
+
+    seq_lens = parse_int_list(args.seq_lens, "--seq-lens")
+    if args.seeds < 1:
+        raise ParameterError(f"--seeds must be >= 1, got {args.seeds}")
+    seeds = list(range(args.first_seed, args.first_seed + args.seeds))
+    if args.threads is not None:
+        if args.threads < 1:
+            raise ParameterError(f"--threads must be >= 1, got {args.threads}")
+        torch.set_num_threads(args.threads)
+    device = resolve_device(args.device)
+    cfg = SparseMajorityConfig(s=args.s, n_train=args.n_train, n_val=args.n_val, n_test=args.n_test,
+                               max_epochs=args.max_epochs, eval_every=args.eval_every, select=args.select,
+                               track_test_selection=not args.no_test_selection or args.select == "test",
+                               dtype=args.dtype, lr=args.lr, lr_decay=args.lr_decay,
+                               lr_floor=args.lr_floor).validated()
+
+    def on_result(r):
+        if args.csv:
+            write_csv([r], args.csv, append=True)
+        if not args.json:
+            print(_row(r), flush=True)
+
+    if not args.json:
+        print(_header(), flush=True)
+    results = run_sweep(seq_lens, seeds, cfg, device=device, progress=True if args.progress else None,
+                        on_result=on_result)
+    if args.json:
+        recs = [r.to_dict() for r in results]
+        for rec in recs:
+            assert all(k in rec for k in RESULT_KEYS)
+        print(json.dumps([_jsonable(r) for r in recs], indent=1))
+    return 0
+
+
+def _jsonable(rec: dict) -> dict:
+    return {k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in rec.items()}
+
+
+_COLS = (("seq_len", 7, "d"), ("seed", 4, "d"), ("train_acc", 9, ".3f"), ("test_acc", 8, ".3f"),
+         ("acc_gap", 7, ".3f"), ("loss_gap", 8, ".3f"), ("l11_norm_sum", 12, ".1f"), ("tt_bound", 9, ".3g"),
+         ("edelman_bound", 13, ".3g"), ("epochs", 6, "d"), ("hit_cap", 7, ""), ("seconds", 7, ".1f"))
+
+
+def _header() -> str:
+    return " ".join(f"{name:>{w}}" for name, w, _ in _COLS)
+
+
+def _row(r) -> str:
+    d = r.to_dict()
+    return " ".join(format(d[name] if spec else str(d[name]), f">{w}{spec}") for name, w, spec in _COLS)

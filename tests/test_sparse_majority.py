@@ -1,0 +1,204 @@
+"""Tests of the sparse-majority experiment (genbound.experiments.sparse_majority and its CLI)."""
+
+import json
+import math
+
+import pytest
+import torch
+
+from genbound import cli
+from genbound.errors import DeviceError, GenboundError, ParameterError
+from genbound.experiments import sparse_majority as sm
+
+TINY = dict(n_train=40, n_val=30, n_test=50, batch_size=16, max_epochs=6, eval_every=2)
+
+
+# ------------------------------------------------------------------------------------------ data
+def test_embeddings_orthogonal_unit_l1():
+    E = sm.token_embeddings(64, torch.Generator().manual_seed(3))
+    G = E @ E.T
+    assert torch.allclose(G - torch.diag(torch.diag(G)), torch.zeros(3, 3, dtype=E.dtype), atol=1e-15)
+    assert torch.allclose(E.abs().sum(1), torch.ones(3, dtype=E.dtype), atol=1e-14)
+
+
+def test_encoding_matches_authors_formula():
+    pe = sm.sinusoidal_encoding(50, 64)
+    j, i = 37, 11                                    # odd i -> cos, exponent i/d (not 2 floor(i/2)/d)
+    assert pe[j, i].item() == pytest.approx(math.cos(j / 10000 ** (i / 64)), abs=1e-14)
+    assert pe[j, 10].item() == pytest.approx(math.sin(j / 10000 ** (10 / 64)), abs=1e-14)
+
+
+def test_task_labels_layout_and_radius():
+    task = sm.make_task(30, seed=5)
+    assert task.positions.numel() == 9 and len(set(task.positions.tolist())) == 9
+    assert int(task.positions.max()) < 30
+    bits, y = task.sample(200, torch.Generator().manual_seed(0))
+    assert bits.dtype == torch.uint8 and set(bits.unique().tolist()) <= {0, 1}
+    assert torch.equal(y, (bits[:, task.positions].long().sum(1) >= 5).long())
+    assert 0.2 < y.double().mean().item() < 0.8
+    X = task.embed(bits)
+    assert X.shape == (200, 31, 64)
+    assert torch.allclose(X[:, -1], (task.embeddings[2] + task.encoding[-1]).expand(200, 64))
+    t0 = bits[:, 0].long()
+    assert torch.allclose(X[:, 0], task.embeddings[t0] + task.encoding[0])
+    # B_X is the exact max over every row a sequence can hold, so it dominates every sampled row
+    assert torch.linalg.vector_norm(X, dim=-1).max().item() <= task.input_radius() + 1e-12
+
+
+def test_task_is_seeded():
+    a, b, c = sm.make_task(40, seed=1), sm.make_task(40, seed=1), sm.make_task(40, seed=2)
+    assert torch.equal(a.positions, b.positions) and torch.equal(a.embeddings, b.embeddings)
+    assert not torch.equal(a.embeddings, c.embeddings)
+
+
+@pytest.mark.parametrize("seq_len, s, match", [(8, 9, "must be >= s"), (20, 4, "must be odd"),
+                                                (20, 0, ">= 1")])
+def test_bad_task_settings(seq_len, s, match):
+    with pytest.raises(ParameterError, match=match):
+        sm.make_task(seq_len, s=s)
+
+
+def test_bad_sample_count():
+    with pytest.raises(ParameterError, match="number of samples"):
+        sm.make_task(10).sample(0, torch.Generator())
+
+
+@pytest.mark.parametrize("kw, match", [({"n_train": 0}, "n_train"), ({"s": 8}, "odd"),
+                                       ({"select": "best"}, "select"), ({"lr": -1.0}, "lr"),
+                                       ({"delta": 1.5}, "delta"), ({"dtype": "int8"}, "dtype")])
+def test_bad_config(kw, match):
+    with pytest.raises(GenboundError, match=match):
+        sm.SparseMajorityConfig(**kw).validated()
+
+
+# ------------------------------------------------------------------------------------------ model
+def test_keras_init_scales():
+    net = sm.build_model(seed=0)
+    lay = net.layers[0]
+    assert lay.W_Q.abs().max().item() <= math.sqrt(6 / (128 + 4096))      # Keras fans of (64, 2, 64)
+    assert lay.W_Q.abs().max().item() > 0.9 * math.sqrt(6 / (128 + 4096))
+    assert lay.W_O.abs().max().item() <= math.sqrt(6 / 256)
+    assert lay.W_C.abs().max().item() <= math.sqrt(6 / 128)
+    assert 0.03 < net.w.std().item() < 0.07
+    assert all(float(p.detach().abs().sum()) == 0 for p in (lay.b_Q, lay.b_K, lay.b_V, lay.b_O, lay.b_C, net.b_w))
+
+
+@pytest.mark.parametrize("dtype, tol", [(torch.float64, 1e-12), (torch.float32, 1e-4)])
+def test_fast_forward_equals_reference_transformer(dtype, tol):
+    """cls_logits (bits in, CLS row only) equals ReferenceTransformer.forward on the embedded input."""
+    g = torch.Generator().manual_seed(0)
+    tasks = [sm.make_task(17, seed=s) for s in (0, 1)]
+    nets = [sm.build_model(seed=s) for s in (0, 1)]
+    with torch.no_grad():                              # move off the init (nonzero biases, larger maps)
+        for net in nets:
+            for p in net.parameters():
+                p.add_(0.3 * torch.randn(p.shape, generator=g, dtype=p.dtype))
+    bits = torch.stack([t.sample(9, g)[0] for t in tasks])
+    P = sm.stack_parameters(nets, dtype=dtype)
+    E = torch.stack([t.embeddings for t in tasks])
+    fast = sm.cls_logits(P, bits, E, tasks[0].encoding, nets[0].score_scale)
+    assert tasks[0].encoding.equal(tasks[1].encoding)
+    for k in range(2):
+        ref = nets[k](tasks[k].embed(bits[k]))
+        assert (fast[k].double() - ref).abs().max().item() < tol * max(1.0, ref.abs().max().item())
+
+
+def test_bce_one_hot_matches_mean_of_sigmoid_ce():
+    z = torch.tensor([[[2.0, -1.0], [0.5, 0.25]]])
+    y = torch.tensor([[0, 1]])
+    sig = torch.sigmoid
+    manual = -(torch.log(sig(torch.tensor(2.0))) + torch.log(1 - sig(torch.tensor(-1.0)))
+               + torch.log(1 - sig(torch.tensor(0.5))) + torch.log(sig(torch.tensor(0.25)))) / 4
+    assert sm.bce_one_hot(z, y).item() == pytest.approx(manual.item(), rel=1e-6)
+
+
+def test_ramp_risk_bounds_error():
+    task = sm.make_task(11, seed=0)
+    bits, y = task.sample(64, torch.Generator().manual_seed(1))
+    P = sm.stack_parameters([sm.build_model(seed=0)], dtype=torch.float64)
+    args = (P, bits[None], y[None], task.embeddings[None], task.encoding, 0.125)
+    _, acc = sm.evaluate_stack(*args)
+    assert sm.ramp_risk(*args).item() >= 1 - acc.item() - 1e-12
+
+
+# ------------------------------------------------------------------------------------------ training
+def test_training_is_per_seed_independent_and_reproducible():
+    cfg = sm.SparseMajorityConfig(**TINY)
+    a = sm.run_seq_len(11, [0, 1], cfg, device="cpu", progress=False)
+    b = sm.run_seq_len(11, [1], cfg, device="cpu", progress=False)
+    assert a[1].seed == b[0].seed == 1
+    for key in ("train_acc", "test_acc", "l11_norm_sum", "train_loss"):
+        assert getattr(a[1], key) == pytest.approx(getattr(b[0], key), rel=1e-5, abs=1e-6)
+
+
+def test_run_record_is_consistent():
+    cfg = sm.SparseMajorityConfig(**TINY)
+    (r,) = sm.run_seq_len(13, [0], cfg, device="cpu", progress=False)
+    d = r.to_dict()
+    assert set(sm.RESULT_KEYS) <= set(d)
+    assert all(math.isfinite(d[k]) for k in sm.RESULT_KEYS)
+    assert d["acc_gap"] == pytest.approx(d["train_acc"] - d["test_acc"])
+    assert d["loss_gap"] == pytest.approx(d["test_loss"] - d["train_loss"])
+    assert (not r.hit_cap) or r.epochs == cfg.max_epochs
+    assert r.selected_epoch <= r.epochs and r.orig_selected_epoch <= r.epochs
+    # the summed l1 norm is the sum over every parameter tensor, biases included (the authors' print)
+    assert len(r.l11_norms) == 12
+    assert r.l11_norm_sum == pytest.approx(sum(r.l11_norms.values()), rel=1e-12)
+    assert r.tt_bound > 0 and r.edelman_bound > 0
+
+
+def test_stopping_rule_stops_at_perfect_training_accuracy():
+    """With T = s = 1 there are two distinct inputs; the running training accuracy reaches 1 and the
+    run stops before the cap, its "last" checkpoint taken at the stopping epoch."""
+    cfg = sm.SparseMajorityConfig(s=1, n_train=32, n_val=16, n_test=16, batch_size=32, lr=0.1,
+                                  lr_decay=1.0, max_epochs=400, eval_every=50, select="last")
+    (r,) = sm.run_seq_len(1, [0], cfg, device="cpu", progress=False)
+    assert not r.hit_cap and r.epochs < 400
+    assert r.selected_epoch == r.epochs
+
+
+def test_csv_roundtrip(tmp_path):
+    cfg = sm.SparseMajorityConfig(**TINY)
+    res = sm.run_seq_len(11, [0], cfg, device="cpu", progress=False)
+    path = tmp_path / "s.csv"
+    sm.write_csv(res, path, append=True)
+    sm.write_csv(res, path, append=True)
+    df = sm.read_csv(path)
+    assert len(df) == 2 and df["seq_len"].tolist() == [11, 11]
+    assert df["l11_norm_sum"].iloc[0] == pytest.approx(res[0].l11_norm_sum)
+
+
+def test_bad_device():
+    with pytest.raises(DeviceError):
+        sm.run_sweep([11], 1, sm.SparseMajorityConfig(**TINY), device="tpu")
+
+
+# ------------------------------------------------------------------------------------------ CLI
+def test_cli_json(capsys):
+    rc = cli.main(["experiment", "sparse-majority", "--seq-lens", "11,13", "--seeds", "1", "--json",
+                   "--max-epochs", "3", "--n-train", "20", "--n-val", "10", "--n-test", "20",
+                   "--device", "cpu"])
+    assert rc == 0
+    recs = json.loads(capsys.readouterr().out)
+    assert [r["seq_len"] for r in recs] == [11, 13]
+    for r in recs:
+        assert set(sm.RESULT_KEYS) <= set(r)
+        assert all(isinstance(r[k], (int, float)) and math.isfinite(r[k]) for k in sm.RESULT_KEYS)
+
+
+@pytest.mark.parametrize("argv, match", [(["--seq-lens", "4"], "must be >= s"),
+                                         (["--seq-lens", "a,b"], "comma-separated"),
+                                         (["--s", "8"], "odd"),
+                                         (["--device", "nope"], "device"),
+                                         (["--n-train", "0"], "n_train")])
+def test_cli_errors(argv, match, capsys):
+    rc = cli.main(["experiment", "sparse-majority", "--seeds", "1", "--max-epochs", "1", *argv])
+    assert rc == 2
+    assert match in capsys.readouterr().err
+
+
+def test_saved_sweep_is_readable():
+    df = sm.read_csv()
+    assert set(sm.RESULT_KEYS) <= set(df.columns)
+    assert df["seq_len"].max() >= 1024 and df.groupby("seq_len")["seed"].nunique().min() >= 5
+    assert (sm.SAVED_SWEEP.with_suffix(".md")).exists()
