@@ -156,9 +156,9 @@ def forward_effective(QK, V, C, w, X, *, bias: bool = False, activation: str = "
     Z = X
     for l in range(QK.shape[1]):
         Za = augment(Z, bias)
-        S = torch.einsum("bti,bhij,bsj->bhts", Za, QK[:, l], Za)
-        A = torch.softmax(S, dim=-1)
-        U = torch.einsum("bhts,bsi,bhid->btd", A, Za, V[:, l])
+        Zh = Za.unsqueeze(1)                                       # (B, 1, T, d_in)
+        A = torch.softmax((Zh @ QK[:, l]) @ Zh.transpose(-1, -2), dim=-1)   # (B, H, T, T)
+        U = ((A @ Zh) @ V[:, l]).sum(1)                            # sum over heads
         Y = sigma(U)
         if C is not None:
             Y = augment(Y, bias) @ C[:, l]
