@@ -1,0 +1,764 @@
+"""Claims of Part I, the learning-theory toolkit (:ref:`ch-rademacher`, :ref:`ch-covering`,
+:ref:`ch-linear-classes`, :ref:`ch-softmax-attention`).
+
+Each claim's numeric check computes ``ratio = left side / right side`` on random instances and, where the
+quantities are differentiable, pushes the ratio up by projected gradient ascent. Rademacher averages are
+computed **exactly** (all ``2^m`` sign vectors) on small instances, so the checks have no Monte Carlo
+error unless a docstring says so.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from dataclasses import dataclass
+
+import torch
+
+from .. import covering as cov
+from .. import rademacher as rad
+from ..symbolic import allocation as sym_alloc
+from ..symbolic import dudley as sym_dudley
+from ..symbolic import rademacher as sym_rad
+from ..symbolic import softmax as sym_soft
+from . import Claim, FunctionCheck, InequalityCheck, NumericCheck, register
+
+CH_RAD = "book/part1/rademacher.md"
+CH_COV = "book/part1/covering.md"
+CH_LIN = "book/part1/linear_classes.md"
+CH_SOFT = "book/part1/softmax_attention.md"
+F64 = torch.float64
+_TINY = 1e-300
+
+
+def _signs(m: int) -> torch.Tensor:
+    return torch.tensor(list(itertools.product((-1.0, 1.0), repeat=m)), dtype=F64)
+
+
+def _rad_exact(A: torch.Tensor) -> torch.Tensor:
+    """E_sigma max_k (1/m) sigma . A[..., k, :] over all sign vectors; A: (..., K, m)."""
+    m = A.shape[-1]
+    return torch.einsum("sm,...km->...sk", _signs(m), A).amax(-1).mean(-1) / m
+
+
+@dataclass
+class _SingleThread(NumericCheck):
+    """Run a check with one torch thread (restored afterwards): these checks use many tiny tensors,
+    for which thread synchronisation costs more than it saves, badly so on a loaded machine."""
+
+    check: NumericCheck
+
+    def run(self, seed: int):
+        n = torch.get_num_threads()
+        torch.set_num_threads(1)
+        try:
+            return self.check.run(seed)
+        finally:
+            torch.set_num_threads(n)
+
+
+def _st(check: NumericCheck) -> NumericCheck:
+    return _SingleThread(check)
+
+
+@dataclass
+class _AllOf(NumericCheck):
+    """Several numeric checks; the worst ratio is the maximum, trials and steps add up."""
+
+    checks: tuple
+
+    def run(self, seed: int):
+        worst, trials, steps, notes = -math.inf, 0, 0, []
+        for i, c in enumerate(self.checks):
+            w, t, s, n = c.run(seed + 1000 * i)
+            worst, trials, steps = max(worst, w), trials + t, steps + s
+            if n:
+                notes.append(n)
+        return worst, trials, steps, "; ".join(notes)
+
+
+# =================================================================================================
+# Chapter 1: Rademacher complexity and generalization
+# =================================================================================================
+
+# ---- McDiarmid (checked on the mean of Bernoulli variables, whose tail is exact) -----------------
+_M_MAX = 30
+
+
+def _mcd_sample(gen, n):
+    m = torch.randint(1, _M_MAX + 1, (n,), generator=gen).to(F64)
+    p = torch.rand(n, generator=gen, dtype=F64).clamp(1e-4, 1 - 1e-4)
+    t = torch.rand(n, generator=gen, dtype=F64) * (1 - p)
+    return {"m": m, "p": p, "t": t.clamp(min=1e-6)}
+
+
+def _mcd_project(x):
+    p = x["p"].clamp(1e-6, 1 - 1e-6)
+    return {**x, "p": p, "t": x["t"].clamp(1e-6, 1.0)}
+
+
+def _mcd_ratio(m, p, t):
+    k = torch.arange(_M_MAX + 1, dtype=F64)
+    mm, pp = m.unsqueeze(-1), p.unsqueeze(-1)
+    logpmf = (torch.lgamma(mm + 1) - torch.lgamma(k + 1) - torch.lgamma((mm - k).clamp(min=0) + 1)
+              + k * torch.log(pp) + (mm - k) * torch.log1p(-pp))
+    # P(mean - p >= t) = P(sum >= m (p + t)), with exact integer comparison
+    mask = (k <= mm) & (k >= mm * (pp + t.unsqueeze(-1)))
+    tail = torch.where(mask, logpmf.exp(), torch.zeros_like(logpmf)).sum(-1)
+    return tail / torch.exp(-2 * m * t**2)
+
+
+register(Claim(
+    label="lem-mcdiarmid",
+    statement="P(Phi(S) - E Phi(S) >= t) <= exp(-2 t^2 / sum_i c_i^2) for Phi with bounded differences c_i",
+    chapter=CH_RAD, source="standard",
+    numeric=_st(InequalityCheck(_mcd_sample, _mcd_ratio, _mcd_project, trials=3000, starts=32, steps=100,
+                            lr=0.01, search=("p", "t"))),
+    symbolic=sym_rad.verify_chernoff_exponent,
+))
+
+# ---- symmetrization (exact: every sample of a small finite distribution, every sign vector) ------
+_SYM_NX, _SYM_M, _SYM_K = 3, 3, 4
+_SYM_IDX = torch.tensor(list(itertools.product(range(_SYM_NX), repeat=_SYM_M)))  # (27, m)
+
+
+def _sym_sample(gen, n):
+    return {"logits": 2 * torch.randn(n, _SYM_NX, generator=gen, dtype=F64),
+            "G": torch.rand(n, _SYM_K, _SYM_NX, generator=gen, dtype=F64)}
+
+
+def _sym_project(x):
+    return {**x, "G": x["G"].clamp(0.0, 1.0), "logits": x["logits"].clamp(-30, 30)}
+
+
+def _sym_ratio(logits, G):
+    p = torch.softmax(logits, -1)                                   # (n, nx)
+    w = p[:, _SYM_IDX].prod(-1)                                     # (n, S): probability of each sample
+    vals = G[:, :, _SYM_IDX]                                        # (n, K, S, m)
+    risk = (G * p.unsqueeze(1)).sum(-1)                             # (n, K)
+    emp = vals.mean(-1)                                             # (n, K, S)
+    lhs = (w * (risk.unsqueeze(-1) - emp).amax(1)).sum(-1)
+    rs = _rad_exact(vals.transpose(1, 2))                           # (n, S)
+    return lhs / (2 * (w * rs).sum(-1)).clamp(min=_TINY)
+
+
+register(Claim(
+    label="lem-symmetrization",
+    statement="E_S sup_g (E g - E_S g) <= 2 R_m(G)",
+    chapter=CH_RAD, source="standard",
+    numeric=_st(InequalityCheck(_sym_sample, _sym_ratio, _sym_project, trials=1000, starts=16, steps=80, lr=0.03)),
+))
+
+# ---- Talagrand's contraction -----------------------------------------------------------------------
+_TAL_K, _TAL_M = 4, 6
+
+
+def _tal_sample(gen, n):
+    return {"A": torch.randn(n, _TAL_K, _TAL_M, generator=gen, dtype=F64),
+            "c": torch.randn(n, _TAL_M, generator=gen, dtype=F64),
+            "w": torch.rand(n, _TAL_M, generator=gen, dtype=F64),
+            "L": 0.1 + 3 * torch.rand(n, generator=gen, dtype=F64)}
+
+
+def _tal_project(x):
+    return {**x, "w": x["w"].clamp(0.0, 1.0)}
+
+
+def _tal_phi(A, c, w, L):
+    """phi_i(t) = L (w_i |t - c_i| + (1 - w_i) sin(t + c_i)): L-Lipschitz, one function per coordinate."""
+    c, w = c.unsqueeze(1), w.unsqueeze(1)
+    return L.view(-1, 1, 1) * (w * (A - c).abs() + (1 - w) * torch.sin(A + c))
+
+
+def _tal_ratio(A, c, w, L):
+    return _rad_exact(_tal_phi(A, c, w, L)) / (L * _rad_exact(A)).clamp(min=_TINY)
+
+
+register(Claim(
+    label="lem-talagrand-contraction",
+    statement="R_S(phi o A) <= L R_S(A) for coordinatewise L-Lipschitz phi_i",
+    chapter=CH_RAD, source="standard",
+    numeric=_st(InequalityCheck(_tal_sample, _tal_ratio, _tal_project, trials=1000, starts=16, steps=100,
+                            lr=0.03, search=("A", "c", "w"))),
+))
+
+# ---- Massart ----------------------------------------------------------------------------------------
+_MAS_N, _MAS_M = 5, 7
+
+
+def _mas_sample(gen, n):
+    scale = torch.rand(n, _MAS_N, 1, generator=gen, dtype=F64) ** 2
+    return {"A": scale * torch.randn(n, _MAS_N, _MAS_M, generator=gen, dtype=F64)}
+
+
+def _mas_ratio(A):
+    return _rad_exact(A) / rad.massart_bound(A).clamp(min=_TINY)
+
+
+register(Claim(
+    label="lem-massart",
+    statement="R_S(A) <= max_a ||a||_2 sqrt(2 log |A|) / m for a finite A in R^m",
+    chapter=CH_RAD, source="standard",
+    numeric=_st(InequalityCheck(_mas_sample, _mas_ratio, trials=1000, starts=16, steps=150, lr=0.03)),
+    symbolic=sym_rad.verify_massart_optimum,
+))
+
+# ---- linear classes ---------------------------------------------------------------------------------
+_LIN_M, _LIN_D = 8, 4
+
+
+def _lin_sample(gen, n):
+    col = torch.rand(n, 1, _LIN_D, generator=gen, dtype=F64) ** 2
+    return {"X": col * torch.randn(n, _LIN_M, _LIN_D, generator=gen, dtype=F64),
+            "B": 0.1 + 5 * torch.rand(n, generator=gen, dtype=F64)}
+
+
+def _l1_ratio(X, B):
+    v = torch.einsum("sm,nmd->nsd", _signs(_LIN_M), X)
+    exact = B * v.abs().amax(-1).mean(-1) / _LIN_M
+    bound = B * torch.linalg.vector_norm(X, dim=-2).amax(-1) * math.sqrt(2 * math.log(2 * _LIN_D)) / _LIN_M
+    return exact / bound.clamp(min=_TINY)
+
+
+def _l2_ratio(X, B):
+    v = torch.einsum("sm,nmd->nsd", _signs(_LIN_M), X)
+    exact = B * torch.linalg.vector_norm(v, dim=-1).mean(-1) / _LIN_M
+    return exact / (B * torch.linalg.vector_norm(X, dim=(-2, -1)) / _LIN_M).clamp(min=_TINY)
+
+
+register(Claim(
+    label="cor-l1-linear-rademacher",
+    statement="R_S({x -> w.x : ||w||_1 <= B}) = B E||X^T sigma||_inf / m <= B max_j ||X_{:,j}||_2 sqrt(2 log(2d)) / m",
+    chapter=CH_RAD, source="standard",
+    numeric=_st(InequalityCheck(_lin_sample, _l1_ratio, trials=600, starts=16, steps=100, lr=0.03, search=("X",))),
+    symbolic=lambda: sp_equal(sym_rad.l1_linear_bound(),
+                              sym_rad.B * sym_rad.colnorm * sym_rad.sp.sqrt(2 * sym_rad.sp.log(2 * sym_rad.d))
+                              / sym_rad.m),
+))
+
+register(Claim(
+    label="cor-l2-linear-rademacher",
+    statement="R_S({x -> w.x : ||w||_2 <= B}) = B E||X^T sigma||_2 / m <= B sqrt(sum_i ||x_i||_2^2) / m",
+    chapter=CH_RAD, source="standard",
+    numeric=_st(InequalityCheck(_lin_sample, _l2_ratio, trials=600, starts=16, steps=100, lr=0.03, search=("X",))),
+    symbolic=sym_rad.verify_sign_enumeration,
+))
+
+
+def sp_equal(a, b) -> bool:
+    """Whether two sympy expressions are equal (difference simplifies to 0)."""
+    return bool(sym_rad.sp.simplify(a - b) == 0)
+
+
+# ---- ramp loss ----------------------------------------------------------------------------------------
+
+def _ramp_sample(gen, n):
+    gamma = 10 ** (2 * torch.rand(n, generator=gen, dtype=F64) - 1)
+    u = gamma * (3 * torch.rand(n, generator=gen, dtype=F64) - 1)
+    v = u + gamma * torch.randn(n, generator=gen, dtype=F64)
+    return {"u": u, "v": v, "gamma": gamma}
+
+
+def _ramp_ratio(u, v, gamma):
+    lu, lv = rad.ramp_loss(u, float("nan")) if False else (1 - u / gamma).clamp(0, 1), (1 - v / gamma).clamp(0, 1)
+    lower = (u <= 0).to(F64)
+    upper = (u < gamma).to(F64)
+    r1 = torch.where(lower > 0, lower / lu.clamp(min=_TINY), torch.zeros_like(u))
+    r2 = torch.where(upper > 0, lu / upper.clamp(min=_TINY),
+                     torch.where(lu > 0, torch.full_like(u, math.inf), torch.zeros_like(u)))
+    r3 = (lu - lv).abs() * gamma / (u - v).abs().clamp(min=_TINY)
+    return torch.maximum(torch.maximum(r1, r2), r3)
+
+
+register(Claim(
+    label="lem-ramp-loss",
+    statement="1[y f <= 0] <= ramp_gamma(y f) <= 1[y f < gamma], and ramp_gamma is 1/gamma-Lipschitz",
+    chapter=CH_RAD, source="standard",
+    numeric=_st(InequalityCheck(_ramp_sample, _ramp_ratio, trials=5000, starts=32, steps=100, lr=0.01,
+                            search=("u", "v"))),
+    symbolic=sym_rad.verify_ramp_slope,
+))
+
+
+# ---- the theorem: (1 - delta) quantile of sup-deviation / bound, on finite classes ---------------------
+
+def _gen_classes(gen):
+    """Loss classes on a finite domain (values in [0, b]) with a sampling distribution; exact risks."""
+    nx = 12
+    out = []
+    # (a) random losses in [0, 1]
+    out.append(("random", torch.rand(16, nx, generator=gen, dtype=F64), torch.full((nx,), 1.0 / nx, dtype=F64), 1.0))
+    # (b) threshold indicators 1[x >= j] (a VC class), skewed distribution
+    thr = (torch.arange(nx).unsqueeze(0) >= torch.arange(nx + 1).unsqueeze(1)).to(F64)
+    p = torch.softmax(torch.randn(nx, generator=gen, dtype=F64), 0)
+    out.append(("thresholds", thr, p, 1.0))
+    # (c) one fair coin scaled to [0, b]: the concentration part of the bound alone
+    coin = torch.tensor([[0.0, 2.0]], dtype=F64)
+    out.append(("coin, b = 2", coin, torch.tensor([0.5, 0.5], dtype=F64), 2.0))
+    # (d) all 2^5 subsets of a 5-point domain: the class shatters the domain
+    sub = torch.tensor(list(itertools.product((0.0, 1.0), repeat=5)), dtype=F64).T.contiguous().T
+    out.append(("all subsets", sub, torch.full((5,), 0.2, dtype=F64), 1.0))
+    return out
+
+
+def generalization_quantiles(seed: int = 0, *, m: int = 10, delta: float = 0.05, trials: int = 2000):
+    """For each test class: the empirical ``(1 - delta)``-quantile of
+    ``sup_g (E g - E_S g) / generalization_gap_bound(R_S, m, delta, b)`` over ``trials`` samples of size
+    ``m`` (exact ``R_S``: all ``2^m`` signs). The theorem says ``P(ratio > 1) <= delta``, i.e. this quantile
+    is at most 1. Returns ``{class name: quantile}``."""
+    gen = torch.Generator().manual_seed(int(seed))
+    res = {}
+    for name, G, p, b in _gen_classes(gen):
+        idx = torch.multinomial(p, trials * m, replacement=True, generator=gen).reshape(trials, m)
+        vals = G[:, idx].permute(1, 0, 2)                          # (trials, K, m)
+        risk = G @ p                                               # (K,)
+        dev = (risk.unsqueeze(0) - vals.mean(-1)).amax(-1)         # (trials,)
+        rs = _rad_exact(vals)                                      # (trials,)
+        conf = rad.GAP_CONFIDENCE_COEF * b * math.sqrt(math.log(2 / delta) / (2 * m))
+        bound = rad.GAP_RADEMACHER_COEF * rs + conf
+        ratio = dev / bound
+        res[name] = float(torch.quantile(ratio, 1 - delta))
+    return res
+
+
+def _gen_check(seed):
+    q = generalization_quantiles(seed)
+    return max(q.values()), 2000 * len(q)
+
+
+register(Claim(
+    label="thm-rademacher-generalization",
+    statement="w.p. >= 1 - delta, for all g in G (values in [0, b]): E g <= E_S g + 2 R_S(G) + 3 b sqrt(log(2/delta)/(2m))",
+    chapter=CH_RAD, source="standard",
+    numeric=_st(FunctionCheck(_gen_check)),
+    symbolic=sym_rad.verify_gap_constants,
+))
+
+
+# =================================================================================================
+# Chapter 2: covering numbers and chaining
+# =================================================================================================
+
+def _dom_sample(gen, n):
+    d, m = 5, 12
+    R = 0.1 + 3 * torch.rand(n, generator=gen, dtype=F64)
+    X = torch.randn(n, m, d, generator=gen, dtype=F64)
+    X = X / torch.linalg.vector_norm(X, dim=-1, keepdim=True) * R.view(-1, 1, 1) * torch.rand(n, m, 1, generator=gen, dtype=F64)
+    return {"X": X, "dw": torch.randn(n, d, generator=gen, dtype=F64), "R": R}
+
+
+def _dom_project(x):
+    nrm = torch.linalg.vector_norm(x["X"], dim=-1, keepdim=True)
+    scale = torch.clamp(x["R"].view(-1, 1, 1) / nrm.clamp(min=_TINY), max=1.0)
+    return {**x, "X": x["X"] * scale}
+
+
+def _dom_ratio(X, dw, R):
+    diff = torch.einsum("nmd,nd->nm", X, dw)                        # (f - g)(x_i) for linear f, g
+    rho2 = diff.pow(2).mean(-1).sqrt()
+    rhoinf = diff.abs().amax(-1)
+    unif = R * torch.linalg.vector_norm(dw, dim=-1)                 # sup over the input ball
+    return torch.maximum(rho2 / rhoinf.clamp(min=_TINY), rhoinf / unif.clamp(min=_TINY))
+
+
+register(Claim(
+    label="lem-cover-domination",
+    statement="rho_{S,2}(f,g) <= rho_{S,inf}(f,g) <= sup_{x in X} |f(x) - g(x)|, hence N_2 <= N_inf <= N_unif",
+    chapter=CH_COV, source="standard",
+    numeric=_st(InequalityCheck(_dom_sample, _dom_ratio, _dom_project, trials=2000, starts=16, steps=100,
+                            lr=0.02, search=("X", "dw"))),
+))
+
+
+def dudley_test_instances(seed: int = 0):
+    """Data sets for the Dudley check: an l2-bounded linear class on ``m <= 12`` points (exact ``R_S``,
+    volumetric cover) and finite classes (``log N <= log |A|``). Yields
+    ``(name, exact R_S, log_cover, m, c)``."""
+    gen = torch.Generator().manual_seed(int(seed))
+    for m, d in [(4, 1), (8, 2), (12, 3), (12, 12), (10, 6)]:
+        X = torch.randn(m, d, generator=gen, dtype=F64)
+        if d > 1:
+            X[:, 0] *= 5  # one dominant direction
+        B = 1.0
+        exact = float(rad.empirical_rademacher_linear(X, radius=B, norm="l2", n_draws=None, device="cpu").value)
+        op = float(torch.linalg.matrix_norm(X, ord=2))
+        c = B * op / math.sqrt(m)
+        yield (f"l2 ball, m={m}, d={d}", exact,
+               (lambda e, d=d, c=c: cov.euclidean_ball_log_cover(c, e, d)), m, c)
+    for m, N in [(8, 2), (10, 64), (12, 1000)]:
+        A = torch.randn(N, m, generator=gen, dtype=F64)
+        exact = float(_rad_exact(A))
+        c = float(torch.linalg.vector_norm(A, dim=-1).amax()) / math.sqrt(m)
+        yield f"finite, N={N}, m={m}", exact, (lambda e, N=N: math.log(N)), m, c
+
+
+def _dudley_check(seed):
+    worst, n = 0.0, 0
+    for _, exact, logn, m, c in dudley_test_instances(seed):
+        worst = max(worst, exact / rad.dudley_bound(logn, m=m, diameter=c).value)
+        n += 1
+    return worst, n
+
+
+register(Claim(
+    label="thm-dudley",
+    statement="R_S(F) <= inf_{0<alpha<=c/2} 4 alpha + 12/sqrt(m) int_alpha^{c/2} sqrt(log N(F, eps, rho_S)) d eps",
+    chapter=CH_COV, source="standard",
+    numeric=_st(FunctionCheck(_dudley_check)),
+    symbolic=sym_dudley.verify_dudley_telescoping,
+))
+
+
+def _dudley_params(gen, n):
+    A = 10 ** (4 * torch.rand(n, generator=gen, dtype=F64) - 3)
+    L = torch.where(torch.rand(n, generator=gen) < 0.3, torch.zeros(n, dtype=F64),
+                    10 ** (3 * torch.rand(n, generator=gen, dtype=F64) - 1))
+    m = (10 ** (1 + 5 * torch.rand(n, generator=gen, dtype=F64))).round()
+    c = 10 ** (2 * torch.rand(n, generator=gen, dtype=F64) - 1)
+    return A.tolist(), L.tolist(), [int(x) for x in m.tolist()], c.tolist()
+
+
+def _inv_sq_check(seed):
+    gen = torch.Generator().manual_seed(int(seed))
+    worst = 0.0
+    A, L, m, c = _dudley_params(gen, 24)
+    for a, lam, mm, cc in zip(A, L, m, c):
+        num = rad.dudley_bound(lambda e: a / e**2 + lam, m=mm, diameter=cc).value
+        worst = max(worst, num / rad.dudley_inverse_square(a, lam, m=mm, diameter=cc).value)
+    return worst, len(A)
+
+
+register(Claim(
+    label="cor-dudley-inverse-square",
+    statement="log N <= A/eps^2 + Lambda gives R_S <= 4 a* + 12/sqrt(m)(sqrt(A) log(c/(2a*)) + sqrt(Lambda)(c/2 - a*)), a* = 3 sqrt(A)/(sqrt(m) - 3 sqrt(Lambda))",
+    chapter=CH_COV, source="reconstructed",
+    numeric=_st(FunctionCheck(_inv_sq_check)),
+    symbolic=lambda: sym_dudley.verify_sqrt_split() and sym_dudley.verify_inverse_square_convex(),
+    rtol=1e-7,
+))
+
+
+def _param_check(seed):
+    gen = torch.Generator().manual_seed(int(seed))
+    worst = 0.0
+    A, _, m, c = _dudley_params(gen, 40)
+    Cs = (10 ** (2 * torch.rand(40, generator=gen, dtype=F64) - 1)).tolist()
+    ks = [1 + 50 * a for a in torch.rand(40, generator=gen, dtype=F64).tolist()]
+    for k, C, mm, cc in zip(ks, Cs, m, c):
+        num = rad.dudley_bound(lambda e: k * max(math.log(C / e), 0.0), m=mm, diameter=cc).value
+        closed = rad.dudley_parametric(k, C, m=mm, diameter=cc).value
+        worst = max(worst, num / closed, closed / num)
+    return worst, len(ks)
+
+
+register(Claim(
+    label="cor-dudley-parametric",
+    statement="log N <= k log(C/eps) gives the exact infimum at alpha* = C exp(-m/(9k)), integral in closed form (erfc)",
+    chapter=CH_COV, source="reconstructed",
+    numeric=_st(FunctionCheck(_param_check)),
+    symbolic=sym_dudley.verify_parametric_antiderivative,
+    rtol=1e-7,
+))
+
+
+# =================================================================================================
+# Chapter 3: linear classes
+# =================================================================================================
+
+def maurey_test_matrices(seed: int = 0):
+    """Matrices in the l_{1,1} ball of radius ``B``: random dense, sparse, spread (the worst case
+    ``B/(dk) * signs``, where ``||W||_F^2`` is smallest), and one interior point. Yields ``(name, W, B)``."""
+    gen = torch.Generator().manual_seed(int(seed))
+    W = torch.randn(6, 5, generator=gen, dtype=F64)
+    yield "dense, on the sphere", 2.0 * W / W.abs().sum(), 2.0
+    S = torch.zeros(8, 8, dtype=F64)
+    S[0, 0], S[3, 5] = 0.7, -0.3
+    yield "2-sparse", S, 1.0
+    sgn = torch.randint(0, 2, (10, 10), generator=gen).to(F64) * 2 - 1
+    yield "spread (worst case)", 3.0 * sgn / 100, 3.0
+    yield "interior", 0.4 * W / W.abs().sum(), 1.0
+
+
+def maurey_law_table(seed: int = 0, *, Ks=(1, 4, 16, 64), n_draws: int = 4000):
+    """Simulated ``E ||W - W_K||_F^2`` against the law, for each matrix and ``K``, both atom sets.
+    Returns a list of dicts (name, K, zero_atom, mean, stderr, law, bound ``B^2/K``)."""
+    rows = []
+    for j, (name, W, B) in enumerate(maurey_test_matrices(seed)):
+        for zero in (True, False):
+            for K in Ks:
+                Wk = cov.maurey_sparsify(W, B, K, n_draws=n_draws, seed=seed * 7919 + 97 * j + K + 13 * zero,
+                                         zero_atom=zero)
+                err = ((Wk - W) ** 2).sum((-2, -1))
+                rows.append({"matrix": name, "K": K, "zero_atom": zero, "mean": float(err.mean()),
+                             "stderr": float(err.std() / math.sqrt(n_draws)),
+                             "law": float(cov.maurey_expected_error(W, B, K, zero_atom=zero)),
+                             "min": float(err.min()), "bound": B**2 / K,
+                             "exist": float((B**2 - (W**2).sum()) / K)})
+    return rows
+
+
+def _maurey_check(seed):
+    worst = 0.0
+    rows = maurey_law_table(seed)
+    for r in rows:
+        lo, hi = r["mean"] - 4 * r["stderr"], r["mean"] + 4 * r["stderr"]
+        worst = max(worst, lo / r["law"], r["law"] / hi, r["min"] / r["exist"])
+    return worst, len(rows) * 4000
+
+
+register(Claim(
+    label="lem-maurey",
+    statement="w in conv{g_i}, ||g_i|| <= c: E||w - (1/K) sum_r g_{i_r}||^2 = (E||g||^2 - ||w||^2)/K <= (c^2 - ||w||^2)/K",
+    chapter=CH_LIN, source="standard",
+    numeric=_st(FunctionCheck(_maurey_check)),
+    symbolic=None if False else (lambda: bool(sym_rad.sp.simplify(
+        _maurey_variance_identity()) == 0)),
+))
+
+
+def _maurey_variance_identity():
+    """E||mean of K iid g - w||^2 = (E||g||^2 - ||w||^2)/K, for a two-atom law in R (sympy)."""
+    sp = sym_rad.sp
+    p, g1, g2, K = sp.symbols("p g1 g2 K", positive=True)
+    w = p * g1 + (1 - p) * g2
+    var_one = p * g1**2 + (1 - p) * g2**2 - w**2            # E||g||^2 - ||w||^2
+    # variance of the mean of K iid copies is var_one / K; check E g^2 - (E g)^2 = E (g - w)^2
+    direct = p * (g1 - w) ** 2 + (1 - p) * (g2 - w) ** 2
+    return sp.expand(direct - var_one)
+
+
+def _mcover_check(seed):
+    gen = torch.Generator().manual_seed(int(seed))
+    worst, n = 0.0, 0
+    for name, W, B in maurey_test_matrices(seed):
+        for R, eps in [(1.0, 0.5), (2.0, 1.5), (0.5, 0.1)]:
+            logn = cov.maurey_log_cover(B, R, eps, W.shape[0], W.shape[1])
+            K = round(logn / math.log(2 * W.numel()))
+            Wk = cov.maurey_sparsify(W, B, K, n_draws=64, seed=int(torch.randint(0, 2**31, (1,), generator=gen)),
+                                     zero_atom=False)
+            op = torch.linalg.matrix_norm(Wk - W, ord=2)
+            worst = max(worst, float(R * op.min() / eps))
+            n += 64
+    return worst, n
+
+
+register(Claim(
+    label="lem-maurey-matrix-cover",
+    statement="||W||_{1,1} <= B, inputs ||x||_2 <= R: log N_unif(eps, op) <= ceil(B^2 R^2/eps^2) log(2 d k)",
+    chapter=CH_LIN, source="reconstructed",
+    numeric=_st(FunctionCheck(_mcover_check)),
+))
+
+
+def _supnorm_check(seed):
+    gen = torch.Generator().manual_seed(int(seed))
+    worst, n = 0.0, 0
+    for npts, d, B, a, eps in [(10, 5, 1.0, 1.0, 0.5), (200, 20, 2.0, 1.0, 0.8), (1000, 50, 1.0, 1.0, 0.3)]:
+        X = (2 * torch.rand(npts, d, generator=gen, dtype=F64) - 1) * a
+        X[0] = a  # one point at a corner of the l_inf ball
+        w = torch.randn(1, d, generator=gen, dtype=F64)
+        w = B * w / w.abs().sum()
+        K = round(cov.sup_norm_maurey_log_cover(B, a, eps, npts, d) / math.log(2 * d))
+        wk = cov.maurey_sparsify(w, B, K, n_draws=32, seed=int(torch.randint(0, 2**31, (1,), generator=gen)))
+        err = (torch.einsum("nd,sd->sn", X, (wk - w)[:, 0, :])).abs().amax(-1)   # sup over the points
+        worst = max(worst, float(err.min() / eps))
+        n += 32
+    return worst, n
+
+
+register(Claim(
+    label="lem-sup-norm-maurey",
+    statement="||w||_1 <= B, ||x_i||_inf <= a on n points: log N_inf(eps) <= (floor(2 B^2 a^2 log(2n)/eps^2) + 1) log(2d)",
+    chapter=CH_LIN, source="reconstructed",
+    numeric=_st(FunctionCheck(_supnorm_check)),
+    symbolic=lambda: bool(sym_rad.sp.simplify(sym_rad.mcdiarmid_deviation(
+        sym_rad.sp.Symbol("q", positive=True), sym_rad.b / sym_rad.m) ** 2 * 2 * sym_rad.m / sym_rad.b**2
+        + sym_rad.sp.log(sym_rad.sp.Symbol("q", positive=True))) == 0),
+))
+
+
+def zhang_packing_lower(a: float, b: float, eps: float, n: int) -> float:
+    """A provable lower bound on ``log N_inf(eps)`` for ``{x -> w.x : ||w||_2 <= b}`` on some ``n`` points of
+    norm ``a``: ``k log 2`` with ``k = min(n, ceil((ab/eps)^2) - 1)`` (sign patterns ``+-b/sqrt(k)`` on the
+    points ``a e_1, ..., a e_k`` are ``2ab/sqrt(k) > 2 eps`` apart in sup norm)."""
+    k = min(n, max(math.ceil((a * b / eps) ** 2) - 1, 0))
+    return k * math.log(2)
+
+
+def _zhang_check(seed):
+    gen = torch.Generator().manual_seed(int(seed))
+    worst, n = 0.0, 0
+    for _ in range(400):
+        a, b = (10 ** (2 * torch.rand(2, generator=gen, dtype=F64) - 1)).tolist()
+        eps = float(10 ** (2 * torch.rand(1, generator=gen, dtype=F64) - 1.5)) * a * b
+        npts = int(10 ** (4 * torch.rand(1, generator=gen)))
+        worst = max(worst, zhang_packing_lower(a, b, eps, npts) / cov.zhang_log_cover(b, a, eps, npts))
+        n += 1
+    return worst, n
+
+
+register(Claim(
+    label="lem-zhang-cover",
+    statement="(recalled, unverified constants) log N_inf({w.x : ||w||_2<=b}, eps, n pts ||x||_2<=a) <= 36 (ab/eps)^2 log(2 ceil(4ab/eps+2) n + 1)",
+    chapter=CH_LIN, source="paper",
+    numeric=_st(FunctionCheck(_zhang_check)),
+))
+
+
+def _alloc_sample(gen, n):
+    J = 3
+    return {"c": 10 ** (3 * torch.rand(n, J, generator=gen, dtype=F64) - 1),
+            "a": 10 ** (2 * torch.rand(n, J, generator=gen, dtype=F64) - 1),
+            "u": torch.rand(n, J, generator=gen, dtype=F64) + 0.05,
+            "eps": 10 ** (2 * torch.rand(n, generator=gen, dtype=F64) - 1)}
+
+
+def _alloc_project(x):
+    return {**x, "u": x["u"].abs().clamp(min=1e-6)}
+
+
+def _alloc_ratio(c, a, u, eps):
+    e = eps.unsqueeze(-1) * u / (a * u).sum(-1, keepdim=True)     # any feasible split: sum a_j e_j = eps
+    value = (c / e**2).sum(-1)
+    S = (c**cov.ALLOCATION_COST_EXPONENT * a**cov.ALLOCATION_WEIGHT_EXPONENT).sum(-1)
+    return S**cov.ALLOCATION_OUTER_POWER / eps**2 / value
+
+
+register(Claim(
+    label="lem-allocation",
+    statement="min { sum_j c_j/eps_j^2 : sum_j a_j eps_j <= eps } = (sum_j c_j^{1/3} a_j^{2/3})^3 / eps^2",
+    chapter=CH_LIN, source="reconstructed",
+    numeric=_st(InequalityCheck(_alloc_sample, _alloc_ratio, _alloc_project, trials=3000, starts=16, steps=200,
+                            lr=0.05, search=("u",))),
+    symbolic=lambda: sym_alloc.verify_allocation(3) and sym_alloc.verify_second_order(),
+))
+
+
+# =================================================================================================
+# Chapter 4: softmax and attention
+# =================================================================================================
+_SM_T = 8
+
+
+def _sm_sample(gen, n):
+    y = torch.randn(n, _SM_T, generator=gen, dtype=F64) * 10 ** (3 * torch.rand(n, 1, generator=gen, dtype=F64) - 2)
+    dx = torch.randn(n, _SM_T, generator=gen, dtype=F64) * 10 ** (4 * torch.rand(n, 1, generator=gen, dtype=F64) - 4)
+    return {"x": y + dx, "y": y}
+
+
+def _sm_linf_ratio(x, y):
+    num = (torch.softmax(x, -1) - torch.softmax(y, -1)).abs().sum(-1)
+    return num / (float(sym_soft.KAPPA_LINF_L1) * (x - y).abs().amax(-1)).clamp(min=_TINY)
+
+
+def _sm_l2_ratio(x, y):
+    num = torch.linalg.vector_norm(torch.softmax(x, -1) - torch.softmax(y, -1), dim=-1)
+    return num / (float(sym_soft.KAPPA_L2) * torch.linalg.vector_norm(x - y, dim=-1)).clamp(min=_TINY)
+
+
+register(Claim(
+    label="lem-softmax-linf-l1",
+    statement="||softmax(x) - softmax(y)||_1 <= ||x - y||_inf (kappa = 1, tight; Edelman et al. use 2)",
+    chapter=CH_SOFT, source="reconstructed",
+    numeric=_st(InequalityCheck(_sm_sample, _sm_linf_ratio, trials=4000, starts=32, steps=200, lr=0.01)),
+    symbolic=sym_soft.verify_linf_l1_identity,
+))
+
+register(Claim(
+    label="lem-softmax-l2",
+    statement="||softmax(x) - softmax(y)||_2 <= (1/2) ||x - y||_2",
+    chapter=CH_SOFT, source="reconstructed",
+    numeric=_st(InequalityCheck(_sm_sample, _sm_l2_ratio, trials=4000, starts=32, steps=200, lr=0.01)),
+    symbolic=sym_soft.verify_l2_half,
+))
+
+
+def self_attention(Z: torch.Tensor, W_qk: torch.Tensor, W_v: torch.Tensor) -> torch.Tensor:
+    """``SA(Z)_i = sum_t softmax_t(z_i^T W_qk z_t) W_v^T z_t`` for ``Z`` of shape ``(..., T, d)``
+    (the reconstructed self-attention of the digest, no ``1/sqrt(d)``: it is absorbed in ``W_qk``)."""
+    scores = Z @ W_qk @ Z.transpose(-1, -2)
+    return torch.softmax(scores, -1) @ (Z @ W_v)
+
+
+def attention_lipschitz_constant(S_v, S_qk, B, kappa=1.0):
+    """``S_V (1 + 2 kappa B^2 S_QK)`` (:func:`genbound.symbolic.softmax.attention_lipschitz`)."""
+    return S_v * (1 + 2 * kappa * B**2 * S_qk)
+
+
+def _att_make(T, d=4, dv=3):
+    def sample(gen, n):
+        B = 0.3 + 2.7 * torch.rand(n, generator=gen, dtype=F64)
+        Z = torch.randn(n, T, d, generator=gen, dtype=F64)
+        Z = Z / torch.linalg.vector_norm(Z, dim=-1, keepdim=True) * B.view(-1, 1, 1) * torch.rand(n, T, 1, generator=gen, dtype=F64)
+        dZ = torch.randn(n, T, d, generator=gen, dtype=F64) * 10 ** (2 * torch.rand(n, 1, 1, generator=gen, dtype=F64) - 3)
+        return {"Z": Z, "Zp": Z + dZ, "B": B,
+                "Wqk": torch.randn(n, d, d, generator=gen, dtype=F64) / math.sqrt(d),
+                "Wv": torch.randn(n, d, dv, generator=gen, dtype=F64) / math.sqrt(d)}
+
+    def project(x):
+        out = dict(x)
+        for key in ("Z", "Zp"):
+            nrm = torch.linalg.vector_norm(x[key], dim=-1, keepdim=True)
+            out[key] = x[key] * torch.clamp(x["B"].view(-1, 1, 1) / nrm.clamp(min=_TINY), max=1.0)
+        return out
+
+    def ratio(Z, Zp, B, Wqk, Wv):
+        diff = torch.linalg.vector_norm(self_attention(Z, Wqk, Wv) - self_attention(Zp, Wqk, Wv), dim=-1).amax(-1)
+        dz = torch.linalg.vector_norm(Z - Zp, dim=-1).amax(-1)
+        S_qk = torch.linalg.matrix_norm(Wqk, ord=2)
+        S_v = torch.linalg.matrix_norm(Wv, ord=2)
+        L = attention_lipschitz_constant(S_v, S_qk, B, float(sym_soft.KAPPA_LINF_L1))
+        return diff / (L * dz).clamp(min=_TINY)
+
+    return sample, ratio, project
+
+
+def _att_checks():
+    out = []
+    for T, trials, steps in [(2, 1000, 100), (8, 400, 60), (64, 64, 30), (1024, 4, 6)]:
+        s, r, p = _att_make(T)
+        out.append(InequalityCheck(s, r, p, trials=trials, starts=min(8, trials), steps=steps, lr=0.02))
+    return tuple(out)
+
+
+register(Claim(
+    label="lem-attention-maxrow-lipschitz",
+    statement="rows <= B: ||SA(Z) - SA(Z')||_row <= S_V (1 + 2 kappa B^2 S_QK) ||Z - Z'||_row, kappa = 1, for every T",
+    chapter=CH_SOFT, source="reconstructed",
+    numeric=_st(_AllOf(_att_checks())),
+    symbolic=sym_soft.verify_attention_chain,
+))
+
+
+def no_global_lipschitz_instance(B: float, delta: float):
+    """The two-token construction of :prf:ref:`prop-no-global-lipschitz`: ``z_1 = (B, 0)``, ``z_2 = 0``,
+    ``z_2' = (0, delta)``, ``W_qk = e_1 e_2^T``, ``W_v = I``. Returns
+    ``(observed ratio ||SA(Z) - SA(Z')||_row / ||Z - Z'||_row, lower bound B^2/4 (1 - B^2 delta^2/12),
+    upper bound 1 + 2 B^2)``."""
+    Z = torch.tensor([[B, 0.0], [0.0, 0.0]], dtype=F64)
+    Zp = torch.tensor([[B, 0.0], [0.0, delta]], dtype=F64)
+    Wqk = torch.tensor([[0.0, 1.0], [0.0, 0.0]], dtype=F64)
+    Wv = torch.eye(2, dtype=F64)
+    diff = torch.linalg.vector_norm(self_attention(Z, Wqk, Wv) - self_attention(Zp, Wqk, Wv), dim=-1).amax()
+    observed = float(diff / delta)
+    lower = B**2 / 4 * (1 - B**2 * delta**2 / 12)
+    return observed, lower, float(attention_lipschitz_constant(1.0, 1.0, B))
+
+
+def _noglobal_check(seed):
+    worst, n = 0.0, 0
+    for B in [0.5, 1.0, 2.0, 5.0, 10.0, 30.0, 100.0]:
+        for delta in [1e-1 / B, 1e-2 / B, 1e-3 / B]:
+            obs, low, up = no_global_lipschitz_instance(B, delta)
+            worst = max(worst, low / obs, obs / up)
+            n += 1
+    return worst, n
+
+
+register(Claim(
+    label="prop-no-global-lipschitz",
+    statement="on rows <= B the best max-row Lipschitz constant of self-attention is >= B^2/4 (for S_V = S_QK = 1): no global constant",
+    chapter=CH_SOFT, source="reconstructed",
+    numeric=_st(FunctionCheck(_noglobal_check)),
+    symbolic=sym_soft.verify_sigmoid_lower,
+))
