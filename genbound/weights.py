@@ -63,7 +63,7 @@ import torch
 
 from ._validate import as_tensor, check_positive_int
 from .device import resolve_device
-from .errors import ArchitectureError, InputError, ParameterError, ShapeError
+from .errors import ArchitectureError, InputError, NonFiniteError, ParameterError, ShapeError
 
 __all__ = [
     "KINDS",
@@ -349,16 +349,15 @@ class TransformerWeights:
             raise ArchitectureError("these weights were given as dense proxy matrices: they have no thin factors")
         dev = resolve_device(device)
         H, N, dh = self.n_heads, self.hidden, self.d_head
-        st = self._store
         if kind == "QK":
-            a = _f64(st.get(layer, "query"), dev).reshape(H, dh, N)
-            b = _f64(st.get(layer, "key"), dev).reshape(H, dh, N)
+            a = self._raw(layer, "query", dev).reshape(H, dh, N)
+            b = self._raw(layer, "key", dev).reshape(H, dh, N)
             left = a.transpose(-1, -2)
             if self.attention_scale:
                 left = left / math.sqrt(dh)
             return left, b
-        a = _f64(st.get(layer, "value"), dev).reshape(H, dh, N)
-        o = _f64(st.get(layer, "attn_out"), dev)  # (N, H*dh): rows of o^T for head h are o[:, s_h]^T
+        a = self._raw(layer, "value", dev).reshape(H, dh, N)
+        o = self._raw(layer, "attn_out", dev)  # (N, H*dh): rows of o^T for head h are o[:, s_h]^T
         return a.transpose(-1, -2), o.transpose(0, 1).reshape(H, dh, N)
 
     def matrix(self, kind: str, layer: int, head: int | None = None, *, device=None) -> torch.Tensor:
@@ -382,11 +381,20 @@ class TransformerWeights:
             raise ParameterError(f"unknown matrix kind {kind!r}; expected one of {KINDS}")
         return self._mlp_matrix(kind, layer, dev)
 
+    def _raw(self, layer: int, role: str, dev) -> torch.Tensor:
+        """One raw weight tensor of layer ``layer`` in float64 on ``dev``, checked for finiteness."""
+        t = self._store.get(layer, role).to(device=dev, dtype=torch.float64)
+        if not bool(torch.isfinite(t).all()):
+            name = bert_tensor_names(getattr(self._store, "layer_ids", range(self.n_layers))[layer],
+                                     getattr(self._store, "prefix", ""))[role]
+            raise NonFiniteError(f"{self.source}: {name!r} holds non-finite values (NaN or inf)")
+        return t
+
     def _mlp_matrix(self, kind: str, layer: int, dev) -> torch.Tensor:
         if self.is_dense:
             return getattr(self._store, _attr(kind))[layer].to(dev)
         role = "ff_in" if kind == "M_in" else "ff_out"
-        return _f64(self._store.get(layer, role), dev).transpose(0, 1)
+        return self._raw(layer, role, dev).transpose(0, 1)
 
     # ---- spectra ------------------------------------------------------------------------------
     def layer_spectra(self, layer: int, *, device=None, method: str = "core") -> dict:
@@ -457,13 +465,6 @@ def _check_method(method: str) -> str:
     if method not in ("core", "dense"):
         raise ParameterError(f"method must be 'core' or 'dense', got {method!r}")
     return method
-
-
-def _f64(t: torch.Tensor, dev) -> torch.Tensor:
-    out = t.to(device=dev, dtype=torch.float64)
-    if not bool(torch.isfinite(out).all()):
-        raise InputError(f"a weight tensor of shape {tuple(t.shape)} holds non-finite values")
-    return out
 
 
 def _stack_heads(x, name: str) -> torch.Tensor:

