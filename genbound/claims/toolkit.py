@@ -301,7 +301,11 @@ def _gen_classes(gen):
     return out
 
 
-def generalization_quantiles(seed: int = 0, *, m: int = 10, delta: float = 0.05, trials: int = 2000):
+#: Sample size, confidence and number of samples of the check of thm-rademacher-generalization.
+GEN_M, GEN_DELTA, GEN_TRIALS = 10, 0.05, 2000
+
+
+def generalization_quantiles(seed: int = 0, *, m: int = GEN_M, delta: float = GEN_DELTA, trials: int = GEN_TRIALS):
     """For each test class: the empirical ``(1 - delta)``-quantile of
     ``sup_g (E g - E_S g) / generalization_gap_bound(R_S, m, delta, b)`` over ``trials`` samples of size
     ``m`` (exact ``R_S``: all ``2^m`` signs). The theorem says ``P(ratio > 1) <= delta``, i.e. this quantile
@@ -323,7 +327,7 @@ def generalization_quantiles(seed: int = 0, *, m: int = 10, delta: float = 0.05,
 
 def _gen_check(seed):
     q = generalization_quantiles(seed)
-    return max(q.values()), 2000 * len(q)
+    return max(q.values()), GEN_TRIALS * len(q)
 
 
 register(Claim(
@@ -479,7 +483,14 @@ def maurey_test_matrices(seed: int = 0):
     yield "interior", 0.4 * W / W.abs().sum(), 1.0
 
 
-def maurey_law_table(seed: int = 0, *, Ks=(1, 4, 16, 64), n_draws: int = 4000):
+MAUREY_DRAWS = 4000  #: draws per (matrix, K, atom set) in the check of lem-maurey
+MCOVER_DRAWS = 64  #: Maurey draws per instance in the check of lem-maurey-matrix-cover
+SUP_DRAWS = 32  #: Maurey draws per instance in the check of lem-sup-norm-maurey
+SUP_PLAN = [(10, 5, 1.0, 1.0, 0.5), (200, 20, 2.0, 1.0, 0.8), (1000, 50, 1.0, 1.0, 0.3)]  #: (n, d, B, a, eps)
+ATT_PLAN = [(2, 1000, 100), (8, 400, 60), (64, 64, 30), (1024, 4, 6)]  #: (T, trials, ascent steps)
+
+
+def maurey_law_table(seed: int = 0, *, Ks=(1, 4, 16, 64), n_draws: int = MAUREY_DRAWS):
     """Simulated ``E ||W - W_K||_F^2`` against the law, for each matrix and ``K``, both atom sets.
     Returns a list of dicts (name, K, zero_atom, mean, stderr, law, bound ``B^2/K``)."""
     rows = []
@@ -501,9 +512,10 @@ def _maurey_check(seed):
     worst = 0.0
     rows = maurey_law_table(seed)
     for r in rows:
-        lo, hi = r["mean"] - 4 * r["stderr"], r["mean"] + 4 * r["stderr"]
+        half = 4 * r["stderr"] + 1e-12 * r["law"]  # four standard errors (plus round-off when the error is constant)
+        lo, hi = r["mean"] - half, r["mean"] + half
         worst = max(worst, lo / r["law"], r["law"] / hi, r["min"] / r["exist"])
-    return worst, len(rows) * 4000
+    return worst, len(rows) * MAUREY_DRAWS
 
 
 register(Claim(
@@ -534,11 +546,11 @@ def _mcover_check(seed):
         for R, eps in [(1.0, 0.5), (2.0, 1.5), (0.5, 0.1)]:
             logn = cov.maurey_log_cover(B, R, eps, W.shape[0], W.shape[1])
             K = round(logn / math.log(2 * W.numel()))
-            Wk = cov.maurey_sparsify(W, B, K, n_draws=64, seed=int(torch.randint(0, 2**31, (1,), generator=gen)),
-                                     zero_atom=False)
+            Wk = cov.maurey_sparsify(W, B, K, n_draws=MCOVER_DRAWS,
+                                     seed=int(torch.randint(0, 2**31, (1,), generator=gen)), zero_atom=False)
             op = torch.linalg.matrix_norm(Wk - W, ord=2)
             worst = max(worst, float(R * op.min() / eps))
-            n += 64
+            n += MCOVER_DRAWS
     return worst, n
 
 
@@ -553,16 +565,16 @@ register(Claim(
 def _supnorm_check(seed):
     gen = torch.Generator().manual_seed(int(seed))
     worst, n = 0.0, 0
-    for npts, d, B, a, eps in [(10, 5, 1.0, 1.0, 0.5), (200, 20, 2.0, 1.0, 0.8), (1000, 50, 1.0, 1.0, 0.3)]:
+    for npts, d, B, a, eps in SUP_PLAN:
         X = (2 * torch.rand(npts, d, generator=gen, dtype=F64) - 1) * a
         X[0] = a  # one point at a corner of the l_inf ball
         w = torch.randn(1, d, generator=gen, dtype=F64)
         w = B * w / w.abs().sum()
         K = round(cov.sup_norm_maurey_log_cover(B, a, eps, npts, d) / math.log(2 * d))
-        wk = cov.maurey_sparsify(w, B, K, n_draws=32, seed=int(torch.randint(0, 2**31, (1,), generator=gen)))
+        wk = cov.maurey_sparsify(w, B, K, n_draws=SUP_DRAWS, seed=int(torch.randint(0, 2**31, (1,), generator=gen)))
         err = (torch.einsum("nd,sd->sn", X, (wk - w)[:, 0, :])).abs().amax(-1)   # sup over the points
         worst = max(worst, float(err.min() / eps))
-        n += 32
+        n += SUP_DRAWS
     return worst, n
 
 
@@ -715,7 +727,7 @@ def _att_make(T, d=4, dv=3):
 
 def _att_checks():
     out = []
-    for T, trials, steps in [(2, 1000, 100), (8, 400, 60), (64, 64, 30), (1024, 4, 6)]:
+    for T, trials, steps in ATT_PLAN:
         s, r, p = _att_make(T)
         out.append(InequalityCheck(s, r, p, trials=trials, starts=min(8, trials), steps=steps, lr=0.02))
     return tuple(out)
