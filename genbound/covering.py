@@ -29,12 +29,14 @@ from .errors import ParameterError, ShapeError
 __all__ = ["ALLOCATION_COST_EXPONENT", "ALLOCATION_WEIGHT_EXPONENT", "ALLOCATION_OUTER_POWER",
            "allocate_scales", "allocation_value", "maurey_log_cover", "maurey_sparsify",
            "maurey_expected_error", "sup_norm_maurey_log_cover", "zhang_log_cover",
-           "euclidean_ball_log_cover", "ZHANG_CONSTANT"]
+           "euclidean_ball_log_cover", "ZHANG_CONSTANT", "SUP_NORM_HOEFFDING_COEF"]
 
 #: Exponents of ``(sum_j c_j^{1/3} a_j^{2/3})^3`` (:data:`genbound.symbolic.allocation.ALLOCATION_EXPONENTS`).
 ALLOCATION_COST_EXPONENT = 1.0 / 3.0
 ALLOCATION_WEIGHT_EXPONENT = 2.0 / 3.0
 ALLOCATION_OUTER_POWER = 3.0
+#: ``2`` in ``K = floor(2 B^2 a^2 log(2n) / eps^2) + 1`` (:func:`genbound.symbolic.rademacher.sup_norm_atoms`).
+SUP_NORM_HOEFFDING_COEF = 2.0
 #: The leading constant of Zhang's Theorem 4 as recalled (unverified): ``36``.
 ZHANG_CONSTANT = 36.0
 
@@ -201,7 +203,7 @@ def sup_norm_maurey_log_cover(weight_radius: float, input_radius: float, eps: fl
     eps = check_real(eps, "eps", lo=0.0, lo_open=True)
     n = check_positive_int(n, "n")
     d = check_positive_int(d, "d")
-    K = math.floor(2 * (B * a / eps) ** 2 * math.log(2 * n)) + 1
+    K = math.floor(SUP_NORM_HOEFFDING_COEF * (B * a / eps) ** 2 * math.log(2 * n)) + 1
     return K * math.log(2 * d)
 
 

@@ -115,6 +115,15 @@ def test_allocation_beats_a_numerical_minimiser():
     assert value <= res.fun * (1 + 1e-12)
 
 
+@pytest.mark.parametrize("B,a,eps,n", [(1.0, 1.0, 0.5, 10), (2.0, 0.3, 0.1, 1000), (0.7, 1.5, 0.9, 3)])
+def test_sup_norm_atoms_match_sympy(B, a, eps, n):
+    n_, a_, e_ = sp.symbols("n a epsilon", positive=True)
+    K_star = float(sr.sup_norm_atoms().subs({sr.B: B, n_: n, a_: a, e_: eps}))
+    d = 7
+    assert cov.sup_norm_maurey_log_cover(B, a, eps, n, d) == pytest.approx((math.floor(K_star) + 1) * math.log(2 * d))
+    assert sr.verify_sup_norm_atoms()
+
+
 def test_softmax_constants():
     assert ss.KAPPA_LINF_L1 == 1 and ss.KAPPA_L2 == sp.Rational(1, 2) and ss.KAPPA_EDELMAN == 2
     from genbound.claims.toolkit import attention_lipschitz_constant

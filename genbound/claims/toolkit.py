@@ -204,6 +204,12 @@ register(Claim(
 ))
 
 # ---- linear classes ---------------------------------------------------------------------------------
+
+def sp_equal(a, b) -> bool:
+    """Whether two sympy expressions are equal (difference simplifies to 0)."""
+    return bool(sym_rad.sp.simplify(a - b) == 0)
+
+
 _LIN_M, _LIN_D = 8, 4
 
 
@@ -245,11 +251,6 @@ register(Claim(
 ))
 
 
-def sp_equal(a, b) -> bool:
-    """Whether two sympy expressions are equal (difference simplifies to 0)."""
-    return bool(sym_rad.sp.simplify(a - b) == 0)
-
-
 # ---- ramp loss ----------------------------------------------------------------------------------------
 
 def _ramp_sample(gen, n):
@@ -260,7 +261,7 @@ def _ramp_sample(gen, n):
 
 
 def _ramp_ratio(u, v, gamma):
-    lu, lv = rad.ramp_loss(u, float("nan")) if False else (1 - u / gamma).clamp(0, 1), (1 - v / gamma).clamp(0, 1)
+    lu, lv = (1 - u / gamma).clamp(0, 1), (1 - v / gamma).clamp(0, 1)   # rad.ramp_loss, batched in gamma
     lower = (u <= 0).to(F64)
     upper = (u < gamma).to(F64)
     r1 = torch.where(lower > 0, lower / lu.clamp(min=_TINY), torch.zeros_like(u))
@@ -523,8 +524,7 @@ register(Claim(
     statement="w in conv{g_i}, ||g_i|| <= c: E||w - (1/K) sum_r g_{i_r}||^2 = (E||g||^2 - ||w||^2)/K <= (c^2 - ||w||^2)/K",
     chapter=CH_LIN, source="standard",
     numeric=_st(FunctionCheck(_maurey_check)),
-    symbolic=None if False else (lambda: bool(sym_rad.sp.simplify(
-        _maurey_variance_identity()) == 0)),
+    symbolic=lambda: bool(sym_rad.sp.simplify(_maurey_variance_identity()) == 0),
 ))
 
 
@@ -583,9 +583,7 @@ register(Claim(
     statement="||w||_1 <= B, ||x_i||_inf <= a on n points: log N_inf(eps) <= (floor(2 B^2 a^2 log(2n)/eps^2) + 1) log(2d)",
     chapter=CH_LIN, source="reconstructed",
     numeric=_st(FunctionCheck(_supnorm_check)),
-    symbolic=lambda: bool(sym_rad.sp.simplify(sym_rad.mcdiarmid_deviation(
-        sym_rad.sp.Symbol("q", positive=True), sym_rad.b / sym_rad.m) ** 2 * 2 * sym_rad.m / sym_rad.b**2
-        + sym_rad.sp.log(sym_rad.sp.Symbol("q", positive=True))) == 0),
+    symbolic=sym_rad.verify_sup_norm_atoms,
 ))
 
 

@@ -20,7 +20,8 @@ import sympy as sp
 __all__ = ["R", "b", "m", "delta", "t", "lam", "c", "r", "N", "B", "d", "colnorm", "gamma",
            "mcdiarmid_deviation", "generalization_gap", "gap_coefficients", "massart_bound",
            "l1_linear_bound", "verify_chernoff_exponent", "verify_massart_optimum",
-           "verify_gap_constants", "verify_ramp_slope", "verify_sign_enumeration"]
+           "verify_gap_constants", "verify_ramp_slope", "verify_sign_enumeration", "sup_norm_atoms",
+           "verify_sup_norm_atoms"]
 
 R, b, m, delta, t, lam, c, r, N, B, d, colnorm, gamma = sp.symbols(
     "R b m delta t lambda c r N B d colnorm gamma", positive=True)
@@ -103,6 +104,26 @@ def verify_ramp_slope() -> bool:
     slope = sp.diff(1 - y * f / gamma, f)
     return sp.simplify(sp.Abs(slope).subs(y, 1) - 1 / gamma) == 0 and \
         sp.simplify(sp.Abs(slope).subs(y, -1) - 1 / gamma) == 0
+
+
+def sup_norm_atoms():
+    """The number of atoms ``K`` at which the union bound of :prf:ref:`lem-sup-norm-maurey` reaches 1.
+
+    Each of ``n`` points has error ``> eps`` with probability at most ``2 exp(-2 K eps^2 / (2 a B)^2)``
+    (Hoeffding for a mean of ``K`` terms in ``[-aB, aB]``); solving ``2 n exp(-K eps^2/(2 a^2 B^2)) = 1``
+    gives ``K = 2 a^2 B^2 log(2n) / eps^2``; any larger ``K`` leaves a positive probability of success.
+    """
+    K, n, a, e = sp.symbols("K n a epsilon", positive=True)
+    hoeffding = 2 * sp.exp(-2 * K * e**2 / (2 * a * B) ** 2)
+    sol = sp.solve(sp.Eq(n * hoeffding, 1), K)
+    return sp.expand_log(sp.simplify(sol[0]), force=True)
+
+
+def verify_sup_norm_atoms() -> bool:
+    """:func:`sup_norm_atoms` equals ``2 a^2 B^2 log(2n) / eps^2``."""
+    n, a, e = sp.symbols("n a epsilon", positive=True)
+    target = 2 * a**2 * B**2 * sp.log(2 * n) / e**2
+    return sp.simplify(sp.expand_log(sup_norm_atoms() - target, force=True)) == 0
 
 
 def verify_sign_enumeration() -> bool:
