@@ -63,16 +63,21 @@ class Analysis:
 
 
 def analyze(source, *, device=None, attention_scale: bool = False, mode: str = "exact", L_phi: float = 1.13,
-            grid_m: int | None = None, rank_tol: float = 1e-10, layers=None, progress: bool = False) -> Analysis:
+            grid_m: int | None = None, rank_tol: float = 1e-10, layers=None, progress: bool = False,
+            svd_driver: str | None = None) -> Analysis:
     """Load ``source`` and evaluate :func:`~genbound.bounds.sakai_imaizumi.spectral_adaptive_bound` and
     :func:`~genbound.bounds.sakai_imaizumi.edelman_proxy` on it (one pass over the layers)."""
     from .bounds.sakai_imaizumi import edelman_proxy, spectral_adaptive_bound
     from .device import resolve_device
+    from .errors import ParameterError
     from .weights import load_weights
 
     dev = resolve_device(device)
     t0 = time.perf_counter()
+    if mode not in ("exact", "authors"):
+        raise ParameterError(f"mode must be 'exact' or 'authors', got {mode!r}")
     w = load_weights(source, attention_scale=attention_scale, layers=layers)
+    w.spectra(device=dev, method="core" if mode == "exact" else "dense", progress=progress, svd_driver=svd_driver)
     r = spectral_adaptive_bound(w, L_phi=L_phi, grid_m=grid_m, rank_tol=rank_tol, device=dev, mode=mode,
                                 progress=progress)
     e = edelman_proxy(r.spectra, L_phi=L_phi, mode=mode)

@@ -181,7 +181,14 @@ def _colnorm_sum(M: torch.Tensor) -> torch.Tensor:
     return torch.linalg.vector_norm(M, ord=2, dim=-2).sum(dim=-1)
 
 
-def _head_summary(left: torch.Tensor, right: torch.Tensor, method: str):
+def _svdvals(A: torch.Tensor, driver: str | None = None) -> torch.Tensor:
+    """``torch.linalg.svdvals`` with an optional cuSOLVER driver (ignored on the CPU)."""
+    if driver is not None and A.is_cuda:
+        return torch.linalg.svdvals(A, driver=driver)
+    return torch.linalg.svdvals(A)
+
+
+def _head_summary(left: torch.Tensor, right: torch.Tensor, method: str, driver: str | None = None):
     """Singular values (descending) and ``(2,1)`` norms of the products ``left @ right`` of a stack.
 
     ``left`` is ``(H, N, r)``, ``right`` is ``(H, r, N)``. ``method="core"`` uses thin QR cores,
@@ -189,31 +196,31 @@ def _head_summary(left: torch.Tensor, right: torch.Tensor, method: str):
     """
     if method == "dense":
         P = left @ right
-        return torch.linalg.svdvals(P), _colnorm_sum(P)
+        return _svdvals(P, driver), _colnorm_sum(P)
     R1 = torch.linalg.qr(left, mode="r").R  # (H, k1, r), k1 = min(N, r)
     R2 = torch.linalg.qr(right.transpose(-1, -2), mode="r").R  # (H, k2, r)
-    s = torch.linalg.svdvals(R1 @ R2.transpose(-1, -2))
+    s = _svdvals(R1 @ R2.transpose(-1, -2), driver)
     # columns of left @ right = Q1 (R1 @ right); Q1 has orthonormal columns
     return s, _colnorm_sum(R1 @ right)
 
 
-def _dense_summary(P: torch.Tensor, method: str):
+def _dense_summary(P: torch.Tensor, method: str, driver: str | None = None):
     """Singular values and ``(2,1)`` norm of dense matrices (batched); see :func:`_mlp_svals`."""
-    return _mlp_svals(P, method), _colnorm_sum(P)
+    return _mlp_svals(P, method, driver), _colnorm_sum(P)
 
 
-def _mlp_svals(M: torch.Tensor, method: str) -> torch.Tensor:
+def _mlp_svals(M: torch.Tensor, method: str, driver: str | None = None) -> torch.Tensor:
     """Singular values of ``M`` (``(..., rows, cols)``).
 
     ``"core"``: Householder QR of the tall orientation, then ``svdvals`` of the square triangle.
     ``"dense"``: ``svdvals`` of ``M`` as it is (the authors' call).
     """
     if method == "dense":
-        return torch.linalg.svdvals(M)
+        return _svdvals(M, driver)
     tall = M if M.shape[-2] >= M.shape[-1] else M.transpose(-1, -2)
     if tall.shape[-2] == tall.shape[-1]:
-        return torch.linalg.svdvals(tall)
-    return torch.linalg.svdvals(torch.linalg.qr(tall, mode="r").R)
+        return _svdvals(tall, driver)
+    return _svdvals(torch.linalg.qr(tall, mode="r").R, driver)
 
 
 def _sorted_desc(s: torch.Tensor) -> torch.Tensor:
@@ -397,7 +404,7 @@ class TransformerWeights:
         return self._raw(layer, role, dev).transpose(0, 1)
 
     # ---- spectra ------------------------------------------------------------------------------
-    def layer_spectra(self, layer: int, *, device=None, method: str = "core") -> dict:
+    def layer_spectra(self, layer: int, *, device=None, method: str = "core", svd_driver: str | None = None) -> dict:
         """Singular values and ``(2,1)`` norms of one layer's matrices (see :class:`Spectra`)."""
         layer = self._check_layer(layer)
         method = _check_method(method)
@@ -405,30 +412,31 @@ class TransformerWeights:
         out = {}
         if self.is_dense:
             for kind in HEAD_KINDS:
-                s, n21 = _dense_summary(getattr(self._store, _attr(kind))[layer].to(dev), method)
+                s, n21 = _dense_summary(getattr(self._store, _attr(kind))[layer].to(dev), method, svd_driver)
                 out[kind] = (_sorted_desc(s), n21)
         else:
             for kind in HEAD_KINDS:
                 left, right = self.head_factors(kind, layer, device=dev)
-                s, n21 = _head_summary(left, right, method)
+                s, n21 = _head_summary(left, right, method, svd_driver)
                 del left, right
                 out[kind] = (_sorted_desc(s), n21)
         for kind in ("M_in", "M_out"):
             M = self._mlp_matrix(kind, layer, dev)
             n21 = _colnorm_sum(M)
-            s = _mlp_svals(M, method)
+            s = _mlp_svals(M, method, svd_driver)
             del M
             out[kind] = (_sorted_desc(s), n21)
         return out
 
     def spectra(self, *, device=None, method: str = "core", progress: bool = False,
-                cache: bool = True) -> Spectra:
+                cache: bool = True, svd_driver: str | None = None) -> Spectra:
         """Singular values and ``(2,1)`` norms of every matrix, computed layer by layer.
 
         ``method="core"`` (exact, fast: thin-QR cores for heads, QR + SVD of the triangle for the
         feed-forward matrices) or ``"dense"`` (the authors' pipeline: dense products, full SVD).
         ``progress=True`` shows a tqdm bar over layers on stderr. Results are cached per
-        ``(device, method)`` on this object.
+        ``(device, method)`` on this object. ``svd_driver`` picks the cuSOLVER driver on CUDA
+        (``"gesvd"``, ``"gesvdj"``; default torch's choice); it is ignored on the CPU.
         """
         method = _check_method(method)
         dev = resolve_device(device)
@@ -440,7 +448,9 @@ class TransformerWeights:
             from tqdm.auto import tqdm
 
             layers = tqdm(layers, desc="layers", unit="layer", file=_stderr(), leave=False)
-        per = [self.layer_spectra(l, device=dev, method=method) for l in layers]
+        if svd_driver not in (None, "gesvd", "gesvdj", "gesvda"):
+            raise ParameterError(f"svd_driver must be None, 'gesvd', 'gesvdj' or 'gesvda', got {svd_driver!r}")
+        per = [self.layer_spectra(l, device=dev, method=method, svd_driver=svd_driver) for l in layers]
         stack = {k: (torch.stack([p[k][0] for p in per]), torch.stack([p[k][1] for p in per])) for k in KINDS}
         sp = Spectra(qk=stack["QK"][0], v=stack["V"][0], m_in=stack["M_in"][0], m_out=stack["M_out"][0],
                      qk_norm21=stack["QK"][1], v_norm21=stack["V"][1], m_in_norm21=stack["M_in"][1],
