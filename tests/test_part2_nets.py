@@ -72,7 +72,7 @@ def test_weight_norms_and_bias_absorption():
     E = net.effective_weights()
     assert E.QK.shape == (1, 2, 6, 6) and E.V.shape == (1, 2, 6, 5) and E.w.shape == (6, 1)
     assert torch.allclose(n["QK"]["l11"], E.QK.abs().sum((-1, -2)))
-    assert n["raw"]["w"] == pytest.approx(float(net.w.abs().sum()))
+    assert n["raw"]["w"] == pytest.approx(float(net.w.detach().abs().sum()))
     # chain ||.||_op <= ||.||_F <= ||.||_{2,1} <= ||.||_{1,1} <= sqrt(d_in) ||.||_{2,1}
     for key in ("QK", "V", "C"):
         m = n[key]

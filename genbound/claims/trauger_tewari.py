@@ -224,7 +224,7 @@ def _net_sample(gen, n, *, L, H, d, T, K, dense, bias, perturb=0.3):
     return p
 
 
-def _perturbation_ratio(p, *, bias, row_norm, positions="cls", act="relu"):
+def _perturbation_ratio(p, *, bias, row_norm, positions="cls", act="relu", kappa=1.0):
     """``||f - f_hat||_2 / sum_j rho_j ||W_j - W_hat_j||_op`` for the hypotheses of
     :prf:ref:`lem-tt-multilayer-perturbation` (spectral radii from the weights; proper ones take the max
     with the cover element's norm)."""
@@ -253,7 +253,7 @@ def _perturbation_ratio(p, *, bias, row_norm, positions="cls", act="relu"):
             eta[f"C[{l + 1}]"] = _op(C[:, l] - p["C_hat"][:, l])
     eta["w"] = _op(w - p["w_hat"])
     B_w = _op(p["w_hat"])
-    rho, _, _ = sensitivities_raw(spec, B_X=B_X, B_w=B_w, bias=bias, row_norm=row_norm)
+    rho, _, _ = sensitivities_raw(spec, B_X=B_X, B_w=B_w, kappa=kappa, bias=bias, row_norm=row_norm)
     bound = sum(rho[k] * eta[k] for k in rho)
     return lhs / bound
 

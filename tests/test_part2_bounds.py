@@ -1,0 +1,184 @@
+"""Part II bounds: constants equal the sympy derivations, no T in the TT functions, bad input, the checks can fail."""
+
+import inspect
+import math
+
+import pytest
+import sympy as sp
+import torch
+
+from genbound.bounds import edelman as ed
+from genbound.bounds import trauger_tewari as tt
+from genbound.bounds.trauger_tewari import LayerRadii
+from genbound.errors import ArchitectureError, ParameterError
+from genbound.nets import ReferenceTransformer
+from genbound.rademacher import dudley_inverse_square, generalization_gap_bound
+from genbound.symbolic import trauger_tewari as st
+
+RNG = torch.Generator().manual_seed(7)
+
+
+def _u(n=1, lo=0.2, hi=3.0):
+    return [lo + (hi - lo) * float(v) for v in torch.rand(n, generator=RNG, dtype=torch.float64)]
+
+
+@pytest.mark.parametrize("L,H,dense,bias,row_norm", [(1, 1, False, False, False), (1, 2, True, True, False),
+                                                     (2, 2, True, True, False), (3, 1, True, False, True),
+                                                     (2, 1, False, True, True)])
+def test_sensitivities_equal_sympy(L, H, dense, bias, row_norm):
+    layers_sym, rho_sym = st.unrolled_sensitivities(L, H, dense=dense, bias=bias, row_norm=row_norm)
+    for _ in range(3):
+        vals = {st.L_sigma: _u()[0], st.kappa: _u()[0], st.B_X: _u()[0], st.B_w: _u()[0]}
+        layers = []
+        for sv, sq, eq, ev, sc, ec in layers_sym:
+            SV, SQ = _u(H), _u(H)
+            vals.update(dict(zip(sv, SV)))
+            vals.update(dict(zip(sq, SQ)))
+            SC = _u()[0] if dense else None
+            if dense:
+                vals[sc] = SC
+            big = 10.0
+            layers.append(LayerRadii(tuple(big for _ in SQ), tuple(SQ), tuple(big for _ in SV), tuple(SV),
+                                     big if dense else None, SC))
+        sens = tt.tt_sensitivities(layers, B_X=vals[st.B_X], B_w=vals[st.B_w], L_sigma=vals[st.L_sigma],
+                                   kappa=vals[st.kappa], bias=bias, row_norm=row_norm)
+        for l, (sv, sq, eq, ev, sc, ec) in enumerate(layers_sym):
+            for h in range(H):
+                assert sens.rho[f"QK[{l + 1},{h + 1}]"] == pytest.approx(float(rho_sym[eq[h]].subs(vals)), rel=1e-12)
+                assert sens.rho[f"V[{l + 1},{h + 1}]"] == pytest.approx(float(rho_sym[ev[h]].subs(vals)), rel=1e-12)
+            if dense:
+                assert sens.rho[f"C[{l + 1}]"] == pytest.approx(float(rho_sym[ec].subs(vals)), rel=1e-12)
+        assert sens.rho["w"] == pytest.approx(float(rho_sym["eta_w"].subs(vals)), rel=1e-12)
+
+
+def test_single_layer_complexity_equals_sympy_C1():
+    f = sp.lambdify([st.L_sigma, st.B_w, st.B_X, st.S_V1, st.B_V1, st.B_QK1, st.kappa, st.Lw, st.LV, st.LQK],
+                    st.single_layer_C1_factored())
+    for d in (3, 8, 32):
+        Ls, Bw, BX, SV, BV, BQK, ka = _u(7)
+        cover = tt.tt_log_cover([LayerRadii((BQK,), (BQK,), (BV,), (SV,))], B_X=BX, B_w=Bw, d=d, L_sigma=Ls, kappa=ka)
+        C1 = f(Ls, Bw, BX, SV, BV, BQK, ka, math.log(2 * d), math.log(2 * d * d), math.log(2 * d * d))
+        assert math.sqrt(cover.A) == pytest.approx(C1, rel=1e-12)
+        assert cover.Lambda == pytest.approx(math.log(2 * d) + 2 * math.log(2 * d * d), rel=1e-12)
+
+
+def test_edelman_constants_equal_sympy():
+    rho_sym = st.edelman_single_layer_sensitivities(2, dense=True, bias=True)
+    SV1, SV2, SC, Sw, BX, Ls, ka = _u(7)
+    vals = {sp.Symbol("S_V1_1", positive=True): SV1, sp.Symbol("S_V1_2", positive=True): SV2,
+            sp.Symbol("S_C1", positive=True): SC, sp.Symbol("S_w", positive=True): Sw, st.B_X: BX,
+            st.L_sigma: Ls, st.kappa: ka}
+    lay = ed.EdelmanLayerRadii((1.0, 1.0), (1.0, 1.0), (SV1, SV2), 1.0, SC)
+    num = ed.edelman_sensitivities(lay, B_X=BX, S_w=Sw, L_sigma=Ls, kappa=ka, bias=True)
+    for k, v in rho_sym.items():
+        name = {"QK1": "QK[1]", "QK2": "QK[2]", "V1": "V[1]", "V2": "V[2]"}.get(k, k)
+        assert num[name] == pytest.approx(float(sp.sympify(v).subs(vals)), rel=1e-12)
+    a, b, eta, n = sp.symbols("a b eta n", positive=True)
+    z = sp.lambdify([a, b, eta, n], st.zhang_log_cover(a, b, eta, n), modules=["math"])
+    for args in [(1.0, 2.0, 0.3, 10), (0.5, 1.5, 0.01, 10**6)]:
+        assert ed.zhang_log_cover(*args) == pytest.approx(z(*args), rel=1e-12)
+        assert ed.ZHANG_CONSTANT == 36
+
+
+def test_tt_functions_take_no_sequence_length_and_edelman_ones_do():
+    for fn in (tt.tt_log_cover, tt.trauger_tewari_bound, tt.trauger_tewari_bound_from_model, tt.tt_sensitivities):
+        assert "T" not in inspect.signature(fn).parameters
+    for fn in (ed.edelman_log_cover, ed.edelman_bound, ed.edelman_bound_from_model):
+        assert "T" in inspect.signature(fn).parameters
+
+
+def test_allocation_split_is_optimal_and_valid():
+    lay = LayerRadii((2.0, 1.0), (1.0, 0.5), (3.0, 1.0), (1.0, 1.0), 4.0, 2.0)
+    cover = tt.tt_log_cover([lay, lay], B_X=1.2, B_w=2.0, d=5, bias=True)
+    eps = 0.3
+    sc = cover.scales(eps)
+    assert sum(sc.values()) == pytest.approx(eps, rel=1e-12)
+    best = sum(t.c**2 / sc[t.name] ** 2 for t in cover.terms)
+    assert best == pytest.approx(cover.A / eps**2, rel=1e-10)
+    for _ in range(20):          # any other split costs more
+        w = torch.rand(len(cover.terms), generator=RNG, dtype=torch.float64) + 0.05
+        other = [eps * float(x) / float(w.sum()) for x in w]
+        assert sum(t.c**2 / e**2 for t, e in zip(cover.terms, other)) >= best * (1 - 1e-12)
+    assert {t.name: t.factor for t in cover.terms}["C[1]"] == 2.0        # S_C < B_C: proper
+    assert {t.name: t.factor for t in cover.terms}["V[2,1]"] == 1.0      # last layer: not needed
+
+
+def test_bound_pipeline_and_from_model():
+    net = ReferenceTransformer(6, n_layers=2, n_heads=2, bias=True, row_norm=True, out_dim=3, seed=3)
+    r = tt.trauger_tewari_bound_from_model(net, m=5000, delta=0.1, B_X=2.0, margin=0.5)
+    layers = tt.layer_radii_from_model(net)
+    B_w = float(net.weight_norms()["w"]["l11"])
+    r2 = tt.trauger_tewari_bound(layers, B_X=2.0, B_w=B_w, d=6, m=5000, delta=0.1, margin=0.5, out_dim=3,
+                                 bias=True, row_norm=True)
+    assert r.value == r2.value and r.loss_lipschitz == 4.0
+    d = dudley_inverse_square(16.0 * r.log_cover.A, r.log_cover.Lambda, m=5000, diameter=0.5)
+    assert r.rademacher == min(d.value, 0.5)
+    assert r.value == pytest.approx(generalization_gap_bound(r.rademacher, m=5000, delta=0.1))
+    atoms = {t.name: t.log_atoms for t in r.log_cover.terms}
+    assert atoms["QK[1,1]"] == pytest.approx(math.log(2 * 7 * 7)) and atoms["w"] == pytest.approx(math.log(2 * 7 * 3))
+
+
+def test_bounds_decrease_in_m_and_edelman_grows_with_T():
+    lay = LayerRadii((1.0,), (1.0,), (1.0,), (1.0,))
+    vals = [tt.trauger_tewari_bound([lay], B_X=1.0, B_w=1.0, d=4, m=m, delta=0.05).rademacher for m in (10**4, 10**6, 10**8)]
+    assert vals[0] > vals[1] > vals[2]
+    el = ed.EdelmanLayerRadii((1.0,), (1.0,), (1.0,))
+    e = [ed.edelman_bound(el, B_X=1.0, B_w21=1.0, S_w=1.0, d=4, m=10**8, T=T, delta=0.05).dudley.value
+         for T in (1, 10**3, 10**9)]
+    assert e[0] < e[1] < e[2]
+
+
+def test_bad_inputs_raise():
+    with pytest.raises(ParameterError, match="one entry per head"):
+        LayerRadii((1.0, 2.0), (1.0,), (1.0,), (1.0,))
+    with pytest.raises(ParameterError, match="B_C"):
+        LayerRadii((1.0,), (1.0,), (1.0,), (1.0,), B_C=1.0)
+    with pytest.raises(ParameterError, match="S_V"):
+        LayerRadii((1.0,), (1.0,), (1.0,), (float("nan"),))
+    lay = LayerRadii((1.0,), (1.0,), (1.0,), (1.0,))
+    with pytest.raises(ParameterError, match="B_X"):
+        tt.trauger_tewari_bound([lay], B_X=-1.0, B_w=1.0, d=4, m=10, delta=0.05)
+    with pytest.raises(ParameterError, match="m"):
+        tt.trauger_tewari_bound([lay], B_X=1.0, B_w=1.0, d=4, m=0, delta=0.05)
+    with pytest.raises(ParameterError, match="margin"):
+        tt.trauger_tewari_bound([lay], B_X=1.0, B_w=1.0, d=4, m=10, delta=0.05, margin=0.0)
+    with pytest.raises(ParameterError, match="delta"):
+        tt.trauger_tewari_bound([lay], B_X=1.0, B_w=1.0, d=4, m=10, delta=1.5)
+    with pytest.raises(ParameterError, match="layers"):
+        tt.tt_log_cover([], B_X=1.0, B_w=1.0, d=4)
+    with pytest.raises(ParameterError, match="not maps"):
+        tt.tt_perturbation_bound(tt.tt_sensitivities([lay], B_X=1.0, B_w=1.0), {"Q": 1.0})
+    with pytest.raises(ArchitectureError, match="ReferenceTransformer"):
+        tt.trauger_tewari_bound_from_model(object(), m=10, delta=0.05, B_X=1.0)
+    with pytest.raises(ArchitectureError, match="one layer"):
+        ed.edelman_bound_from_model(ReferenceTransformer(4, n_layers=2), m=10, T=5, delta=0.05, B_X=1.0)
+    with pytest.raises(ParameterError, match="T"):
+        ed.edelman_bound(ed.EdelmanLayerRadii((1.0,), (1.0,), (1.0,)), B_X=1.0, B_w21=1.0, S_w=1.0, d=4, m=10,
+                         T=0, delta=0.05)
+
+
+def test_a_wrong_constant_is_caught():
+    """The perturbation check fails when the softmax constant is taken too small (kappa = 0.05)."""
+    from genbound.claims import InequalityCheck
+    from genbound.claims import trauger_tewari as ct
+
+    def sample(g, n):      # only the query-key form moves, two tokens: the softmax step is nearly tight
+        p = ct._net_sample(g, n, L=1, H=1, d=3, T=2, K=1, dense=False, bias=False)
+        p["V_hat"], p["w_hat"] = p["V"].clone(), p["w"].clone()
+        return p
+
+    def check(kappa):
+        return InequalityCheck(sample, lambda **p: ct._perturbation_ratio(p, bias=False, row_norm=False, kappa=kappa),
+                               trials=200, starts=4, steps=30, search=("QK", "QK_hat", "V", "w", "X")).run(3)[0]
+
+    assert check(1.0) <= 1.0
+    assert check(0.05) > 1.0
+
+
+def test_part2_claims_pass_with_another_seed():
+    from genbound import claims
+
+    for label in ("lem-tt-single-perturbation", "lem-tt-multilayer-perturbation", "lem-edelman-perturbation",
+                  "thm-tt-multilayer", "lem-tt-cover-value"):
+        r = claims.get(label).check(seed=11)
+        assert r.passed, r
