@@ -33,7 +33,7 @@ from ..errors import ArchitectureError, ParameterError
 from ..rademacher import DudleyResult, dudley_inverse_square, generalization_gap_bound
 
 __all__ = ["LayerRadii", "CoverTerm", "InverseSquareCover", "Sensitivities", "TTBound", "tt_row_bounds",
-           "tt_layer_lipschitz", "tt_sensitivities", "tt_perturbation_bound", "tt_log_cover",
+           "tt_layer_lipschitz", "tt_sensitivities", "sensitivities_raw", "tt_perturbation_bound", "tt_log_cover",
            "trauger_tewari_bound", "layer_radii_from_model", "trauger_tewari_bound_from_model",
            "loss_lipschitz", "KAPPA_DEFAULT", "TRIVIAL_RADEMACHER"]
 
@@ -44,9 +44,9 @@ TRIVIAL_RADEMACHER = 0.5
 KAPPA_DEFAULT = 1.0
 
 
-def _aug(x: float, bias: bool) -> float:
-    """``sqrt(x^2 + 1)`` when biases are absorbed as a constant coordinate, else ``x``."""
-    return math.sqrt(x * x + 1.0) if bias else x
+def _aug(x, bias: bool):
+    """``sqrt(x^2 + 1)`` when biases are absorbed as a constant coordinate, else ``x`` (floats or tensors)."""
+    return (x * x + 1.0) ** 0.5 if bias else x
 
 
 @dataclass(frozen=True)
@@ -202,26 +202,48 @@ def tt_sensitivities(layers: Sequence[LayerRadii], *, B_X: float, B_w: float, L_
     {'QK[1,1]': 1.0, 'V[1,1]': 1.0, 'w': 1.0}
     """
     B_X, B_w, L_sigma, kappa = _check_common(layers, B_X, B_w, L_sigma, kappa)
-    Bs = tt_row_bounds(layers, B_X=B_X, L_sigma=L_sigma, bias=bias, row_norm=row_norm)
-    lips = [tt_layer_lipschitz(lay, _aug(Bs[i], bias), L_sigma=L_sigma, kappa=kappa) for i, lay in enumerate(layers)]
-    rho, factor = {}, {}
+    spec = [(lay.S_QK, lay.S_V, lay.S_C) for lay in layers]
+    rho, Bs, lips = sensitivities_raw(spec, B_X=B_X, B_w=B_w, L_sigma=L_sigma, kappa=kappa, bias=bias,
+                                      row_norm=row_norm)
+    factor = {}
     L = len(layers)
     for i, lay in enumerate(layers):
-        P = math.prod(lips[i + 1:])
-        Bt = _aug(Bs[i], bias)
-        c = 1.0 if not lay.dense else lay.S_C
         for h in range(lay.n_heads):
-            rho[f"QK[{i + 1},{h + 1}]"] = B_w * P * c * L_sigma * lay.S_V[h] * kappa * Bt**3
             factor[f"QK[{i + 1},{h + 1}]"] = 1.0
-            rho[f"V[{i + 1},{h + 1}]"] = B_w * P * c * L_sigma * Bt
             needs = (not row_norm) and i < L - 1 and lay.S_V[h] < lay.B_V[h]
             factor[f"V[{i + 1},{h + 1}]"] = 2.0 if needs else 1.0
         if lay.dense:
-            rho[f"C[{i + 1}]"] = B_w * P * _aug(L_sigma * sum(lay.S_V) * Bt, bias)
             factor[f"C[{i + 1}]"] = 2.0 if lay.S_C < lay.B_C else 1.0
-    rho["w"] = _aug(Bs[-1], bias)
     factor["w"] = 1.0
-    return Sensitivities(rho, Bs, tuple(lips), factor)
+    return Sensitivities(rho, tuple(Bs), tuple(lips), factor)
+
+
+def sensitivities_raw(spec, *, B_X, B_w, L_sigma=1.0, kappa=KAPPA_DEFAULT, bias=False, row_norm=False):
+    """The formulas behind :func:`tt_sensitivities`, without validation, for floats **or** tensors
+    (the claims evaluate them on batches with autograd). ``spec``: per layer ``(S_QK, S_V, S_C)`` with
+    per-head sequences and ``S_C = None`` for no dense map. Returns ``(rho, row_bounds, lipschitz)``."""
+    Bs = [B_X]
+    for S_QK, S_V, S_C in spec:
+        R = L_sigma * sum(S_V) * _aug(Bs[-1], bias)
+        Y = R if S_C is None else S_C * _aug(R, bias)
+        Bs.append(1.0 if row_norm else Y)
+    lips = []
+    for i, (S_QK, S_V, S_C) in enumerate(spec):
+        Bt = _aug(Bs[i], bias)
+        c = 1.0 if S_C is None else S_C
+        lips.append(L_sigma * c * sum(sv * (1 + 2 * kappa * Bt * Bt * sq) for sv, sq in zip(S_V, S_QK)))
+    rho = {}
+    for i, (S_QK, S_V, S_C) in enumerate(spec):
+        P = math.prod(lips[i + 1:])
+        Bt = _aug(Bs[i], bias)
+        c = 1.0 if S_C is None else S_C
+        for h in range(len(S_V)):
+            rho[f"QK[{i + 1},{h + 1}]"] = B_w * P * c * L_sigma * S_V[h] * kappa * Bt**3
+            rho[f"V[{i + 1},{h + 1}]"] = B_w * P * c * L_sigma * Bt
+        if S_C is not None:
+            rho[f"C[{i + 1}]"] = B_w * P * _aug(L_sigma * sum(S_V) * Bt, bias)
+    rho["w"] = _aug(Bs[-1], bias)
+    return rho, Bs, lips
 
 
 def tt_perturbation_bound(sens: Sensitivities, eta: dict[str, float]) -> float:
