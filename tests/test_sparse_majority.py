@@ -10,7 +10,7 @@ from genbound import cli
 from genbound.errors import DeviceError, GenboundError, ParameterError
 from genbound.experiments import sparse_majority as sm
 
-TINY = dict(n_train=40, n_val=30, n_test=50, batch_size=16, max_epochs=6, eval_every=2)
+TINY = dict(n_train=40, n_val=30, n_test=50, batch_size=16, max_epochs=6, eval_every=2, m_star=False)
 
 
 # ------------------------------------------------------------------------------------------ data
@@ -145,6 +145,20 @@ def test_run_record_is_consistent():
     assert len(r.l11_norms) == 12
     assert r.l11_norm_sum == pytest.approx(sum(r.l11_norms.values()), rel=1e-12)
     assert r.tt_bound > 0 and r.edelman_bound > 0
+    assert math.isnan(r.tt_m_star) and math.isnan(r.edelman_m_star)      # m_star=False skips them
+
+
+def test_sample_size_needed_brackets_the_target():
+    from genbound.bounds.edelman import edelman_bound_from_model
+    from genbound.bounds.trauger_tewari import trauger_tewari_bound_from_model
+
+    net = sm.build_model(seed=0)
+    tt_m, ed_m = sm.sample_size_needed(net, seq_len=20, delta=0.05, B_X=6.0)
+    tt = lambda m: trauger_tewari_bound_from_model(net, m=int(m), delta=0.05, B_X=6.0).value
+    ed = lambda m: edelman_bound_from_model(net, m=int(m), T=21, delta=0.05, B_X=6.0).value
+    assert tt(tt_m) <= 0.5 < tt(tt_m / 10**0.05)
+    assert ed(ed_m) <= 0.5 < ed(ed_m / 10**0.05)
+    assert ed_m < tt_m          # at initialisation the l1 norms make the TT cover far larger
 
 
 def test_stopping_rule_stops_at_perfect_training_accuracy():
@@ -177,7 +191,7 @@ def test_bad_device():
 def test_cli_json(capsys):
     rc = cli.main(["experiment", "sparse-majority", "--seq-lens", "11,13", "--seeds", "1", "--json",
                    "--max-epochs", "3", "--n-train", "20", "--n-val", "10", "--n-test", "20",
-                   "--device", "cpu"])
+                   "--device", "cpu", "--no-m-star"])
     assert rc == 0
     recs = json.loads(capsys.readouterr().out)
     assert [r["seq_len"] for r in recs] == [11, 13]

@@ -69,12 +69,16 @@ def add_parser(sub) -> None:
                     help=f"per-epoch factor of the learning rate (default {dflt.lr_decay}; 1 = constant)")
     sm.add_argument("--lr-floor", type=float, default=dflt.lr_floor,
                     help=f"lower limit of the learning rate (default {dflt.lr_floor})")
+    sm.add_argument("--no-m-star", action="store_true",
+                    help="skip the sample size m* at which each bound would reach 0.5 (saves ~1 s per run)")
     sm.add_argument("--n-train", type=int, default=dflt.n_train)
     sm.add_argument("--n-val", type=int, default=dflt.n_val)
     sm.add_argument("--n-test", type=int, default=dflt.n_test)
     sm.add_argument("--s", type=int, default=dflt.s, help="number of relevant positions (odd)")
     sm.add_argument("--dtype", default=dflt.dtype, help="training precision (bounds are float64)")
-    sm.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's choice)")
+    sm.add_argument("--threads", type=int, default=1,
+                    help="torch CPU threads (default 1: the steps are small, and more threads are much "
+                         "slower on a shared machine)")
     sm.add_argument("--progress", action="store_true", help="show a progress bar even when not a terminal")
     sm.set_defaults(func=_run_sparse_majority)
 
@@ -89,16 +93,15 @@ def _run_sparse_majority(args) -> int:
     if args.seeds < 1:
         raise ParameterError(f"--seeds must be >= 1, got {args.seeds}")
     seeds = list(range(args.first_seed, args.first_seed + args.seeds))
-    if args.threads is not None:
-        if args.threads < 1:
-            raise ParameterError(f"--threads must be >= 1, got {args.threads}")
-        torch.set_num_threads(args.threads)
+    if args.threads < 1:
+        raise ParameterError(f"--threads must be >= 1, got {args.threads}")
+    torch.set_num_threads(args.threads)
     device = resolve_device(args.device)
     cfg = SparseMajorityConfig(s=args.s, n_train=args.n_train, n_val=args.n_val, n_test=args.n_test,
                                max_epochs=args.max_epochs, eval_every=args.eval_every, select=args.select,
                                track_test_selection=not args.no_test_selection or args.select == "test",
                                dtype=args.dtype, lr=args.lr, lr_decay=args.lr_decay,
-                               lr_floor=args.lr_floor).validated()
+                               lr_floor=args.lr_floor, m_star=not args.no_m_star).validated()
 
     def on_result(r):
         if args.csv:

@@ -183,7 +183,8 @@ class SparseMajorityConfig:
     ``"test"`` (lowest test loss, the original's choice) or ``"last"`` (the stopping epoch).
     ``eval_every``: epochs between validation (and, for ``track_test_selection``, test) evaluations;
     the stopping epoch is always evaluated. ``dtype``: training precision (norms and bounds are
-    evaluated in float64 regardless). ``delta``: confidence of the bounds.
+    evaluated in float64 regardless). ``delta``, ``margin``: confidence and ramp margin of the bounds;
+    ``m_star``: also compute :func:`sample_size_needed` (about a second per run).
     """
 
     s: int = S_RELEVANT
@@ -205,6 +206,7 @@ class SparseMajorityConfig:
     dtype: str = "float32"
     delta: float = 0.05
     margin: float = 1.0
+    m_star: bool = True
     eval_chunk: int = 2000
 
     def validated(self) -> "SparseMajorityConfig":
@@ -350,7 +352,8 @@ def bce_one_hot(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
     """Keras' ``BinaryCrossentropy(from_logits=True)`` on one-hot targets: the mean over the two logits
     (and over the sequence axis) of the sigmoid cross-entropies; returns one loss per model ``(K,)``.
 
-    >>> z = torch.tensor([[[0.0, 0.0]]]); bce_one_hot(z, torch.tensor([[1]])).item() == math.log(2)
+    >>> z = torch.tensor([[[0.0, 0.0]]], dtype=torch.float64)
+    >>> abs(bce_one_hot(z, torch.tensor([[1]])).item() - math.log(2)) < 1e-15
     True
     """
     target = torch.nn.functional.one_hot(labels, 2).to(logits.dtype)
@@ -431,7 +434,7 @@ def train_stack(params: dict[str, torch.Tensor], tasks: Sequence[SparseMajorityT
     history: list[dict] = []
     if progress is None:
         progress = sys.stderr.isatty()
-    from tqdm.auto import tqdm
+    from tqdm import tqdm
 
     bar = tqdm(range(1, cfg.max_epochs + 1), desc=desc or "sparse-majority", disable=not progress,
                leave=False, mininterval=1.0 if sys.stderr.isatty() else 60.0)
@@ -566,9 +569,10 @@ def bounds_for(net, *, m: int, seq_len: int, delta: float, B_X: float, margin: f
 
 
 def sample_size_needed(net, *, seq_len: int, delta: float, B_X: float, margin: float = 1.0,
-                       target: float = 0.5, max_log10: float = 60.0) -> tuple[float, float]:
+                       target: float = 0.5, max_log10: float = 40.0, tol: float = 0.05) -> tuple[float, float]:
     """``m*``: the smallest sample size at which each bound (Trauger-Tewari, Edelman-type), evaluated
-    with ``net``'s norms **held fixed**, falls to ``target``; bisection on ``log10 m`` to 0.01 decades.
+    with ``net``'s norms **held fixed**, falls to ``target``; bisection on ``log10 m`` to ``tol`` decades
+    (the returned ``m*`` satisfies the target; ``m* / 10**tol`` does not).
 
     Returns two floats (``inf`` when not reached by ``10**max_log10``). A yardstick for vacuous bounds:
     it says how far the measured norms are from a non-vacuous guarantee, in samples.
@@ -584,14 +588,14 @@ def sample_size_needed(net, *, seq_len: int, delta: float, B_X: float, margin: f
 
     out = []
     for fn in (tt, ed):
-        lo, hi = 0.0, float(max_log10)
+        lo, hi = math.log10(2.0), float(max_log10)
         if fn(int(10**hi)) > target:
             out.append(math.inf)
             continue
-        while hi - lo > 0.01:
+        while hi - lo > tol:
             mid = (lo + hi) / 2
-            lo, hi = (lo, mid) if fn(max(1, int(round(10**mid)))) <= target else (mid, hi)
-        out.append(10**hi)
+            lo, hi = (lo, mid) if fn(int(10**mid)) <= target else (mid, hi)
+        out.append(float(int(10**hi)))
     return out[0], out[1]
 
 
@@ -654,7 +658,8 @@ def run_seq_len(seq_len: int, seeds: Sequence[int], config: SparseMajorityConfig
         B_X = tasks[k].input_radius()
         tt, ed = bounds_for(nets[k], m=cfg.n_train, seq_len=seq_len, delta=cfg.delta, B_X=B_X,
                             margin=cfg.margin)
-        tt_m, ed_m = sample_size_needed(nets[k], seq_len=seq_len, delta=cfg.delta, B_X=B_X, margin=cfg.margin)
+        tt_m, ed_m = (sample_size_needed(nets[k], seq_len=seq_len, delta=cfg.delta, B_X=B_X, margin=cfg.margin)
+                      if cfg.m_star else (math.nan, math.nan))
         (trl, tra), (val, vaa), (tel, tea) = ((float(l[k]), float(a[k])) for l, a in
                                               (res["train"], res["val"], res["test"]))
         if orig_res is not None:
