@@ -57,6 +57,8 @@ _LAZY = {
     "load_weights": "genbound.weights",
     "spectral_adaptive_bound": "genbound.bounds.sakai_imaizumi",
     "edelman_proxy": "genbound.bounds.sakai_imaizumi",
+    "per_matrix_term": "genbound.schatten_entropy",
+    "spectral_count_minimum": "genbound.schatten_entropy",
 }
 
 _SUBMODULES = {"spectra", "norms", "device", "claims", "symbolic", "rademacher", "covering", "bounds",
