@@ -42,6 +42,10 @@ _LAZY = {
     "resolve_device": "genbound.device",
     # Part II: the reference transformer and the sequence-length-independent bounds
     "ReferenceTransformer": "genbound.nets",
+    "trauger_tewari_bound": "genbound.bounds.trauger_tewari",
+    "trauger_tewari_bound_from_model": "genbound.bounds.trauger_tewari",
+    "edelman_bound": "genbound.bounds.edelman",
+    "edelman_bound_from_model": "genbound.bounds.edelman",
     # Part I: the learning-theory toolkit
     "generalization_gap_bound": "genbound.rademacher",
     "dudley_bound": "genbound.rademacher",
