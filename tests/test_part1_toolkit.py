@@ -280,3 +280,21 @@ def test_part1_claim_passes_quickly(label):
     assert r.passed, r
     assert r.symbolic is not False
     assert cpu < 6.0, f"{label} took {cpu:.1f} s of CPU"
+
+
+@pytest.mark.parametrize("kind", ["gaussian", "dominant", "sparse", "heavy"])
+def test_monte_carlo_l1_rademacher_below_massart(kind):
+    g = torch.Generator().manual_seed(11)
+    m, d = 300, 40
+    X = torch.randn(m, d, generator=g, dtype=torch.float64)
+    if kind == "dominant":
+        X[:, 0] *= 10
+    elif kind == "sparse":
+        X = (torch.rand(m, d, generator=g, dtype=torch.float64) < 0.05).double()
+    elif kind == "heavy":
+        X = X / torch.rand(m, d, generator=g, dtype=torch.float64).clamp(min=1e-3)
+    r = rad.empirical_rademacher_linear(X, radius=2.0, norm="l1", n_draws=2000, seed=5, device="cpu")
+    assert float(r.value + 3 * r.stderr) <= float(rad.l1_linear_massart_bound(X, radius=2.0))
+    # and the l1 class is smaller than the l2 class of the same radius (the l1 ball lies inside the l2 ball)
+    r2 = rad.empirical_rademacher_linear(X, radius=2.0, norm="l2", n_draws=2000, seed=5, device="cpu")
+    assert torch.all(r.value <= r2.value)
