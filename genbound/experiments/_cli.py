@@ -114,7 +114,7 @@ def _run_sparse_majority(args) -> int:
     results = run_sweep(seq_lens, seeds, cfg, device=device, progress=True if args.progress else None,
                         on_result=on_result)
     if args.json:
-        recs = [r.to_dict() for r in results]
+        recs = [r.to_dict(with_norms=True) for r in results]
         for rec in recs:
             assert all(k in rec for k in RESULT_KEYS)
         print(json.dumps([_jsonable(r) for r in recs], indent=1))

@@ -503,7 +503,10 @@ class RunResult:
     """One trained model. Gaps are "how much worse on test": ``acc_gap = train_acc - test_acc`` and
     ``loss_gap = test_loss - train_loss`` (the original prints ``train - test`` for both). Norms and
     bounds are of the reported (``select``) checkpoint, in float64. ``orig_*``: the same numbers for the
-    checkpoint the original protocol would have reported (lowest test loss); NaN when not tracked."""
+    checkpoint the original protocol would have reported (lowest test loss); NaN when not tracked.
+    ``seconds``: wall time of training and evaluating the stack of seeds trained together, divided by
+    their number. ``tt_m_star``, ``edelman_m_star``: :func:`sample_size_needed` (NaN when skipped).
+    ``l11_norms``: the entrywise l1 norm of every parameter tensor (what the authors' script prints)."""
 
     seq_len: int
     seed: int
