@@ -19,6 +19,7 @@ from .. import covering as cov
 from .. import rademacher as rad
 from ..symbolic import allocation as sym_alloc
 from ..symbolic import dudley as sym_dudley
+from ..symbolic import maurey as sym_maurey
 from ..symbolic import rademacher as sym_rad
 from ..symbolic import softmax as sym_soft
 from . import Claim, FunctionCheck, InequalityCheck, NumericCheck, register
@@ -524,19 +525,8 @@ register(Claim(
     statement="w in conv{g_i}, ||g_i|| <= c: E||w - (1/K) sum_r g_{i_r}||^2 = (E||g||^2 - ||w||^2)/K <= (c^2 - ||w||^2)/K",
     chapter=CH_LIN, source="standard",
     numeric=_st(FunctionCheck(_maurey_check)),
-    symbolic=lambda: bool(sym_rad.sp.simplify(_maurey_variance_identity()) == 0),
+    symbolic=lambda: sym_maurey.verify_variance_identity() and sym_maurey.verify_zero_atom_law(),
 ))
-
-
-def _maurey_variance_identity():
-    """E||mean of K iid g - w||^2 = (E||g||^2 - ||w||^2)/K, for a two-atom law in R (sympy)."""
-    sp = sym_rad.sp
-    p, g1, g2, K = sp.symbols("p g1 g2 K", positive=True)
-    w = p * g1 + (1 - p) * g2
-    var_one = p * g1**2 + (1 - p) * g2**2 - w**2            # E||g||^2 - ||w||^2
-    # variance of the mean of K iid copies is var_one / K; check E g^2 - (E g)^2 = E (g - w)^2
-    direct = p * (g1 - w) ** 2 + (1 - p) * (g2 - w) ** 2
-    return sp.expand(direct - var_one)
 
 
 def _mcover_check(seed):
@@ -559,6 +549,7 @@ register(Claim(
     statement="||W||_{1,1} <= B, inputs ||x||_2 <= R: log N_unif(eps, op) <= ceil(B^2 R^2/eps^2) log(2 d k)",
     chapter=CH_LIN, source="reconstructed",
     numeric=_st(FunctionCheck(_mcover_check)),
+    symbolic=sym_maurey.verify_cover_scale,
 ))
 
 
