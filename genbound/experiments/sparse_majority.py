@@ -753,27 +753,30 @@ def summarize(df, columns: Sequence[str] = ("train_acc", "test_acc", "acc_gap", 
 
 
 def plot_sweep(df, axes, *, label: str = "", color=None, marker: str = "o"):
-    """Draw the three panels of the chapter on ``axes`` (three matplotlib Axes): accuracy gap, summed
-    l1 norm, and the sample size ``m*`` each bound needs, against ``T`` (log axis); every run is a
-    dot, the seed mean a line with a band of one standard deviation. Returns ``axes``."""
+    """Draw the four panels of the chapter on ``axes`` (four matplotlib Axes) against ``T`` (log axis):
+    accuracy gap, summed l1 norm, both bounds at the run's ``m``, and the sample size ``m*`` each bound
+    would need at the same norms. Every run is a dot; the seed mean is a line, with a band of one
+    standard deviation in the first two panels. Returns ``axes``."""
     s = summarize(df)
     T = s.index.to_numpy()
-    panels = [(axes[0], "acc_gap", "accuracy gap (train - test)", False),
-              (axes[1], "l11_norm_sum", r"$\sum_W \|W\|_{1,1}$", False)]
-    for ax, col, ylabel, logy in panels:
+    panels = [(axes[0], "acc_gap", "accuracy gap (train - test)"),
+              (axes[1], "l11_norm_sum", r"$\sum_W \|W\|_{1,1}$")]
+    for ax, col, ylabel in panels:
         ax.plot(df["seq_len"], df[col], marker, ms=3, alpha=0.45, color=color, lw=0)
         m, sd = s[(col, "mean")].to_numpy(), s[(col, "std")].fillna(0).to_numpy()
         ax.plot(T, m, "-", color=color, label=label)
         ax.fill_between(T, m - sd, m + sd, color=color, alpha=0.15, lw=0)
+        ax.set_ylabel(ylabel)
+    for ax, (tt, ed), ylabel, logy in ((axes[2], ("tt_bound", "edelman_bound"), "bound at the run's $m$", False),
+                                       (axes[3], ("tt_m_star", "edelman_m_star"),
+                                        "samples needed for bound $\\leq 0.5$", True)):
+        for col, ls, name in ((tt, "-", "Trauger-Tewari"), (ed, "--", "Edelman-type")):
+            ax.plot(df["seq_len"], df[col], marker, ms=3, alpha=0.45, color=color, lw=0)
+            ax.plot(T, s[(col, "mean")].to_numpy(), ls, color=color, label=f"{name} {label}".strip())
+        ax.set_ylabel(ylabel)
+        if logy:
+            ax.set_yscale("log")
+    for ax in axes:
         ax.set_xscale("log", base=2)
         ax.set_xlabel("sequence length $T$")
-        ax.set_ylabel(ylabel)
-    ax = axes[2]
-    for col, ls, name in (("tt_m_star", "-", "Trauger-Tewari"), ("edelman_m_star", "--", "Edelman-type")):
-        ax.plot(df["seq_len"], df[col], marker, ms=3, alpha=0.45, color=color, lw=0)
-        ax.plot(T, s[(col, "mean")].to_numpy(), ls, color=color, label=f"{name} {label}".strip())
-    ax.set_xscale("log", base=2)
-    ax.set_yscale("log")
-    ax.set_xlabel("sequence length $T$")
-    ax.set_ylabel("samples needed for bound $\\leq 0.5$")
     return axes
