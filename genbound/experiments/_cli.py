@@ -9,10 +9,8 @@ file as soon as its run finishes (a partial sweep stays usable).
 
 from __future__ import annotations
 
-import argparse
 import json
 import math
-import sys
 
 from ..errors import ParameterError
 
