@@ -13,16 +13,19 @@ What it does:
    (b) **baseline** (written here, independently of genbound): the authors' pipeline: load the state
        dict, form every ``QK``, ``V``, ``M_in``, ``M_out`` as a dense float64 matrix and take its singular
        values with a full float64 SVD (``torch.linalg.svdvals``, as in the authors' code) one matrix at
-       a time; then the same formulas, written with plain loops.
+       a time; then the same formulas, written with plain loops;
+   (c) once more, for memory: the ``genbound analyze PATH --json`` command itself, in-process.
 
 3. Prints both times (minimum over ``--repeat`` runs), their ratio, the peak memory of each side and
    the largest relative difference between the two results (both bound values, the log of the
    Edelman proxy, and every number of the per-matrix table).
 
-Peak memory: each side runs in its own interpreter and reports ``resource.getrusage(RUSAGE_SELF)
-.ru_maxrss`` (peak resident set size, which includes touched pages of memory-mapped files) once after
-its imports and a tiny warm-up of the linear-algebra kernels (the interpreter's baseline) and once at
-the end; the difference is the peak memory of the work itself.
+Peak memory: each side runs in its own interpreter and reads its peak resident set size (``VmHWM`` of
+``/proc/self/status``, which counts anonymous memory and touched pages of memory-mapped files) twice:
+after its imports and a warm-up run of its own pipeline on a one-layer toy checkpoint (the
+interpreter's baseline: code loaded, kernels and allocator initialised), and at the end; the
+difference is the peak memory of the work itself. (``ru_maxrss`` is not used on Linux: a child
+started by ``fork`` + ``exec`` inherits the parent's peak in it.)
 
     python benchmarks/bench_spectral.py            # BERT-base shape, prints a table
     python benchmarks/bench_spectral.py --json     # one JSON object
@@ -51,6 +54,19 @@ TABLE_COLUMNS = ["rank", "spectral_norm", "frobenius_norm", "nuclear_norm", "nor
 
 
 def _maxrss_mb() -> float:
+    """Peak resident set size of this process so far, in MiB.
+
+    Linux: ``VmHWM`` of ``/proc/self/status`` (the high-water mark of this process image; unlike
+    ``ru_maxrss`` it does not inherit the parent's peak across ``fork`` + ``exec``). Elsewhere:
+    ``resource.getrusage(RUSAGE_SELF).ru_maxrss``.
+    """
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024.0  # kB
+    except OSError:
+        pass
     import resource
 
     kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # kilobytes on Linux
@@ -64,38 +80,56 @@ def _warm_up(torch) -> None:
     torch.linalg.svdvals(torch.randn(3, 8, 8, dtype=torch.float64))
 
 
-def child_genbound(path: str, device: str, threads: int | None) -> dict:
+def _measured(work, path: str, warm_path: str | None, device: str, threads: int | None) -> dict:
+    """Run ``work`` once on the tiny ``warm_path`` checkpoint (imports, kernels, allocator: the
+    interpreter's baseline), then on ``path`` with the clock and the memory high-water mark."""
     import torch
 
     if threads:
         torch.set_num_threads(threads)
-    import genbound
-    from genbound.bounds import sakai_imaizumi  # noqa: F401  (import cost outside the timing)
-
     _warm_up(torch)
+    if warm_path:
+        work(warm_path, device)
     base = _maxrss_mb()
     t0 = time.perf_counter()
+    out = work(path, device)
+    out["seconds"] = time.perf_counter() - t0
+    out["peak_rss_mb"], out["baseline_rss_mb"] = _maxrss_mb(), base
+    return out
+
+
+def work_genbound(path: str, device: str) -> dict:
+    import genbound
+
     w = genbound.load_weights(path)
     r = genbound.spectral_adaptive_bound(w, device=device)
     e = genbound.edelman_proxy(w, device=device)
-    seconds = time.perf_counter() - t0
-    peak = _maxrss_mb()
-    return {"seconds": seconds, "baseline_rss_mb": base, "peak_rss_mb": peak, "value": r.value,
-            "edelman_log": e.log_value, "table": {c: r.table[c].astype(float).tolist() for c in TABLE_COLUMNS}}
+    return {"value": r.value, "edelman_log": e.log_value,
+            "table": {c: r.table[c].astype(float).tolist() for c in TABLE_COLUMNS}}
 
 
-def child_baseline(path: str, device: str, threads: int | None, rank_tol: float = 1e-10,
-                   L_phi: float = 1.13) -> dict:
+def work_analyze(path: str, device: str) -> dict:
+    """``genbound analyze PATH --json --quiet``, in-process (the command, allocator setting included)."""
+    import contextlib
+    import io
+
+    from genbound.cli import main
+
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf):
+        rc = main(["analyze", path, "--json", "--quiet", "--device", device])
+    if rc:
+        raise RuntimeError(f"genbound analyze exited with {rc}")
+    d = json.loads(buf.getvalue())
+    return {"value": d["spectral_adaptive"], "edelman_log": d["edelman_log"]}
+
+
+def work_baseline(path: str, device: str, rank_tol: float = 1e-10, L_phi: float = 1.13) -> dict:
     """The authors' pipeline, float64, dense, one full SVD per matrix; formulas with plain loops."""
     import numpy as np
     import torch
     from safetensors.torch import load_file
 
-    if threads:
-        torch.set_num_threads(threads)
-    _warm_up(torch)
-    base = _maxrss_mb()
-    t0 = time.perf_counter()
     cfg = json.loads((Path(path) / "config.json").read_text())
     L, H, N, F = (cfg["num_hidden_layers"], cfg["num_attention_heads"], cfg["hidden_size"],
                   cfg["intermediate_size"])
@@ -168,17 +202,17 @@ def child_baseline(path: str, device: str, threads: int | None, rank_tol: float 
     mx = max(log_terms)
     log_sum = mx + math.log(sum(math.exp(x - mx) for x in log_terms))
     edelman_log = 1.5 * (log_sum + math.log1p(math.exp(-log_sum)) if log_sum > 0 else math.log1p(math.exp(log_sum)))
-    seconds = time.perf_counter() - t0
-    return {"seconds": seconds, "baseline_rss_mb": base, "peak_rss_mb": _maxrss_mb(), "value": value,
-            "edelman_log": edelman_log, "table": table}
+    return {"value": value, "edelman_log": edelman_log, "table": table}
 
 
 # ---------------------------------------------------------------------------------------------------
 # parent
 
 
-def _run_child(side: str, path: str, device: str, threads: int | None) -> dict:
+def _run_child(side: str, path: str, device: str, threads: int | None, warm: str | None = None) -> dict:
     cmd = [sys.executable, __file__, "--child", side, "--path", path, "--device", device]
+    if warm:
+        cmd += ["--warm", warm]
     if threads:
         cmd += ["--threads", str(threads)]
     env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
@@ -209,11 +243,14 @@ def run(layers=12, heads=12, hidden=768, d_ff=3072, seed=0, repeat=1, device="cp
 
     with tempfile.TemporaryDirectory(prefix="genbound-bench-") as tmp:
         path = folder or tmp
+        warm = str(Path(tmp) / "warm")
+        make_bert_checkpoint(warm, layers=1, heads=2, hidden=16, d_ff=32, seed=seed + 1)
         info = make_bert_checkpoint(path, layers=layers, heads=heads, hidden=hidden, d_ff=d_ff, seed=seed)
         gs, bs = [], []
         for _ in range(repeat):  # interleave the sides so that load changes hit both
-            gs.append(_run_child("genbound", path, device, threads))
-            bs.append(_run_child("baseline", path, device, threads))
+            gs.append(_run_child("genbound", path, device, threads, warm))
+            bs.append(_run_child("baseline", path, device, threads, warm))
+        an = _run_child("analyze", path, device, threads, warm)
     g = min(gs, key=lambda r: r["seconds"])
     b = min(bs, key=lambda r: r["seconds"])
     import torch
@@ -224,8 +261,11 @@ def run(layers=12, heads=12, hidden=768, d_ff=3072, seed=0, repeat=1, device="cp
         "baseline_peak_mb": b["peak_rss_mb"] - b["baseline_rss_mb"],
         "max_rel_diff": max(compare(x, y) for x in gs for y in bs),
         "genbound_rss_mb": g["peak_rss_mb"], "baseline_rss_mb": b["peak_rss_mb"],
-        "interpreter_rss_mb": g["baseline_rss_mb"],
+        "interpreter_rss_mb": g["baseline_rss_mb"], "baseline_interpreter_rss_mb": b["baseline_rss_mb"],
         "largest_layer_mb": info["largest_layer_bytes"] / 2**20, "checkpoint_mb": info["bytes"] / 2**20,
+        "analyze_s": an["seconds"], "analyze_peak_mb": an["peak_rss_mb"] - an["baseline_rss_mb"],
+        "analyze_interpreter_rss_mb": an["baseline_rss_mb"],
+        "analyze_matches": _rel(an["value"], g["value"]) == 0.0 and _rel(an["edelman_log"], g["edelman_log"]) == 0.0,
         "genbound_all_s": [r["seconds"] for r in gs], "baseline_all_s": [r["seconds"] for r in bs],
         "value": g["value"], "edelman_log": g["edelman_log"],
         "shape": {"layers": layers, "heads": heads, "hidden": hidden, "d_ff": d_ff, "seed": seed},
@@ -245,12 +285,13 @@ def main(argv=None) -> int:
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--threads", type=int, default=None, help="torch threads in both children (default: torch's)")
     ap.add_argument("--json", action="store_true")
-    ap.add_argument("--child", choices=["genbound", "baseline"], help=argparse.SUPPRESS)
+    ap.add_argument("--child", choices=["genbound", "baseline", "analyze"], help=argparse.SUPPRESS)
     ap.add_argument("--path", help=argparse.SUPPRESS)
+    ap.add_argument("--warm", help=argparse.SUPPRESS)
     a = ap.parse_args(argv)
     if a.child:
-        fn = child_genbound if a.child == "genbound" else child_baseline
-        print(json.dumps(fn(a.path, a.device, a.threads)))
+        work = {"genbound": work_genbound, "baseline": work_baseline, "analyze": work_analyze}[a.child]
+        print(json.dumps(_measured(work, a.path, a.warm, a.device, a.threads)))
         return 0
     res = run(a.layers, a.heads, a.hidden, a.d_ff, a.seed, a.repeat, a.device, a.threads)
     if a.json:
@@ -260,6 +301,7 @@ def main(argv=None) -> int:
         print(f"genbound  {res['genbound_s']:9.3f} s   peak {res['genbound_peak_mb']:8.1f} MB above the interpreter")
         print(f"baseline  {res['baseline_s']:9.3f} s   peak {res['baseline_peak_mb']:8.1f} MB above the interpreter")
         print(f"ratio     {res['ratio']:9.1f} x   max relative difference {res['max_rel_diff']:.3g}")
+        print(f"genbound analyze: {res['analyze_s']:.3f} s, peak {res['analyze_peak_mb']:.1f} MB above the interpreter")
         print(f"largest layer {res['largest_layer_mb']:.1f} MB, checkpoint {res['checkpoint_mb']:.1f} MB, "
               f"interpreter {res['interpreter_rss_mb']:.1f} MB")
     return 0

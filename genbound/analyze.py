@@ -33,7 +33,7 @@ import sys
 import time
 from dataclasses import dataclass
 
-__all__ = ["Analysis", "analyze", "add_parser", "run"]
+__all__ = ["Analysis", "analyze", "add_parser", "run", "fix_heap_growth"]
 
 
 @dataclass(frozen=True)
@@ -106,7 +106,28 @@ def add_parser(sub) -> None:
     p.set_defaults(func=run)
 
 
+def fix_heap_growth(threshold: int = 128 * 1024) -> bool:
+    """Pin glibc's mmap threshold (``mallopt(M_MMAP_THRESHOLD, 128 KiB)``) for this process.
+
+    glibc raises the threshold after a large block is freed, so later layer-sized temporaries come
+    from the heap, which fragments and keeps several layers' worth of memory resident. The
+    ``analyze`` command owns its process and pins the threshold, so every layer-sized temporary is
+    mapped and unmapped on its own and the peak stays near one layer (measured in
+    ``benchmarks/RESULTS.md``). The library never changes allocator settings. Returns whether the
+    setting was applied (False where glibc is not available).
+    """
+    try:
+        import ctypes
+        import ctypes.util
+
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        return bool(libc.mallopt(-3, int(threshold)))  # -3 = M_MMAP_THRESHOLD (malloc.h)
+    except (OSError, AttributeError):
+        return False
+
+
 def run(args) -> int:
+    fix_heap_growth()
     progress = (not args.quiet) and sys.stderr.isatty()
     a = analyze(args.path, device=args.device, attention_scale=args.attention_scale, mode=args.mode,
                 L_phi=args.L_phi, grid_m=args.grid_m, rank_tol=args.rank_tol, layers=args.layers,

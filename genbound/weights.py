@@ -420,12 +420,14 @@ class TransformerWeights:
                 s, n21 = _head_summary(left, right, method, svd_driver)
                 del left, right
                 out[kind] = (_sorted_desc(s), n21)
+                _return_freed_memory()
         for kind in ("M_in", "M_out"):
             M = self._mlp_matrix(kind, layer, dev)
             n21 = _colnorm_sum(M)
             s = _mlp_svals(M, method, svd_driver)
             del M
             out[kind] = (_sorted_desc(s), n21)
+            _return_freed_memory()
         return out
 
     def spectra(self, *, device=None, method: str = "core", progress: bool = False,
@@ -450,7 +452,10 @@ class TransformerWeights:
             layers = tqdm(layers, desc="layers", unit="layer", file=_stderr(), leave=False)
         if svd_driver not in (None, "gesvd", "gesvdj", "gesvda"):
             raise ParameterError(f"svd_driver must be None, 'gesvd', 'gesvdj' or 'gesvda', got {svd_driver!r}")
-        per = [self.layer_spectra(l, device=dev, method=method, svd_driver=svd_driver) for l in layers]
+        per = []
+        for l in layers:
+            per.append(self.layer_spectra(l, device=dev, method=method, svd_driver=svd_driver))
+            _return_freed_memory()  # keeps the peak near one layer (see _return_freed_memory)
         stack = {k: (torch.stack([p[k][0] for p in per]), torch.stack([p[k][1] for p in per])) for k in KINDS}
         sp = Spectra(qk=stack["QK"][0], v=stack["V"][0], m_in=stack["M_in"][0], m_out=stack["M_out"][0],
                      qk_norm21=stack["QK"][1], v_norm21=stack["V"][1], m_in_norm21=stack["M_in"][1],
@@ -463,6 +468,32 @@ class TransformerWeights:
         """Bytes of the six weight matrices of one layer in float64 (what one layer costs in memory)."""
         N, F = self.hidden, self.d_ff
         return 8 * (4 * N * N + 2 * N * F)
+
+
+_LIBC = None
+
+
+def _return_freed_memory() -> None:
+    """Give the heap pages freed by the last layer back to the OS (glibc ``malloc_trim(0)``).
+
+    glibc raises its mmap threshold after large blocks are freed, so later layer-sized temporaries
+    come from the heap, which fragments: without this call the resident set of a 12-layer BERT-base
+    pass grows to several layers' worth (measured: ~200-300 MB instead of ~47 MB above the
+    interpreter). ``malloc_trim`` only releases free memory; it changes no allocator setting. A no-op
+    where glibc is not available.
+    """
+    global _LIBC
+    if _LIBC is None:
+        try:
+            import ctypes
+            import ctypes.util
+
+            lib = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+            _LIBC = lib if hasattr(lib, "malloc_trim") else False
+        except (OSError, AttributeError):
+            _LIBC = False
+    if _LIBC:
+        _LIBC.malloc_trim(0)
 
 
 def _stderr():
@@ -555,7 +586,7 @@ def _layer_ids(n_total: int, layers) -> list[int]:
 
 
 def bert_weights_from_state_dict(state_dict, config, *, attention_scale: bool = False, layers=None,
-                                 source: str = "state dict", _store_cls=None) -> TransformerWeights:
+                                 source: str = "state dict") -> TransformerWeights:
     """Weights of a BERT-family encoder from a state dict (name -> tensor) and its config.
 
     ``config`` is a dict or an object with ``hidden_size``, ``num_attention_heads`` and
@@ -573,7 +604,7 @@ def bert_weights_from_state_dict(state_dict, config, *, attention_scale: bool = 
     if n_cfg is not None and int(n_cfg) != n_total:
         raise ArchitectureError(f"{source}: config says num_hidden_layers={n_cfg} but {n_total} layers were found")
     return _build(names, prefix, n_total, N, H, F, attention_scale, layers, source,
-                  lambda ids: (_store_cls or _DictStore)(state_dict, prefix, ids),
+                  lambda ids: _DictStore(state_dict, prefix, ids),
                   shape_of=lambda n: tuple(state_dict[n].shape))
 
 
@@ -655,7 +686,10 @@ def _weights_from_folder(path: Path, attention_scale, layers) -> TransformerWeig
         make = lambda ids: _SafetensorsStore(files, prefix, ids)  # noqa: E731
         shape_of = shapes.__getitem__
     elif (path / "pytorch_model.bin").is_file():
-        sd = torch.load(path / "pytorch_model.bin", map_location="cpu", weights_only=True, mmap=True)
+        try:  # zip-format files are memory-mapped (read lazily); legacy ones are read whole
+            sd = torch.load(path / "pytorch_model.bin", map_location="cpu", weights_only=True, mmap=True)
+        except RuntimeError:
+            sd = torch.load(path / "pytorch_model.bin", map_location="cpu", weights_only=True)
         names = list(sd)
         prefix = _find_prefix(names, source)
         n_total = _count_layers(names, prefix)
