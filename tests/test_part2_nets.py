@@ -102,3 +102,15 @@ def test_bad_inputs_raise():
         ReferenceTransformer(4)(torch.full((1, 3, 4), float("nan")))
     with pytest.raises(ShapeError, match="positions"):
         ReferenceTransformer(4).predict_at(torch.zeros(2, 3, 4), [0, 9])
+
+
+@pytest.mark.gpu
+def test_cuda_matches_cpu():
+    cpu = _perturbed(n_layers=2, n_heads=2, bias=True, row_norm=True)
+    gpu = ReferenceTransformer(5, n_layers=2, n_heads=2, bias=True, row_norm=True, device="cuda")
+    gpu.load_state_dict(cpu.state_dict())
+    X = torch.randn(3, 17, 5, dtype=torch.float64)
+    with torch.no_grad():
+        assert torch.allclose(gpu(X.cuda()).cpu(), cpu(X), atol=1e-10)
+    n_cpu, n_gpu = cpu.weight_norms(), gpu.weight_norms()
+    assert torch.allclose(n_gpu["QK"]["l11"].cpu(), n_cpu["QK"]["l11"])
