@@ -99,7 +99,7 @@ def test_allocation_split_is_optimal_and_valid():
         w = torch.rand(len(cover.terms), generator=RNG, dtype=torch.float64) + 0.05
         other = [eps * float(x) / float(w.sum()) for x in w]
         assert sum(t.c**2 / e**2 for t, e in zip(cover.terms, other)) >= best * (1 - 1e-12)
-    assert {t.name: t.factor for t in cover.terms}["C[1]"] == 2.0        # S_C < B_C: proper
+    assert {t.name: t.factor for t in cover.terms}["C[1]"] == float(st.PROPER_FACTOR)   # S_C < B_C: proper
     assert {t.name: t.factor for t in cover.terms}["V[2,1]"] == 1.0      # last layer: not needed
 
 
@@ -110,7 +110,7 @@ def test_bound_pipeline_and_from_model():
     B_w = float(net.weight_norms()["w"]["l11"])
     r2 = tt.trauger_tewari_bound(layers, B_X=2.0, B_w=B_w, d=6, m=5000, delta=0.1, margin=0.5, out_dim=3,
                                  bias=True, row_norm=True)
-    assert r.value == r2.value and r.loss_lipschitz == 4.0
+    assert r.value == r2.value and r.loss_lipschitz == float(st.MARGIN_LIPSCHITZ_MULTICLASS) / 0.5
     d = dudley_inverse_square(16.0 * r.log_cover.A, r.log_cover.Lambda, m=5000, diameter=0.5)
     assert r.rademacher == min(d.value, 0.5)
     assert r.value == pytest.approx(generalization_gap_bound(r.rademacher, m=5000, delta=0.1))
