@@ -182,3 +182,13 @@ def test_part2_claims_pass_with_another_seed():
                   "thm-tt-multilayer", "lem-tt-cover-value"):
         r = claims.get(label).check(seed=11)
         assert r.passed, r
+
+
+def test_cls_fast_path_equals_the_class():
+    from genbound.claims import trauger_tewari as ct
+    from genbound.nets import forward_effective
+
+    p = ct._single_sample(torch.Generator().manual_seed(0), 4)
+    X = p["X_long"][:, :300]
+    assert torch.allclose(ct.cls_forward(p["QK"], p["V"], p["w"], X),
+                          forward_effective(p["QK"], p["V"], None, p["w"], X), atol=1e-12)
