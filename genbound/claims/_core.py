@@ -47,8 +47,11 @@ class ClaimResult:
         'worst ratio 0.5000 over 10 random and 3 adversarial trials; symbolic check passed'
         """
         sym = {None: "no symbolic step", True: "symbolic check passed", False: "symbolic check FAILED"}
-        return (f"worst ratio {self.worst_ratio:.4f} over {self.trials:,} random and "
-                f"{self.adversarial_steps:,} adversarial trials; {sym[self.symbolic]}")
+        if self.trials == 0:
+            return f"symbolic only; {sym[self.symbolic]}"
+        how = (f"{self.trials:,} random and {self.adversarial_steps:,} adversarial trials"
+               if self.adversarial_steps else f"{self.trials:,} trials")
+        return f"worst ratio {self.worst_ratio:.4f} over {how}; {sym[self.symbolic]}"
 
 
 class NumericCheck:
@@ -167,13 +170,22 @@ class Claim:
             raise ParameterError(f"claim {self.label!r} has neither a numeric nor a symbolic check")
 
     def check(self, seed: int = 0) -> ClaimResult:
-        """Run the symbolic and numeric checks; see :class:`ClaimResult`."""
+        """Run the symbolic and numeric checks; see :class:`ClaimResult`.
+
+        The checks run on one torch thread (the instances are small; more threads only add overhead
+        and make timings depend on the machine's load); the previous setting is restored.
+        """
         t0 = time.perf_counter()
-        sym = None if self.symbolic is None else bool(self.symbolic())
-        if self.numeric is not None:
-            worst, trials, adv, note = self.numeric.run(seed)
-        else:
-            worst, trials, adv, note = 0.0, 0, 0, "symbolic only"
+        threads = torch.get_num_threads()
+        torch.set_num_threads(1)
+        try:
+            sym = None if self.symbolic is None else bool(self.symbolic())
+            if self.numeric is not None:
+                worst, trials, adv, note = self.numeric.run(seed)
+            else:
+                worst, trials, adv, note = 0.0, 0, 0, "symbolic only"
+        finally:
+            torch.set_num_threads(threads)
         passed = (worst <= 1.0 + self.rtol) and (sym is not False)
         return ClaimResult(self.label, passed, worst, trials, adv, sym, time.perf_counter() - t0, note)
 
