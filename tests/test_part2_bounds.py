@@ -192,3 +192,18 @@ def test_cls_fast_path_equals_the_class():
     X = p["X_long"][:, :300]
     assert torch.allclose(ct.cls_forward(p["QK"], p["V"], p["w"], X),
                           forward_effective(p["QK"], p["V"], None, p["w"], X), atol=1e-12)
+
+
+def test_edelman_split_is_part1_allocation():
+    from genbound.covering import allocate_scales
+
+    lay = ed.EdelmanLayerRadii((1.0, 2.0), (1.0, 3.0), (0.5, 1.0), 2.0, 1.0)
+    cover = ed.edelman_log_cover(lay, B_X=1.0, B_w21=1.0, S_w=1.0, d=4, m=100, T=50, bias=True)
+    eps = 0.7
+    sc = cover.scales(eps)
+    cs = {t.name: t.c for t in cover.terms}
+    cs.update({z.name: z.c(sc[z.name]) for z in cover.zhang})
+    e, _ = allocate_scales([cs[k] ** 2 for k in sc], eps)
+    # the returned split is the allocation for the Zhang constants at the previous iterate: close to a fixed point
+    assert sum(sc.values()) == pytest.approx(eps, rel=1e-12)
+    assert max(abs(a - b) / eps for a, b in zip(sc.values(), e.tolist())) < 0.05

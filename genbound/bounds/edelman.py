@@ -32,6 +32,8 @@ from typing import Sequence
 
 from .._validate import check_positive_int, check_real
 from ..errors import ArchitectureError, ParameterError
+from ..covering import ZHANG_CONSTANT
+from ..covering import zhang_log_cover as _zhang_part1
 from ..rademacher import DudleyResult, dudley_bound, generalization_gap_bound
 from .trauger_tewari import KAPPA_DEFAULT, TRIVIAL_RADEMACHER, CoverTerm, _aug, loss_lipschitz
 
@@ -39,24 +41,17 @@ __all__ = ["EdelmanLayerRadii", "ZhangTerm", "EdelmanCover", "EdelmanBound", "zh
            "edelman_sensitivities", "edelman_log_cover", "edelman_bound", "edelman_bound_from_model",
            "ZHANG_CONSTANT"]
 
-#: The 36 of Zhang's Theorem 4 (recalled, unverified; :func:`genbound.symbolic.trauger_tewari.zhang_log_cover`).
-ZHANG_CONSTANT = 36.0
-
-
 def zhang_log_cover(a: float, b: float, eta: float, n: int) -> float:
     """``36 a^2 b^2/eta^2 * log(2 ceil(4ab/eta + 2) n + 1)``: natural-log ``l_inf`` cover on ``n`` points of
-    norm ``<= a`` of linear functionals of norm ``<= b`` (Zhang 2002, Thm 4, recalled).
+    norm ``<= a`` of linear functionals of norm ``<= b`` (Zhang 2002, Thm 4, recalled). This is
+    :func:`genbound.covering.zhang_log_cover` (Part I) with the arguments in the order of this chapter.
 
     >>> round(zhang_log_cover(1.0, 1.0, 1.0, 10), 4)
     172.6485
     """
     a = check_real(a, "a", lo=0.0)
     b = check_real(b, "b", lo=0.0)
-    eta = check_real(eta, "eta", lo=0.0, lo_open=True)
-    n = check_positive_int(n, "n")
-    if a * b == 0:
-        return 0.0
-    return ZHANG_CONSTANT * a * a * b * b / eta**2 * math.log(2 * math.ceil(4 * a * b / eta + 2) * n + 1)
+    return _zhang_part1(b, a, eta, n)
 
 
 @dataclass(frozen=True)
@@ -125,15 +120,23 @@ class EdelmanCover:
     iterations: int = 4
 
     def scales(self, eps: float) -> dict[str, float]:
+        """The split ``eps_j`` (allocation lemma, as :func:`genbound.covering.allocate_scales`, iterated)."""
         eps = check_real(eps, "eps", lo=0.0, lo_open=True)
         cs = {t.name: t.c for t in self.terms}
         cs.update({z.name: z.c(eps) for z in self.zhang})
-        for _ in range(self.iterations):
+
+        def split():
+            # the closed form of genbound.covering.allocate_scales with costs c_j^2, in plain floats: this
+            # runs thousands of times inside Dudley's integral (a test checks it equals allocate_scales)
             tot = sum(c ** (2.0 / 3.0) for c in cs.values())
-            sc = {k: eps * c ** (2.0 / 3.0) / tot if tot > 0 else eps / len(cs) for k, c in cs.items()}
-            cs.update({z.name: z.c(sc[z.name]) for z in self.zhang})
-        tot = sum(c ** (2.0 / 3.0) for c in cs.values())
-        return {k: eps * c ** (2.0 / 3.0) / tot if tot > 0 else eps / len(cs) for k, c in cs.items()}
+            if tot == 0:
+                return {k: eps / len(cs) for k in cs}
+            return {k: eps * c ** (2.0 / 3.0) / tot for k, c in cs.items()}
+
+        for _ in range(self.iterations):
+            sc = split()
+            cs.update({z.name: z.c(sc[z.name]) for z in self.zhang if sc[z.name] > 0})
+        return split()
 
     def __call__(self, eps: float) -> float:
         sc = self.scales(eps)

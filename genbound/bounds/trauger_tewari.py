@@ -30,6 +30,7 @@ from typing import Sequence
 
 from .._validate import check_positive_int, check_real
 from ..errors import ArchitectureError, ParameterError
+from ..covering import allocate_scales, allocation_value
 from ..rademacher import DudleyResult, dudley_inverse_square, generalization_gap_bound
 
 __all__ = ["LayerRadii", "CoverTerm", "InverseSquareCover", "Sensitivities", "TTBound", "tt_row_bounds",
@@ -115,7 +116,9 @@ class InverseSquareCover:
     Lambda: float = field(init=False)
 
     def __post_init__(self):
-        object.__setattr__(self, "A", sum(t.c ** (2.0 / 3.0) for t in self.terms) ** 3)
+        costs = [t.c**2 for t in self.terms]
+        A = float(allocation_value(costs, 1.0)) if any(costs) else 0.0     # (sum_j c_j^{2/3})^3
+        object.__setattr__(self, "A", A)
         object.__setattr__(self, "Lambda", sum(t.log_atoms for t in self.terms))
 
     def __call__(self, eps: float) -> float:
@@ -125,13 +128,16 @@ class InverseSquareCover:
     def scales(self, eps: float) -> dict[str, float]:
         """The optimal split ``eps_j = eps c_j^{2/3} / sum_i c_i^{2/3}`` of the allowed output error."""
         eps = check_real(eps, "eps", lo=0.0, lo_open=True)
-        tot = sum(t.c ** (2.0 / 3.0) for t in self.terms)
-        return {t.name: (eps * t.c ** (2.0 / 3.0) / tot if tot > 0 else eps / len(self.terms)) for t in self.terms}
+        if self.A == 0.0:
+            return {t.name: eps / len(self.terms) for t in self.terms}
+        e, _ = allocate_scales([t.c**2 for t in self.terms], eps)        # Part I, lem-allocation
+        return dict(zip((t.name for t in self.terms), e.tolist()))
 
     def atoms_per_term(self, eps: float) -> dict[str, int]:
         """Maurey's number of atoms ``K_j = ceil((factor rho radius / eps_j)^2)`` at the allocated scales."""
         sc = self.scales(eps)
-        return {t.name: max(1, math.ceil((t.factor * t.rho * t.radius / sc[t.name]) ** 2 - 1e-12))
+        return {t.name: (1 if t.factor * t.rho * t.radius == 0 or sc[t.name] == 0 else
+                         max(1, math.ceil((t.factor * t.rho * t.radius / sc[t.name]) ** 2 - 1e-12)))
                 for t in self.terms}
 
     def scaled(self, lipschitz: float) -> "InverseSquareCover":
