@@ -61,6 +61,8 @@ _LAZY = {
     "load_weights": "genbound.weights",
     "spectral_adaptive_bound": "genbound.bounds.sakai_imaizumi",
     "edelman_proxy": "genbound.bounds.sakai_imaizumi",
+    "Spectra": "genbound.weights",
+    "make_bert_checkpoint": "genbound.testing",
     "per_matrix_term": "genbound.schatten_entropy",
     "spectral_count_minimum": "genbound.schatten_entropy",
 }
