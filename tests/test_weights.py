@@ -246,6 +246,9 @@ def test_bad_proxy_matrices_and_parameters():
     w = TransformerWeights.from_proxy_matrices([[I]], [[I]], [torch.ones(3, 5)], [torch.ones(5, 3)])
     with pytest.raises(ParameterError, match="method"):
         w.spectra(method="fast")
+    with pytest.raises(ParameterError, match="svd_driver"):
+        w.spectra(svd_driver="lapack", cache=False)
+    assert w.spectra(svd_driver="gesvd", cache=False).m_in.shape == (1, 3)  # ignored on the CPU
     with pytest.raises(ParameterError, match="layer"):
         w.matrix("M_in", 3)
     with pytest.raises(ParameterError, match="head"):
