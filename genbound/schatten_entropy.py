@@ -233,8 +233,8 @@ def spectral_count_minimum(svals, scale, N, *, rank_tol: float = DEFAULT_RANK_TO
     2.004
     """
     s = threshold_spectrum(as_tensor(svals, "svals", min_ndim=1), rank_tol=rank_tol)
-    sc = _pos(scale, "scale")
-    n = _pos(N, "N")
+    sc = _pos(scale, "scale").to(s.device)
+    n = _pos(N, "N").to(s.device)
     s = torch.sort(s, dim=-1, descending=True).values
     k = s.shape[-1]
     # tau = s_j keeps the values strictly above s_j; with ties, the count is the first index of s_j
@@ -254,11 +254,11 @@ def log_term_grid(svals, scale, N, ps, *, with_cp: bool = False, rank_tol: float
     trained networks. ``with_cp=False`` is the authors' summand; ``True`` adds ``log c_p``.
     """
     s = as_tensor(svals, "svals", min_ndim=1)
-    grid = as_tensor(ps, "ps", ndim=1)
-    _p(grid)
+    grid = as_tensor(ps, "ps", ndim=1).to(s.device)
+    _p(grid.cpu())
     lm = log_schatten_power(s, grid, rank_tol=rank_tol)  # (..., P)
-    ls = _t(scale, "scale") if log_scale else _pos(scale, "scale").log()
-    n = _pos(N, "N")
+    ls = (_t(scale, "scale") if log_scale else _pos(scale, "scale").log()).to(s.device)
+    n = _pos(N, "N").to(s.device)
     ls = ls.unsqueeze(-1) if ls.ndim else ls
     n = n.unsqueeze(-1) if n.ndim else n
     out = (lm + grid * ls + (grid + 1) * n.log()) / (grid + 2)
@@ -269,7 +269,7 @@ def best_p(svals, scale, N, ps, *, with_cp: bool = False, log_scale: bool = Fals
            rank_tol: float = DEFAULT_RANK_TOL):
     """``(p_opt, T(p_opt))`` over the grid ``ps``; ties go to the smallest ``p`` (as ``np.argmin``)."""
     lt = log_term_grid(svals, scale, N, ps, with_cp=with_cp, rank_tol=rank_tol, log_scale=log_scale)
-    grid = as_tensor(ps, "ps", ndim=1)
+    grid = as_tensor(ps, "ps", ndim=1).to(lt.device)
     idx = torch.argmin(lt, dim=-1)  # first minimum
     return grid[idx], lt.gather(-1, idx.unsqueeze(-1)).squeeze(-1).exp()
 
@@ -285,7 +285,7 @@ def p0_scale_threshold(svals, N, *, rank_tol: float = DEFAULT_RANK_TOL) -> torch
     1.0
     """
     s = threshold_spectrum(as_tensor(svals, "svals", min_ndim=1), rank_tol=rank_tol)
-    n = _pos(N, "N")
+    n = _pos(N, "N").to(s.device)
     r = (s > 0).to(s.dtype).sum(-1)
     if bool((r == 0).any()):
         raise InputError("p0_scale_threshold needs a nonzero matrix")
@@ -300,9 +300,9 @@ def grid_rounding_bound(svals, scale, N, m, *, rank_tol: float = DEFAULT_RANK_TO
     pos = s > 0
     lam = torch.where(pos, s, torch.ones_like(s)).log().abs().max(-1).values
     k = pos.to(s.dtype).sum(-1)
-    sc = _pos(scale, "scale")
-    n = _pos(N, "N")
-    mm = _pos(m, "m")
+    sc = _pos(scale, "scale").to(s.device)
+    n = _pos(N, "N").to(s.device)
+    mm = _pos(m, "m").to(s.device)
     return (6 * lam + k.log() + 2 * sc.log().abs() + n.log()) / (8 * mm)
 
 
