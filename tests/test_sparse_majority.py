@@ -161,6 +161,14 @@ def test_sample_size_needed_brackets_the_target():
     assert ed_m < tt_m          # at initialisation the l1 norms make the TT cover far larger
 
 
+def test_return_models_hold_the_selected_checkpoint():
+    cfg = sm.SparseMajorityConfig(**TINY)
+    (r,), (net,) = sm.run_seq_len(11, [0], cfg, device="cpu", progress=False, return_models=True)
+    assert sum(net.weight_norms()["raw"].values()) == pytest.approx(r.l11_norm_sum, rel=1e-12)
+    tt, ed = sm.bounds_for(net, m=r.n_train, seq_len=11, delta=cfg.delta, B_X=r.input_radius)
+    assert (tt, ed) == pytest.approx((r.tt_bound, r.edelman_bound), rel=1e-12)
+
+
 def test_stopping_rule_stops_at_perfect_training_accuracy():
     """With T = s = 1 there are two distinct inputs; the running training accuracy reaches 1 and the
     run stops before the cap, its "last" checkpoint taken at the stopping epoch."""

@@ -608,8 +608,12 @@ def initial_model(seq_len: int, seed: int, config: SparseMajorityConfig | None =
 
 
 def run_seq_len(seq_len: int, seeds: Sequence[int], config: SparseMajorityConfig | None = None, *,
-                device=None, progress: bool | None = None) -> list[RunResult]:
+                device=None, progress: bool | None = None, return_models: bool = False):
     """Train and evaluate one model per seed at sequence length ``seq_len`` (all seeds in one stack).
+
+    Returns the list of :class:`RunResult` (one per seed); with ``return_models`` a pair
+    ``(results, nets)`` where ``nets[k]`` is seed ``k``'s float64
+    :class:`~genbound.nets.ReferenceTransformer` holding the reported (``config.select``) checkpoint.
 
     Each seed fixes its task (positions, embeddings), its data (train, validation, test), its Keras-style
     initialisation and its shuffling; results do not depend on which seeds are trained together.
@@ -681,7 +685,7 @@ def run_seq_len(seq_len: int, seeds: Sequence[int], config: SparseMajorityConfig
             edelman_m_star=ed_m, orig_selected_epoch=o_ep, orig_train_acc=o_tra,
             orig_test_acc=o_tea, orig_acc_gap=o_tra - o_tea, orig_loss_gap=o_tel - o_trl,
             orig_l11_norm_sum=o_sum, l11_norms=norms[k]))
-    return results
+    return (results, nets) if return_models else results
 
 
 def run_sweep(seq_lens: Iterable[int], seeds: int | Sequence[int], config: SparseMajorityConfig | None = None,
