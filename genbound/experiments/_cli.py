@@ -85,7 +85,7 @@ def _run_sparse_majority(args) -> int:
     import torch
 
     from ..device import resolve_device
-    from .sparse_majority import RESULT_KEYS, SparseMajorityConfig, run_sweep, write_csv
+    from .sparse_majority import RESULT_KEYS, SparseMajorityConfig, _check_task, run_sweep, write_csv
 
     seq_lens = parse_int_list(args.seq_lens, "--seq-lens")
     if args.seeds < 1:
@@ -100,6 +100,9 @@ def _run_sparse_majority(args) -> int:
                                track_test_selection=not args.no_test_selection or args.select == "test",
                                dtype=args.dtype, lr=args.lr, lr_decay=args.lr_decay,
                                lr_floor=args.lr_floor, m_star=not args.no_m_star).validated()
+
+    for T in seq_lens:                      # fail before printing anything
+        _check_task(T, cfg.s)
 
     def on_result(r):
         if args.csv:
