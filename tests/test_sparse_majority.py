@@ -165,6 +165,8 @@ def test_return_models_hold_the_selected_checkpoint():
     cfg = sm.SparseMajorityConfig(**TINY)
     (r,), (net,) = sm.run_seq_len(11, [0], cfg, device="cpu", progress=False, return_models=True)
     assert sum(net.weight_norms()["raw"].values()) == pytest.approx(r.l11_norm_sum, rel=1e-12)
+    assert not any(p.requires_grad for p in net.parameters())
+    assert not any(p.requires_grad for p in sm.initial_model(11, 0, cfg).parameters())
     tt, ed = sm.bounds_for(net, m=r.n_train, seq_len=11, delta=cfg.delta, B_X=r.input_radius)
     assert (tt, ed) == pytest.approx((r.tt_bound, r.edelman_bound), rel=1e-12)
 

@@ -603,8 +603,11 @@ def sample_size_needed(net, *, seq_len: int, delta: float, B_X: float, margin: f
 
 
 def initial_model(seq_len: int, seed: int, config: SparseMajorityConfig | None = None):
-    """The float64 network of run ``(seq_len, seed)`` at initialisation (before any training step)."""
-    return build_model(config, seed=_seed_for(seq_len, seed, 2))
+    """The float64 network of run ``(seq_len, seed)`` at initialisation (before any training step).
+
+    A snapshot for measuring (norms, bounds): its parameters do not require gradients.
+    """
+    return build_model(config, seed=_seed_for(seq_len, seed, 2)).requires_grad_(False)
 
 
 def run_seq_len(seq_len: int, seeds: Sequence[int], config: SparseMajorityConfig | None = None, *,
@@ -613,7 +616,8 @@ def run_seq_len(seq_len: int, seeds: Sequence[int], config: SparseMajorityConfig
 
     Returns the list of :class:`RunResult` (one per seed); with ``return_models`` a pair
     ``(results, nets)`` where ``nets[k]`` is seed ``k``'s float64
-    :class:`~genbound.nets.ReferenceTransformer` holding the reported (``config.select``) checkpoint.
+    :class:`~genbound.nets.ReferenceTransformer` holding the reported (``config.select``) checkpoint
+    (a snapshot for measuring: its parameters do not require gradients).
 
     Each seed fixes its task (positions, embeddings), its data (train, validation, test), its Keras-style
     initialisation and its shuffling; results do not depend on which seeds are trained together.
