@@ -31,7 +31,9 @@ def as_tensor(x, name: str, *, min_ndim: int = 0, ndim: int | None = None, devic
             raise InputError(f"{name} could not be converted to an array: {exc}") from exc
         if arr.dtype == object or not (np.issubdtype(arr.dtype, np.number) or arr.dtype == bool):
             raise InputError(f"{name} must be numeric, got an array of dtype {arr.dtype}")
-        t = torch.from_numpy(np.ascontiguousarray(arr))
+        if not arr.flags.c_contiguous:
+            arr = arr.copy(order="C")  # np.ascontiguousarray would turn a 0-d array into 1-d
+        t = torch.from_numpy(arr)
     if t.is_complex():
         raise InputError(f"{name} must be real, got a complex tensor")
     if ndim is not None and t.ndim != ndim:

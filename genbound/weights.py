@@ -314,15 +314,16 @@ class TransformerWeights:
         >>> w.matrix("M_out", 0).shape
         torch.Size([6, 4])
         """
-        QK = _stack_heads(qk, "qk")
-        V = _stack_heads(v, "v")
+        # weights are data here, never differentiated: detach (an nn.Parameter may be passed directly)
+        QK = _stack_heads(qk, "qk").detach()
+        V = _stack_heads(v, "v").detach()
         if QK.shape != V.shape:
             raise ShapeError(f"qk has shape {tuple(QK.shape)} but v has shape {tuple(V.shape)}; they must agree")
         L, H, N, N2 = QK.shape
         if N != N2:
             raise ShapeError(f"query-key matrices must be square N x N, got {N} x {N2}")
-        Min = _stack_layers(m_in, "m_in")
-        Mout = _stack_layers(m_out, "m_out")
+        Min = _stack_layers(m_in, "m_in").detach()
+        Mout = _stack_layers(m_out, "m_out").detach()
         if Min.shape[0] != L or Mout.shape[0] != L:
             raise ShapeError(f"qk has {L} layers but m_in has {Min.shape[0]} and m_out has {Mout.shape[0]}")
         if Min.shape[1] != N:
