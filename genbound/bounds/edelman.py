@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Sequence
 
 from .._validate import check_positive_int, check_real
 from ..errors import ArchitectureError, ParameterError

@@ -21,9 +21,9 @@ import pkgutil
 from functools import lru_cache
 
 from ..errors import ParameterError
-from ._core import Claim, ClaimResult, FunctionCheck, InequalityCheck, NumericCheck
+from ._core import AllOf, Claim, ClaimResult, FunctionCheck, InequalityCheck, NumericCheck
 
-__all__ = ["Claim", "ClaimResult", "InequalityCheck", "FunctionCheck", "NumericCheck",
+__all__ = ["Claim", "ClaimResult", "InequalityCheck", "FunctionCheck", "AllOf", "NumericCheck",
            "register", "get", "all_claims", "labels", "check", "check_all"]
 
 _REGISTRY: dict[str, Claim] = {}

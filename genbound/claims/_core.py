@@ -10,6 +10,7 @@ on some instance; a ratio far below 1 means the bound has slack everywhere we lo
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import asdict, dataclass, field
 from typing import Callable, Mapping
@@ -18,7 +19,7 @@ import torch
 
 from ..errors import ParameterError
 
-__all__ = ["ClaimResult", "Claim", "InequalityCheck", "FunctionCheck", "NumericCheck"]
+__all__ = ["ClaimResult", "Claim", "InequalityCheck", "FunctionCheck", "AllOf", "NumericCheck"]
 
 Params = dict[str, torch.Tensor]
 
@@ -141,6 +142,26 @@ class FunctionCheck(NumericCheck):
     def run(self, seed: int) -> tuple[float, int, int, str]:
         worst, trials = self.fn(seed)
         return float(worst), int(trials), 0, ""
+
+
+@dataclass
+class AllOf(NumericCheck):
+    """Several numeric checks as one: the worst ratio is the largest, trials and steps add up.
+
+    Check ``i`` runs with seed ``seed + seed_stride * i`` so that the parts draw different instances.
+    """
+
+    checks: tuple
+    seed_stride: int = 1000
+
+    def run(self, seed: int) -> tuple[float, int, int, str]:
+        worst, trials, steps, notes = -math.inf, 0, 0, []
+        for i, c in enumerate(self.checks):
+            w, t, s, n = c.run(seed + self.seed_stride * i)
+            worst, trials, steps = max(worst, w), trials + t, steps + s
+            if n:
+                notes.append(n)
+        return worst, trials, steps, "; ".join(notes)
 
 
 @dataclass(frozen=True)

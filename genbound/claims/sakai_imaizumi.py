@@ -8,14 +8,12 @@ Chapters: :ref:`ch-sa-entropy` (``book/part3/entropy.md``), :ref:`ch-sa-deep` (`
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
 import torch
-import torch.nn.functional as F
 
 from .. import schatten_entropy as se
 from ..symbolic import sakai_imaizumi as sym
-from . import Claim, FunctionCheck, InequalityCheck, NumericCheck, register
+from . import AllOf, Claim, FunctionCheck, InequalityCheck, register
 
 ENTROPY = "book/part3/entropy.md"
 DEEP = "book/part3/deep.md"
@@ -23,20 +21,6 @@ EXAMPLES = "book/part3/examples.md"
 DT = torch.float64
 
 
-@dataclass
-class AllOf(NumericCheck):
-    """Run several numeric checks; the worst ratio is the largest, trials and steps add up."""
-
-    checks: tuple
-
-    def run(self, seed: int):
-        worst, trials, steps, notes = -math.inf, 0, 0, []
-        for i, c in enumerate(self.checks):
-            w, t, s, n = c.run(seed + 7919 * i)
-            worst, trials, steps = max(worst, w), trials + t, steps + s
-            if n:
-                notes.append(n)
-        return worst, trials, steps, "; ".join(notes)
 
 
 def _u(gen, n, lo, hi):
@@ -84,7 +68,7 @@ register(Claim(
     statement="inf_{tau>0} sqrt(N M) tau^{-p/2} + S N tau = c_p M^{1/(p+2)} S^{p/(p+2)} N^{(p+1)/(p+2)}, "
               "attained at tau* = (p sqrt(N M)/(2 S N))^{2/(p+2)}, for p in (0, 2]",
     chapter=ENTROPY, source="reconstructed",
-    numeric=AllOf((InequalityCheck(_term_sample, _closed_over_objective, _term_project, trials=2000,
+    numeric=AllOf(seed_stride=7919, checks=(InequalityCheck(_term_sample, _closed_over_objective, _term_project, trials=2000,
                                    starts=16, steps=120, lr=0.05, search=("logtau", "p", "logS")),
                    FunctionCheck(_threshold_attained))),
     symbolic=_all(sym.verify_threshold_optimum, sym.verify_threshold_convex),
@@ -168,7 +152,7 @@ register(Claim(
               "log N(eps) <= k_p Theta_p^2 eps^{-2p/(p+2)} with k_p = c_p, and "
               "int_0^D sqrt(log N) <= sqrt(k_p) Theta_p (p+2)/2 D^{2/(p+2)}",
     chapter=ENTROPY, source="reconstructed",
-    numeric=AllOf((InequalityCheck(_entropy_sample, _entropy_ratio, _term_project, trials=2000, starts=16,
+    numeric=AllOf(seed_stride=7919, checks=(InequalityCheck(_entropy_sample, _entropy_ratio, _term_project, trials=2000, starts=16,
                                    steps=120, lr=0.05, search=("logtau", "p")),
                    FunctionCheck(_entropy_attained))),
     symbolic=_all(sym.verify_entropy_optimum, sym.verify_cp_equals_kp, sym.verify_dudley_integral,

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import itertools
 import math
-from dataclasses import dataclass
 
 import torch
 
@@ -22,7 +21,7 @@ from ..symbolic import dudley as sym_dudley
 from ..symbolic import maurey as sym_maurey
 from ..symbolic import rademacher as sym_rad
 from ..symbolic import softmax as sym_soft
-from . import Claim, FunctionCheck, InequalityCheck, NumericCheck, register
+from . import AllOf, Claim, FunctionCheck, InequalityCheck, register
 
 CH_RAD = "book/part1/rademacher.md"
 CH_COV = "book/part1/covering.md"
@@ -42,40 +41,8 @@ def _rad_exact(A: torch.Tensor) -> torch.Tensor:
     return torch.einsum("sm,...km->...sk", _signs(m), A).amax(-1).mean(-1) / m
 
 
-@dataclass
-class _SingleThread(NumericCheck):
-    """Run a check with one torch thread (restored afterwards): these checks use many tiny tensors,
-    for which thread synchronisation costs more than it saves, badly so on a loaded machine."""
-
-    check: NumericCheck
-
-    def run(self, seed: int):
-        n = torch.get_num_threads()
-        torch.set_num_threads(1)
-        try:
-            return self.check.run(seed)
-        finally:
-            torch.set_num_threads(n)
 
 
-def _st(check: NumericCheck) -> NumericCheck:
-    return _SingleThread(check)
-
-
-@dataclass
-class _AllOf(NumericCheck):
-    """Several numeric checks; the worst ratio is the maximum, trials and steps add up."""
-
-    checks: tuple
-
-    def run(self, seed: int):
-        worst, trials, steps, notes = -math.inf, 0, 0, []
-        for i, c in enumerate(self.checks):
-            w, t, s, n = c.run(seed + 1000 * i)
-            worst, trials, steps = max(worst, w), trials + t, steps + s
-            if n:
-                notes.append(n)
-        return worst, trials, steps, "; ".join(notes)
 
 
 # =================================================================================================
@@ -113,8 +80,8 @@ register(Claim(
     label="lem-mcdiarmid",
     statement="P(Phi(S) - E Phi(S) >= t) <= exp(-2 t^2 / sum_i c_i^2) for Phi with bounded differences c_i",
     chapter=CH_RAD, source="standard",
-    numeric=_st(InequalityCheck(_mcd_sample, _mcd_ratio, _mcd_project, trials=3000, starts=32, steps=100,
-                            lr=0.01, search=("p", "t"))),
+    numeric=InequalityCheck(_mcd_sample, _mcd_ratio, _mcd_project, trials=3000, starts=32, steps=100,
+                            lr=0.01, search=("p", "t")),
     symbolic=sym_rad.verify_chernoff_exponent,
 ))
 
@@ -147,7 +114,7 @@ register(Claim(
     label="lem-symmetrization",
     statement="E_S sup_g (E g - E_S g) <= 2 R_m(G)",
     chapter=CH_RAD, source="standard",
-    numeric=_st(InequalityCheck(_sym_sample, _sym_ratio, _sym_project, trials=1000, starts=16, steps=80, lr=0.03)),
+    numeric=InequalityCheck(_sym_sample, _sym_ratio, _sym_project, trials=1000, starts=16, steps=80, lr=0.03),
 ))
 
 # ---- Talagrand's contraction -----------------------------------------------------------------------
@@ -179,8 +146,8 @@ register(Claim(
     label="lem-talagrand-contraction",
     statement="R_S(phi o A) <= L R_S(A) for coordinatewise L-Lipschitz phi_i",
     chapter=CH_RAD, source="standard",
-    numeric=_st(InequalityCheck(_tal_sample, _tal_ratio, _tal_project, trials=1000, starts=16, steps=100,
-                            lr=0.03, search=("A", "c", "w"))),
+    numeric=InequalityCheck(_tal_sample, _tal_ratio, _tal_project, trials=1000, starts=16, steps=100,
+                            lr=0.03, search=("A", "c", "w")),
 ))
 
 # ---- Massart ----------------------------------------------------------------------------------------
@@ -200,7 +167,7 @@ register(Claim(
     label="lem-massart",
     statement="R_S(A) <= max_a ||a||_2 sqrt(2 log |A|) / m for a finite A in R^m",
     chapter=CH_RAD, source="standard",
-    numeric=_st(InequalityCheck(_mas_sample, _mas_ratio, trials=1000, starts=16, steps=150, lr=0.03)),
+    numeric=InequalityCheck(_mas_sample, _mas_ratio, trials=1000, starts=16, steps=150, lr=0.03),
     symbolic=sym_rad.verify_massart_optimum,
 ))
 
@@ -237,7 +204,7 @@ register(Claim(
     label="cor-l1-linear-rademacher",
     statement="R_S({x -> w.x : ||w||_1 <= B}) = B E||X^T sigma||_inf / m <= B max_j ||X_{:,j}||_2 sqrt(2 log(2d)) / m",
     chapter=CH_RAD, source="standard",
-    numeric=_st(InequalityCheck(_lin_sample, _l1_ratio, trials=600, starts=16, steps=100, lr=0.03, search=("X",))),
+    numeric=InequalityCheck(_lin_sample, _l1_ratio, trials=600, starts=16, steps=100, lr=0.03, search=("X",)),
     symbolic=lambda: sp_equal(sym_rad.l1_linear_bound(),
                               sym_rad.B * sym_rad.colnorm * sym_rad.sp.sqrt(2 * sym_rad.sp.log(2 * sym_rad.d))
                               / sym_rad.m),
@@ -247,7 +214,7 @@ register(Claim(
     label="cor-l2-linear-rademacher",
     statement="R_S({x -> w.x : ||w||_2 <= B}) = B E||X^T sigma||_2 / m <= B sqrt(sum_i ||x_i||_2^2) / m",
     chapter=CH_RAD, source="standard",
-    numeric=_st(InequalityCheck(_lin_sample, _l2_ratio, trials=600, starts=16, steps=100, lr=0.03, search=("X",))),
+    numeric=InequalityCheck(_lin_sample, _l2_ratio, trials=600, starts=16, steps=100, lr=0.03, search=("X",)),
     symbolic=sym_rad.verify_sign_enumeration,
 ))
 
@@ -276,8 +243,8 @@ register(Claim(
     label="lem-ramp-loss",
     statement="1[y f <= 0] <= ramp_gamma(y f) <= 1[y f < gamma], and ramp_gamma is 1/gamma-Lipschitz",
     chapter=CH_RAD, source="standard",
-    numeric=_st(InequalityCheck(_ramp_sample, _ramp_ratio, trials=5000, starts=32, steps=100, lr=0.01,
-                            search=("u", "v"))),
+    numeric=InequalityCheck(_ramp_sample, _ramp_ratio, trials=5000, starts=32, steps=100, lr=0.01,
+                            search=("u", "v")),
     symbolic=sym_rad.verify_ramp_slope,
 ))
 
@@ -336,7 +303,7 @@ register(Claim(
     label="thm-rademacher-generalization",
     statement="w.p. >= 1 - delta, for all g in G (values in [0, b]): E g <= E_S g + 2 R_S(G) + 3 b sqrt(log(2/delta)/(2m))",
     chapter=CH_RAD, source="standard",
-    numeric=_st(FunctionCheck(_gen_check)),
+    numeric=FunctionCheck(_gen_check),
     symbolic=sym_rad.verify_gap_constants,
 ))
 
@@ -371,8 +338,8 @@ register(Claim(
     label="lem-cover-domination",
     statement="rho_{S,2}(f,g) <= rho_{S,inf}(f,g) <= sup_{x in X} |f(x) - g(x)|, hence N_2 <= N_inf <= N_unif",
     chapter=CH_COV, source="standard",
-    numeric=_st(InequalityCheck(_dom_sample, _dom_ratio, _dom_project, trials=2000, starts=16, steps=100,
-                            lr=0.02, search=("X", "dw"))),
+    numeric=InequalityCheck(_dom_sample, _dom_ratio, _dom_project, trials=2000, starts=16, steps=100,
+                            lr=0.02, search=("X", "dw")),
 ))
 
 
@@ -410,7 +377,7 @@ register(Claim(
     label="thm-dudley",
     statement="R_S(F) <= inf_{0<alpha<=c/2} 4 alpha + 12/sqrt(m) int_alpha^{c/2} sqrt(log N(F, eps, rho_S)) d eps",
     chapter=CH_COV, source="standard",
-    numeric=_st(FunctionCheck(_dudley_check)),
+    numeric=FunctionCheck(_dudley_check),
     symbolic=sym_dudley.verify_dudley_telescoping,
 ))
 
@@ -438,7 +405,7 @@ register(Claim(
     label="cor-dudley-inverse-square",
     statement="log N <= A/eps^2 + Lambda gives R_S <= 4 a* + 12/sqrt(m)(sqrt(A) log(c/(2a*)) + sqrt(Lambda)(c/2 - a*)), a* = 3 sqrt(A)/(sqrt(m) - 3 sqrt(Lambda))",
     chapter=CH_COV, source="reconstructed",
-    numeric=_st(FunctionCheck(_inv_sq_check)),
+    numeric=FunctionCheck(_inv_sq_check),
     symbolic=lambda: sym_dudley.verify_sqrt_split() and sym_dudley.verify_inverse_square_convex(),
     rtol=1e-7,
 ))
@@ -461,7 +428,7 @@ register(Claim(
     label="cor-dudley-parametric",
     statement="log N <= k log(C/eps) gives the exact infimum at alpha* = C exp(-m/(9k)), integral in closed form (erfc)",
     chapter=CH_COV, source="reconstructed",
-    numeric=_st(FunctionCheck(_param_check)),
+    numeric=FunctionCheck(_param_check),
     symbolic=sym_dudley.verify_parametric_antiderivative,
     rtol=1e-7,
 ))
@@ -524,7 +491,7 @@ register(Claim(
     label="lem-maurey",
     statement="w in conv{g_i}, ||g_i|| <= c: E||w - (1/K) sum_r g_{i_r}||^2 = (E||g||^2 - ||w||^2)/K <= (c^2 - ||w||^2)/K",
     chapter=CH_LIN, source="standard",
-    numeric=_st(FunctionCheck(_maurey_check)),
+    numeric=FunctionCheck(_maurey_check),
     symbolic=lambda: sym_maurey.verify_variance_identity() and sym_maurey.verify_zero_atom_law(),
 ))
 
@@ -548,7 +515,7 @@ register(Claim(
     label="lem-maurey-matrix-cover",
     statement="||W||_{1,1} <= B, inputs ||x||_2 <= R: log N_unif(eps, op) <= ceil(B^2 R^2/eps^2) log(2 d k)",
     chapter=CH_LIN, source="reconstructed",
-    numeric=_st(FunctionCheck(_mcover_check)),
+    numeric=FunctionCheck(_mcover_check),
     symbolic=sym_maurey.verify_cover_scale,
 ))
 
@@ -573,7 +540,7 @@ register(Claim(
     label="lem-sup-norm-maurey",
     statement="||w||_1 <= B, ||x_i||_inf <= a on n points: log N_inf(eps) <= (floor(2 B^2 a^2 log(2n)/eps^2) + 1) log(2d)",
     chapter=CH_LIN, source="reconstructed",
-    numeric=_st(FunctionCheck(_supnorm_check)),
+    numeric=FunctionCheck(_supnorm_check),
     symbolic=sym_rad.verify_sup_norm_atoms,
 ))
 
@@ -602,7 +569,7 @@ register(Claim(
     label="lem-zhang-cover",
     statement="(recalled, unverified constants) log N_inf({w.x : ||w||_2<=b}, eps, n pts ||x||_2<=a) <= 36 (ab/eps)^2 log(2 ceil(4ab/eps+2) n + 1)",
     chapter=CH_LIN, source="paper",
-    numeric=_st(FunctionCheck(_zhang_check)),
+    numeric=FunctionCheck(_zhang_check),
 ))
 
 
@@ -629,8 +596,8 @@ register(Claim(
     label="lem-allocation",
     statement="min { sum_j c_j/eps_j^2 : sum_j a_j eps_j <= eps } = (sum_j c_j^{1/3} a_j^{2/3})^3 / eps^2",
     chapter=CH_LIN, source="reconstructed",
-    numeric=_st(InequalityCheck(_alloc_sample, _alloc_ratio, _alloc_project, trials=3000, starts=16, steps=200,
-                            lr=0.05, search=("u",))),
+    numeric=InequalityCheck(_alloc_sample, _alloc_ratio, _alloc_project, trials=3000, starts=16, steps=200,
+                            lr=0.05, search=("u",)),
     symbolic=lambda: sym_alloc.verify_allocation(3) and sym_alloc.verify_second_order(),
 ))
 
@@ -661,7 +628,7 @@ register(Claim(
     label="lem-softmax-linf-l1",
     statement="||softmax(x) - softmax(y)||_1 <= ||x - y||_inf (kappa = 1, tight; Edelman et al. use 2)",
     chapter=CH_SOFT, source="reconstructed",
-    numeric=_st(InequalityCheck(_sm_sample, _sm_linf_ratio, trials=4000, starts=32, steps=200, lr=0.01)),
+    numeric=InequalityCheck(_sm_sample, _sm_linf_ratio, trials=4000, starts=32, steps=200, lr=0.01),
     symbolic=sym_soft.verify_linf_l1_identity,
 ))
 
@@ -669,7 +636,7 @@ register(Claim(
     label="lem-softmax-l2",
     statement="||softmax(x) - softmax(y)||_2 <= (1/2) ||x - y||_2",
     chapter=CH_SOFT, source="reconstructed",
-    numeric=_st(InequalityCheck(_sm_sample, _sm_l2_ratio, trials=4000, starts=32, steps=200, lr=0.01)),
+    numeric=InequalityCheck(_sm_sample, _sm_l2_ratio, trials=4000, starts=32, steps=200, lr=0.01),
     symbolic=sym_soft.verify_l2_half,
 ))
 
@@ -726,7 +693,7 @@ register(Claim(
     label="lem-attention-maxrow-lipschitz",
     statement="rows <= B: ||SA(Z) - SA(Z')||_row <= S_V (1 + 2 kappa B^2 S_QK) ||Z - Z'||_row, kappa = 1, for every T",
     chapter=CH_SOFT, source="reconstructed",
-    numeric=_st(_AllOf(_att_checks())),
+    numeric=AllOf(_att_checks()),
     symbolic=sym_soft.verify_attention_chain,
 ))
 
@@ -760,6 +727,6 @@ register(Claim(
     label="prop-no-global-lipschitz",
     statement="on rows <= B the best max-row Lipschitz constant of self-attention is >= B^2/4 (for S_V = S_QK = 1): no global constant",
     chapter=CH_SOFT, source="reconstructed",
-    numeric=_st(FunctionCheck(_noglobal_check)),
+    numeric=FunctionCheck(_noglobal_check),
     symbolic=sym_soft.verify_sigmoid_lower,
 ))

@@ -17,10 +17,9 @@ import torch
 
 from ..bounds.trauger_tewari import (LayerRadii, layer_radii_from_model, sensitivities_raw, tt_log_cover,
                                      tt_sensitivities)
-from ..nets import ReferenceTransformer, augment, forward_effective, row_projection
+from ..nets import ReferenceTransformer, augment, forward_effective
 from ..symbolic import trauger_tewari as sym
-from . import Claim, FunctionCheck, InequalityCheck, NumericCheck
-from . import register as _register
+from . import Claim, FunctionCheck, InequalityCheck, register
 
 
 CH_COVERS = "book/part2/tt_covers.md"
@@ -30,27 +29,6 @@ CH_EDELMAN = "book/part2/edelman_baseline.md"
 F64 = torch.float64
 
 
-class _OneThread(NumericCheck):
-    """Run a numeric check with one torch thread: these checks are many small tensor operations, which
-    are several times faster single-threaded on a loaded machine (and each check is budgeted one core)."""
-
-    def __init__(self, inner: NumericCheck):
-        self.inner = inner
-
-    def run(self, seed: int):
-        n = torch.get_num_threads()
-        torch.set_num_threads(1)
-        try:
-            return self.inner.run(seed)
-        finally:
-            torch.set_num_threads(n)
-
-
-def register(claim: Claim) -> Claim:
-    """Register ``claim`` with its numeric check run single-threaded (:class:`_OneThread`)."""
-    if claim.numeric is not None:
-        object.__setattr__(claim, "numeric", _OneThread(claim.numeric))
-    return _register(claim)
 
 
 def _op(M: torch.Tensor) -> torch.Tensor:

@@ -45,7 +45,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from .._validate import check_positive_int, check_real
+from .._validate import check_positive_int
 from ..errors import InputError, ParameterError
 
 __all__ = ["PAD", "CLS", "TOKEN_A", "TOKEN_B", "DEPTHS", "WIDTHS", "GridConfig", "count_task",
