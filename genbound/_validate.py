@@ -48,7 +48,13 @@ def as_tensor(x, name: str, *, min_ndim: int = 0, ndim: int | None = None, devic
 
 
 def check_finite(t: torch.Tensor, name: str) -> torch.Tensor:
-    """Raise :class:`NonFiniteError` if ``t`` holds NaN or infinity, naming how many and where."""
+    """Raise :class:`NonFiniteError` if ``t`` holds NaN or infinity, naming how many and where.
+
+    Fast path: ``max`` and ``min`` propagate NaN and expose infinities, so two reductions (no boolean
+    copy of ``t``) decide the common, finite case; the slow count runs only on failure.
+    """
+    if t.numel() == 0 or (bool(torch.isfinite(t.max())) and bool(torch.isfinite(t.min()))):
+        return t
     bad = ~torch.isfinite(t)
     if bool(bad.any()):
         n_bad = int(bad.sum())
