@@ -100,7 +100,7 @@ def matrix_norms(M: torch.Tensor) -> dict[str, torch.Tensor]:
     ``l11`` entrywise l1; ``op`` spectral; ``fro`` Frobenius; ``l21`` the sum over output units of their
     weight vectors' l2 norms, i.e. the column-convention ``||M||_{2,1}`` (BFT's ``||A^T||_{2,1}`` for
     the map ``x -> A x`` with ``A = M^T``); ``sqrt_din`` is ``sqrt(d_in)``, the worst ratio
-    ``l11 / l21`` (see :ref:`lem-tt-norm-price`).
+    ``l11 / l21`` (see :prf:ref:`lem-tt-norm-price`).
 
     >>> n = matrix_norms(torch.tensor([[3.0, 0.0], [4.0, -1.0]]))
     >>> [round(n[k].item(), 6) for k in ("l11", "l21", "fro")]
@@ -215,14 +215,13 @@ class _Layer(nn.Module):
 class ReferenceTransformer(nn.Module):
     """The transformer of Part II as a plain ``torch.nn.Module`` (see the module docstring for the math).
 
-    Parameters
-    ----------
-    d : token dimension (model width). n_layers, n_heads : ``L`` and ``H``. d_head : per-head width
-    (default ``d // n_heads``, at least 1). out_dim : width of the readout. activation : a key of
-    :data:`ACTIVATIONS`. row_norm : apply ``Pi`` after every layer. bias : every linear map has a bias.
-    score_scale : ``s`` (default ``1/sqrt(d_head)``). cls_index : the row that is read out (default the
-    last, as in the authors' code). dense : include ``W_C`` in every layer. seed : seed of the
-    (normal, ``1/sqrt(fan_in)``) initialisation; biases start at zero.
+    Arguments: ``d`` is the token dimension (model width); ``n_layers``, ``n_heads`` are ``L`` and
+    ``H``; ``d_head`` is the per-head width (default ``d // n_heads``, at least 1); ``out_dim`` the width
+    of the readout; ``activation`` a key of :data:`ACTIVATIONS`; ``row_norm`` applies ``Pi`` after every
+    layer; with ``bias`` every linear map has a bias; ``score_scale`` is ``s`` (default
+    ``1/sqrt(d_head)``); ``cls_index`` is the row that is read out (default the last, as in the authors'
+    code); ``dense`` includes ``W_C`` in every layer; ``seed`` seeds the (normal, ``1/sqrt(fan_in)``)
+    initialisation; biases start at zero.
 
     >>> net = ReferenceTransformer(3, n_layers=2, row_norm=True, bias=True, seed=1)
     >>> X = torch.randn(2, 7, 3, dtype=torch.float64)

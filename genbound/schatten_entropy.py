@@ -88,7 +88,7 @@ def log_c_p(p) -> torch.Tensor:
 
 
 def c_p(p) -> torch.Tensor:
-    """The constant ``c_p = ((p+2)/p) (p/2)**(2/(p+2))`` of :ref:`lem-sa-threshold-optimum`; ``c_0 = 1``."""
+    """The constant ``c_p = ((p+2)/p) (p/2)**(2/(p+2))`` of :prf:ref:`lem-sa-threshold-optimum`; ``c_0 = 1``."""
     return log_c_p(p).exp()
 
 
@@ -139,7 +139,7 @@ def per_matrix_term(spow, scale, N, p, *, with_cp: bool = True) -> torch.Tensor:
 
     ``spow`` is ``M = ||W||_{S_p}^p`` (the rank at ``p = 0``), ``scale`` is ``S > 0``, ``N`` the width.
     With ``with_cp=False`` this is the summand ``T(p)`` of the authors' code. Book:
-    :ref:`lem-sa-threshold-optimum`.
+    :prf:ref:`lem-sa-threshold-optimum`.
     """
     m = _pos(spow, "spow", allow_zero=True)
     s = _pos(scale, "scale")
@@ -196,7 +196,7 @@ def entropy_objective(eps, tau, spow, scale, N, p, *, B=1.0) -> torch.Tensor:
 def entropy_log_covering(eps, spow, scale, N, p, *, B=1.0) -> torch.Tensor:
     """``k_p Theta_p**2 eps**(-2p/(p+2))``: :func:`entropy_objective` minimised over ``tau`` (``k_p = c_p``).
 
-    ``Theta_p = M**(1/(p+2)) (S B)**(p/(p+2)) N**((p+1)/(p+2))``. Book: :ref:`lem-sa-entropy-schatten`.
+    ``Theta_p = M**(1/(p+2)) (S B)**(p/(p+2)) N**((p+1)/(p+2))``. Book: :prf:ref:`lem-sa-entropy-schatten`.
     """
     e = _pos(eps, "eps")
     m = _pos(spow, "spow")
@@ -278,7 +278,7 @@ def p0_scale_threshold(svals, N, *, rank_tol: float = DEFAULT_RANK_TOL) -> torch
     """``sqrt(r / N) / sigma_r``: for every scale at or above it, ``p = 0`` minimises ``T`` on ``[0, 2]``.
 
     ``r`` is the numerical rank and ``sigma_r`` the smallest singular value above the rank threshold.
-    Book: :ref:`prop-sa-p0-wins`.
+    Book: :prf:ref:`prop-sa-p0-wins`.
 
     >>> import torch
     >>> float(p0_scale_threshold(torch.tensor([2.0, 0.5, 0.0, 0.0]), 8))  # sqrt(2/8) / 0.5
@@ -295,7 +295,7 @@ def p0_scale_threshold(svals, N, *, rank_tol: float = DEFAULT_RANK_TOL) -> torch
 
 def grid_rounding_bound(svals, scale, N, m, *, rank_tol: float = DEFAULT_RANK_TOL) -> torch.Tensor:
     """``(6 Lambda + log k + 2 |log S| + log N) / (8 m)``: the most that rounding ``p`` to ``P_m`` can add to
-    ``log T`` (``Lambda = max |log sigma_i|``, ``k`` = numerical rank). Book: :ref:`lem-sa-grid-rounding`."""
+    ``log T`` (``Lambda = max |log sigma_i|``, ``k`` = numerical rank). Book: :prf:ref:`lem-sa-grid-rounding`."""
     s = threshold_spectrum(as_tensor(svals, "svals", min_ndim=1), rank_tol=rank_tol)
     pos = s > 0
     lam = torch.where(pos, s, torch.ones_like(s)).log().abs().max(-1).values
