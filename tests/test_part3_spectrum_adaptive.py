@@ -250,7 +250,7 @@ def test_grid_file_is_small_and_reproduces_the_stored_proxies():
         qk = t[t["kind"] == "QK"].index
         ours = se.log_term_grid(sp_.qk.reshape(-1, sp_.qk.shape[-1]), torch.tensor(t.loc[qk, "log_scale"].to_numpy()),
                                 sp_.hidden, r.p, log_scale=True)
-        assert torch.allclose(ours, r.log_terms[torch.as_tensor(qk.to_numpy())], rtol=1e-9, atol=1e-12)
+        assert torch.allclose(ours, r.log_terms[torch.tensor(qk.to_numpy())], rtol=1e-9, atol=1e-12)
 
 
 def test_grid_attention_scale_scales_qk():
