@@ -311,8 +311,8 @@ def test_minilm_terms_equal_ours_on_every_grid_point(minilm_report):
     sp_, t = r.spectra, r.table
     for kind, s in (("V", sp_.v.reshape(-1, sp_.v.shape[-1])), ("M_in", sp_.m_in)):
         idx = t[t["kind"] == kind].index
-        ours = se.log_term_grid(s, torch.as_tensor(t.loc[idx, "log_scale"].to_numpy()), r.hidden, r.p, log_scale=True)
-        assert torch.allclose(ours, r.log_terms[torch.as_tensor(idx.to_numpy())], rtol=1e-9, atol=1e-12)
+        ours = se.log_term_grid(s, torch.tensor(t.loc[idx, "log_scale"].to_numpy()), r.hidden, r.p, log_scale=True)
+        assert torch.allclose(ours, r.log_terms[torch.tensor(idx.to_numpy())], rtol=1e-9, atol=1e-12)
     # and the hypothesis of prop-sa-p0-wins holds for every matrix, which is why p = 0 wins everywhere
     for kind, s in (("QK", sp_.qk.reshape(-1, sp_.qk.shape[-1])), ("V", sp_.v.reshape(-1, sp_.v.shape[-1])),
                     ("M_in", sp_.m_in), ("M_out", sp_.m_out)):
