@@ -27,7 +27,7 @@ from ._validate import as_tensor, check_positive_int, check_real
 from .errors import ParameterError, ShapeError
 
 __all__ = ["ALLOCATION_COST_EXPONENT", "ALLOCATION_WEIGHT_EXPONENT", "ALLOCATION_OUTER_POWER",
-           "allocate_scales", "allocation_value", "maurey_log_cover", "maurey_sparsify",
+           "allocate_scales", "allocation_value", "allocation_split", "maurey_log_cover", "maurey_sparsify",
            "maurey_expected_error", "sup_norm_maurey_log_cover", "zhang_log_cover",
            "euclidean_ball_log_cover", "ZHANG_CONSTANT", "SUP_NORM_HOEFFDING_COEF"]
 
@@ -99,6 +99,23 @@ def allocate_scales(costs, eps, *, weights=None) -> tuple[torch.Tensor, float]:
         return torch.zeros_like(c), 0.0
     eps_j = eps * (c / a) ** ALLOCATION_COST_EXPONENT / S
     return eps_j, float(S**ALLOCATION_OUTER_POWER / eps**2)
+
+
+def allocation_split(radii: dict[str, float], eps: float) -> dict[str, float]:
+    """:func:`allocate_scales` with costs ``C_j^2`` and unit weights, in plain floats and keyed by name.
+
+    ``eps_j = eps C_j^{2/3} / sum_i C_i^{2/3}``: the same closed form, without tensors, for callers that
+    evaluate it thousands of times (inside Dudley's integral). When every ``C_j`` is zero any split is
+    optimal and ``eps`` is split evenly. Radii are not validated here (the callers built them).
+
+    >>> allocation_split({"a": 1.0, "b": 8.0}, 3.0)
+    {'a': 0.6, 'b': 2.4}
+    """
+    w = {k: (c * c) ** ALLOCATION_COST_EXPONENT for k, c in radii.items()}
+    tot = sum(w.values())
+    if tot == 0:
+        return {k: eps / len(w) for k in w}
+    return {k: eps * v / tot for k, v in w.items()}
 
 
 # ---------------------------------------------------------------------------------------------------

@@ -193,31 +193,27 @@ def entropy_objective(eps, tau, spow, scale, N, p, *, B=1.0) -> torch.Tensor:
     return m * n * t ** (-pt) + (s * n * t * b / e) ** 2
 
 
+def _log_theta(spow, scale, N, pt, B) -> torch.Tensor:
+    """``log Theta_p = (log M + p log(S B) + (p + 1) log N) / (p + 2)`` (inputs checked positive)."""
+    m, s, n, b = _pos(spow, "spow"), _pos(scale, "scale"), _pos(N, "N"), _pos(B, "B")
+    return (m.log() + pt * (s * b).log() + (pt + 1) * n.log()) / (pt + 2)
+
+
 def entropy_log_covering(eps, spow, scale, N, p, *, B=1.0) -> torch.Tensor:
     """``k_p Theta_p**2 eps**(-2p/(p+2))``: :func:`entropy_objective` minimised over ``tau`` (``k_p = c_p``).
 
     ``Theta_p = M**(1/(p+2)) (S B)**(p/(p+2)) N**((p+1)/(p+2))``. Book: :prf:ref:`lem-sa-entropy-schatten`.
     """
     e = _pos(eps, "eps")
-    m = _pos(spow, "spow")
-    s = _pos(scale, "scale")
-    n = _pos(N, "N")
-    b = _pos(B, "B")
     pt = _p(p)
-    log_theta = (m.log() + pt * (s * b).log() + (pt + 1) * n.log()) / (pt + 2)
-    return (log_c_p(pt) + 2 * log_theta - 2 * pt / (pt + 2) * e.log()).exp()
+    return (log_c_p(pt) + 2 * _log_theta(spow, scale, N, pt, B) - 2 * pt / (pt + 2) * e.log()).exp()
 
 
 def dudley_entropy_integral(D, spow, scale, N, p, *, B=1.0) -> torch.Tensor:
     """``int_0^D sqrt(entropy_log_covering(eps)) d eps = sqrt(k_p) Theta_p ((p+2)/2) D**(2/(p+2))``."""
     d = _pos(D, "D")
-    m = _pos(spow, "spow")
-    s = _pos(scale, "scale")
-    n = _pos(N, "N")
-    b = _pos(B, "B")
     pt = _p(p)
-    log_theta = (m.log() + pt * (s * b).log() + (pt + 1) * n.log()) / (pt + 2)
-    return (log_c_p(pt) / 2 + log_theta).exp() * (pt + 2) / 2 * d ** (2 / (pt + 2))
+    return (log_c_p(pt) / 2 + _log_theta(spow, scale, N, pt, B)).exp() * (pt + 2) / 2 * d ** (2 / (pt + 2))
 
 
 def spectral_count_minimum(svals, scale, N, *, rank_tol: float = DEFAULT_RANK_TOL) -> torch.Tensor:

@@ -298,3 +298,17 @@ def test_monte_carlo_l1_rademacher_below_massart(kind):
     # and the l1 class is smaller than the l2 class of the same radius (the l1 ball lies inside the l2 ball)
     r2 = rad.empirical_rademacher_linear(X, radius=2.0, norm="l2", n_draws=2000, seed=5, device="cpu")
     assert torch.all(r.value <= r2.value)
+
+
+def test_allocation_split_equals_allocate_scales():
+    """The plain-float fast path used inside Dudley's integral is the allocation lemma's closed form."""
+    from genbound.covering import allocate_scales, allocation_split
+
+    g = torch.Generator().manual_seed(5)
+    for _ in range(20):
+        C = (torch.rand(6, generator=g, dtype=torch.float64) * 10 ** (4 * torch.rand(1, generator=g) - 2)).tolist()
+        eps = float(torch.rand(1, generator=g)) + 0.01
+        fast = allocation_split({str(i): c for i, c in enumerate(C)}, eps)
+        exact, _ = allocate_scales([c * c for c in C], eps)
+        assert max(abs(a - b) for a, b in zip(fast.values(), exact.tolist())) <= 1e-12 * eps
+    assert allocation_split({"a": 0.0, "b": 0.0}, 1.0) == {"a": 0.5, "b": 0.5}

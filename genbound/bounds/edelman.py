@@ -31,7 +31,7 @@ from dataclasses import dataclass
 
 from .._validate import check_positive_int, check_real
 from ..errors import ArchitectureError, ParameterError
-from ..covering import ZHANG_CONSTANT
+from ..covering import ZHANG_CONSTANT, allocation_split
 from ..covering import zhang_log_cover as _zhang_part1
 from ..rademacher import DudleyResult, dudley_bound, generalization_gap_bound
 from .trauger_tewari import KAPPA_DEFAULT, TRIVIAL_RADEMACHER, CoverTerm, _aug, loss_lipschitz
@@ -124,18 +124,10 @@ class EdelmanCover:
         cs = {t.name: t.c for t in self.terms}
         cs.update({z.name: z.c(eps) for z in self.zhang})
 
-        def split():
-            # the closed form of genbound.covering.allocate_scales with costs c_j^2, in plain floats: this
-            # runs thousands of times inside Dudley's integral (a test checks it equals allocate_scales)
-            tot = sum(c ** (2.0 / 3.0) for c in cs.values())
-            if tot == 0:
-                return {k: eps / len(cs) for k in cs}
-            return {k: eps * c ** (2.0 / 3.0) / tot for k, c in cs.items()}
-
         for _ in range(self.iterations):
-            sc = split()
+            sc = allocation_split(cs, eps)
             cs.update({z.name: z.c(sc[z.name]) for z in self.zhang if sc[z.name] > 0})
-        return split()
+        return allocation_split(cs, eps)
 
     def __call__(self, eps: float) -> float:
         sc = self.scales(eps)

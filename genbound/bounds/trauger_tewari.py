@@ -30,7 +30,7 @@ from typing import Sequence
 
 from .._validate import check_positive_int, check_real
 from ..errors import ArchitectureError, ParameterError
-from ..covering import allocate_scales, allocation_value
+from ..covering import allocation_split, allocation_value
 from ..rademacher import DudleyResult, dudley_inverse_square, generalization_gap_bound
 
 __all__ = ["LayerRadii", "CoverTerm", "InverseSquareCover", "Sensitivities", "TTBound", "tt_row_bounds",
@@ -128,10 +128,7 @@ class InverseSquareCover:
     def scales(self, eps: float) -> dict[str, float]:
         """The optimal split ``eps_j = eps c_j^{2/3} / sum_i c_i^{2/3}`` of the allowed output error."""
         eps = check_real(eps, "eps", lo=0.0, lo_open=True)
-        if self.A == 0.0:
-            return {t.name: eps / len(self.terms) for t in self.terms}
-        e, _ = allocate_scales([t.c**2 for t in self.terms], eps)        # Part I, lem-allocation
-        return dict(zip((t.name for t in self.terms), e.tolist()))
+        return allocation_split({t.name: t.c for t in self.terms}, eps)    # Part I, lem-allocation
 
     def atoms_per_term(self, eps: float) -> dict[str, int]:
         """Maurey's number of atoms ``K_j = ceil((factor rho radius / eps_j)^2)`` at the allocated scales."""
