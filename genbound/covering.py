@@ -106,11 +106,17 @@ def allocation_split(radii: dict[str, float], eps: float) -> dict[str, float]:
 
     ``eps_j = eps C_j^{2/3} / sum_i C_i^{2/3}``: the same closed form, without tensors, for callers that
     evaluate it thousands of times (inside Dudley's integral). When every ``C_j`` is zero any split is
-    optimal and ``eps`` is split evenly. Radii are not validated here (the callers built them).
+    optimal and ``eps`` is split evenly.
 
     >>> allocation_split({"a": 1.0, "b": 8.0}, 3.0)
     {'a': 0.6, 'b': 2.4}
     """
+    eps = check_real(eps, "eps", lo=0.0, lo_open=True)
+    if not radii:
+        raise ParameterError("radii is empty: nothing to split eps between")
+    bad = [k for k, c in radii.items() if not (math.isfinite(c) and c >= 0)]
+    if bad:
+        raise ParameterError(f"radii must be finite and nonnegative; {bad[0]!r} is {radii[bad[0]]!r}")
     w = {k: (c * c) ** ALLOCATION_COST_EXPONENT for k, c in radii.items()}
     tot = sum(w.values())
     if tot == 0:

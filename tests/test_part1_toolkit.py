@@ -312,3 +312,7 @@ def test_allocation_split_equals_allocate_scales():
         exact, _ = allocate_scales([c * c for c in C], eps)
         assert max(abs(a - b) for a, b in zip(fast.values(), exact.tolist())) <= 1e-12 * eps
     assert allocation_split({"a": 0.0, "b": 0.0}, 1.0) == {"a": 0.5, "b": 0.5}
+    for radii, eps, msg in [({"a": -1.0}, 1.0, "nonnegative"), ({"a": float("nan")}, 1.0, "finite"),
+                            ({}, 1.0, "empty"), ({"a": 1.0}, 0.0, "eps")]:
+        with pytest.raises(GenboundError, match=msg):
+            allocation_split(radii, eps)
