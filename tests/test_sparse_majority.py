@@ -10,7 +10,9 @@ from genbound import cli
 from genbound.errors import DeviceError, GenboundError, ParameterError
 from genbound.experiments import sparse_majority as sm
 
-TINY = dict(n_train=40, n_val=30, n_test=50, batch_size=16, max_epochs=6, eval_every=2, m_star=False)
+TINY = dict(n_train=40, n_val=30, n_test=50, steps=30, warmup=5, eval_every=7, m_star=False)
+TINY_ORIG = dict(n_train=40, n_val=30, n_test=50, batch_size=16, max_epochs=6, eval_every=2, m_star=False,
+                 protocol="original")
 
 
 # ------------------------------------------------------------------------------------------ data
@@ -41,8 +43,19 @@ def test_task_labels_layout_and_radius():
     assert torch.allclose(X[:, -1], (task.embeddings[2] + task.encoding[-1]).expand(200, 64))
     t0 = bits[:, 0].long()
     assert torch.allclose(X[:, 0], task.embeddings[t0] + task.encoding[0])
-    # B_X is the exact max over every row a sequence can hold, so it dominates every sampled row
+    # input_radius is the exact max over every row a sequence can hold, so it dominates every sampled
+    # row; the T-uniform radius dominates it, and is the same number at every T
     assert torch.linalg.vector_norm(X, dim=-1).max().item() <= task.input_radius() + 1e-12
+    for T in (9, 30, 1024, 5000):
+        assert sm.make_task(T, seed=T).input_radius() <= sm.uniform_input_radius(64)
+    assert sm.uniform_input_radius(64) == 9.0
+
+
+def test_encoding_rows_at_any_position():
+    pe = sm.sinusoidal_encoding(300, 16)
+    assert torch.equal(sm.encoding_rows(torch.tensor([0, 17, 299]), 16), pe[[0, 17, 299]])
+    far = sm.encoding_rows(torch.tensor([10**9]), 16)
+    assert far.abs().max() <= 1.0 and far.shape == (1, 16)
 
 
 def test_task_is_seeded():
@@ -64,7 +77,9 @@ def test_bad_sample_count():
 
 
 @pytest.mark.parametrize("kw, match", [({"n_train": 0}, "n_train"), ({"s": 8}, "odd"),
-                                       ({"select": "best"}, "select"), ({"lr": -1.0}, "lr"),
+                                       ({"protocol": "sgd"}, "protocol"), ({"lr": -1.0}, "lr"),
+                                       ({"steps": 0}, "steps"), ({"warmup": 40, "steps": 40}, "warmup"),
+                                       ({"track_test_selection": True}, "original"),
                                        ({"delta": 1.5}, "delta"), ({"dtype": "int8"}, "dtype")])
 def test_bad_config(kw, match):
     with pytest.raises(GenboundError, match=match):
@@ -123,29 +138,55 @@ def test_ramp_risk_bounds_error():
 
 # ------------------------------------------------------------------------------------------ training
 def test_training_is_per_seed_independent_and_reproducible():
-    cfg = sm.SparseMajorityConfig(**TINY)
-    a = sm.run_seq_len(11, [0, 1], cfg, device="cpu", progress=False)
-    b = sm.run_seq_len(11, [1], cfg, device="cpu", progress=False)
-    assert a[1].seed == b[0].seed == 1
-    for key in ("train_acc", "test_acc", "l11_norm_sum", "train_loss"):
-        assert getattr(a[1], key) == pytest.approx(getattr(b[0], key), rel=1e-5, abs=1e-6)
+    for tiny in (TINY, TINY_ORIG):
+        cfg = sm.SparseMajorityConfig(**tiny)
+        a = sm.run_seq_len(11, [0, 1], cfg, device="cpu", progress=False)
+        b = sm.run_seq_len(11, [1], cfg, device="cpu", progress=False)
+        assert a[1].seed == b[0].seed == 1
+        for key in ("train_acc", "test_acc", "l11_norm_sum", "train_loss", "l11_dist_from_init"):
+            assert getattr(a[1], key) == pytest.approx(getattr(b[0], key), rel=1e-5, abs=1e-6)
 
 
 def test_run_record_is_consistent():
     cfg = sm.SparseMajorityConfig(**TINY)
-    (r,) = sm.run_seq_len(13, [0], cfg, device="cpu", progress=False)
+    (r,), (net,) = sm.run_seq_len(13, [0], cfg, device="cpu", progress=False, return_models=True)
     d = r.to_dict()
     assert set(sm.RESULT_KEYS) <= set(d)
     assert all(math.isfinite(d[k]) for k in sm.RESULT_KEYS)
     assert d["acc_gap"] == pytest.approx(d["train_acc"] - d["test_acc"])
     assert d["loss_gap"] == pytest.approx(d["test_loss"] - d["train_loss"])
-    assert (not r.hit_cap) or r.epochs == cfg.max_epochs
-    assert r.selected_epoch <= r.epochs and r.orig_selected_epoch <= r.epochs
+    assert r.fitted == (r.train_acc == 1.0)
+    assert (r.fit_step >= 0) == r.fitted and r.fit_step <= r.steps <= cfg.steps
+    assert r.val_step <= r.steps
     # the summed l1 norm is the sum over every parameter tensor, biases included (the authors' print)
     assert len(r.l11_norms) == 12
     assert r.l11_norm_sum == pytest.approx(sum(r.l11_norms.values()), rel=1e-12)
+    # distance from initialisation: recomputed from the returned net and the initial one
+    init = dict(sm.initial_model(13, 0, cfg).named_parameters())
+    dist = sum(float((p - init[n]).abs().sum()) for n, p in net.named_parameters())
+    assert r.l11_dist_from_init == pytest.approx(dist, rel=1e-9) and dist > 0
+    assert r.input_radius == sm.uniform_input_radius(64) >= r.input_radius_T
     assert r.tt_bound > 0 and r.edelman_bound > 0
     assert math.isnan(r.tt_m_star) and math.isnan(r.edelman_m_star)      # m_star=False skips them
+
+
+def test_bounds_use_the_radius_grid():
+    """The reported bounds are those of the union over grid radii: larger than the (invalid) bounds
+    read at the raw norms with the full delta, and equal to the fixed-radius bound at the rounded
+    radii with the shrunken delta."""
+    from genbound.bounds.radius_grid import round_layer_radii, round_radii, union_delta
+    from genbound.bounds.trauger_tewari import layer_radii_from_model, trauger_tewari_bound
+    from genbound.rademacher import generalization_gap_bound
+
+    net = sm.build_model(seed=0)
+    grid = sm.bounds_for(net, m=300, seq_len=20, delta=0.05, B_X=9.0)
+    raw = sm.bounds_for(net, m=300, seq_len=20, delta=0.05, B_X=9.0, radius_grid=False)
+    assert grid[0] > raw[0] and grid[1] > raw[1]
+    layers, idx = round_layer_radii(layer_radii_from_model(net))
+    (B_w,), iw = round_radii([float(net.weight_norms()["w"]["l11"])])
+    d2 = union_delta(0.05, idx + iw)
+    tt = trauger_tewari_bound(layers, B_X=9.0, B_w=B_w, d=64, m=300, delta=d2, out_dim=2, bias=True)
+    assert grid[0] == pytest.approx(generalization_gap_bound(tt.dudley.value, m=300, delta=d2), rel=1e-12)
 
 
 def test_sample_size_needed_brackets_the_target():
@@ -154,14 +195,15 @@ def test_sample_size_needed_brackets_the_target():
 
     net = sm.build_model(seed=0)
     tt_m, ed_m = sm.sample_size_needed(net, seq_len=20, delta=0.05, B_X=6.0)
-    tt = lambda m: trauger_tewari_bound_from_model(net, m=int(m), delta=0.05, B_X=6.0).value
-    ed = lambda m: edelman_bound_from_model(net, m=int(m), T=21, delta=0.05, B_X=6.0).value
+    kw = dict(delta=0.05, B_X=6.0, radius_grid=True)
+    tt = lambda m: trauger_tewari_bound_from_model(net, m=int(m), **kw).value
+    ed = lambda m: edelman_bound_from_model(net, m=int(m), T=21, **kw).value
     assert tt(tt_m) <= 0.5 < tt(tt_m / 10**0.05)
     assert ed(ed_m) <= 0.5 < ed(ed_m / 10**0.05)
     assert ed_m < tt_m          # at initialisation the l1 norms make the TT cover far larger
 
 
-def test_return_models_hold_the_selected_checkpoint():
+def test_return_models_hold_the_stopping_checkpoint():
     cfg = sm.SparseMajorityConfig(**TINY)
     (r,), (net,) = sm.run_seq_len(11, [0], cfg, device="cpu", progress=False, return_models=True)
     assert sum(net.weight_norms()["raw"].values()) == pytest.approx(r.l11_norm_sum, rel=1e-12)
@@ -171,14 +213,58 @@ def test_return_models_hold_the_selected_checkpoint():
     assert (tt, ed) == pytest.approx((r.tt_bound, r.edelman_bound), rel=1e-12)
 
 
-def test_stopping_rule_stops_at_perfect_training_accuracy():
+def test_adam_protocol_fits_and_stops_at_the_first_fitting_step():
+    """Small T, a generous budget: every seed fits; the stopping checkpoint classifies the whole
+    training set correctly in float64, and one step earlier it did not (the first fitting step)."""
+    cfg = sm.SparseMajorityConfig(n_train=60, n_val=50, n_test=200, steps=3000, adam_lr=1e-2, m_star=False)
+    res, nets = sm.run_seq_len(11, [0, 1], cfg, device="cpu", progress=False, return_models=True)
+    for r in res:
+        assert r.fitted and r.train_acc == 1.0 and 0 < r.fit_step == r.steps < cfg.steps
+    # the same seed with a budget ending one step before its fit step has not fitted
+    r0 = res[0]
+    short = sm.SparseMajorityConfig(n_train=60, n_val=50, n_test=200, steps=r0.fit_step - 1, adam_lr=1e-2,
+                                    m_star=False)
+    (s0,) = sm.run_seq_len(11, [0], short, device="cpu", progress=False)
+    assert s0.steps == r0.fit_step - 1 and s0.train_acc < 1.0 and not s0.fitted
+
+
+def test_original_protocol_stopping_rule():
     """With T = s = 1 there are two distinct inputs; the running training accuracy reaches 1 and the
-    run stops before the cap, its "last" checkpoint taken at the stopping epoch."""
+    run stops before the cap. The running accuracy judges the weights *before* each batch's update, so
+    the weights it stops with need not fit: ``fitted`` is the exact whole-set verdict on them."""
     cfg = sm.SparseMajorityConfig(s=1, n_train=32, n_val=16, n_test=16, batch_size=32, lr=0.1,
-                                  lr_decay=1.0, max_epochs=400, eval_every=50, select="last")
+                                  lr_decay=1.0, max_epochs=400, eval_every=50, protocol="original")
     (r,) = sm.run_seq_len(1, [0], cfg, device="cpu", progress=False)
-    assert not r.hit_cap and r.epochs < 400
-    assert r.selected_epoch == r.epochs
+    assert r.steps < 400
+    assert r.fitted == (r.train_acc == 1.0) and r.fit_step == (r.steps if r.fitted else -1)
+
+
+def test_fullbatch_adam_matches_torch_adam():
+    """The hand-written update of fit_stack is Adam's: one model, no stopping, same trajectory as
+    torch.optim.Adam with the same schedule."""
+    from genbound.experiments.fullbatch import AdamProtocol, fit_stack
+
+    g = torch.Generator().manual_seed(0)
+    X, y = torch.randn(2, 20, 3, generator=g, dtype=torch.float64), torch.randint(0, 2, (2, 20), generator=g)
+    W0 = torch.randn(2, 3, 2, generator=g, dtype=torch.float64)
+    proto = AdamProtocol(lr=0.05, steps=25, warmup=5, eval_every=100)
+
+    def ll(P, idx):
+        z = torch.einsum("knd,kdc->knc", X[idx], P["W"])
+        return torch.nn.functional.cross_entropy(z.transpose(1, 2), y[idx], reduction="none").mean(-1), z
+
+    y_imp = torch.full_like(y, 5)          # the fit check compares with class 5, which no argmax gives
+    out = fit_stack({"W": W0}, ll, y_imp, proto)
+    W = W0.clone().requires_grad_(True)
+    opt = torch.optim.Adam([W], lr=proto.lr)
+    for step in range(1, proto.steps + 1):
+        for grp in opt.param_groups:
+            grp["lr"] = proto.lr_at(step)
+        opt.zero_grad()
+        ll({"W": W}, torch.arange(2))[0].sum().backward()
+        opt.step()
+    assert not any(out.fitted) and out.steps == [25, 25]
+    assert torch.allclose(out.stop["W"], W.detach(), rtol=1e-10, atol=1e-12)
 
 
 def test_csv_roundtrip(tmp_path):
@@ -192,6 +278,17 @@ def test_csv_roundtrip(tmp_path):
     assert df["l11_norm_sum"].iloc[0] == pytest.approx(res[0].l11_norm_sum)
 
 
+def test_gap_slope_recovers_a_known_slope():
+    import pandas as pd
+
+    rows = [{"seq_len": T, "acc_gap": 0.02 * math.log2(T) + 0.001 * ((s % 3) - 1)}
+            for T in (16, 64, 256) for s in range(6)]
+    out = sm.gap_slope(pd.DataFrame(rows))
+    assert out["slope"] == pytest.approx(0.02, abs=1e-12) and out["lo"] <= 0.02 <= out["hi"]
+    with pytest.raises(ParameterError):
+        sm.gap_slope(pd.DataFrame(rows[:2]))
+
+
 def test_bad_device():
     with pytest.raises(DeviceError):
         sm.run_sweep([11], 1, sm.SparseMajorityConfig(**TINY), device="tpu")
@@ -200,7 +297,7 @@ def test_bad_device():
 # ------------------------------------------------------------------------------------------ CLI
 def test_cli_json(capsys):
     rc = cli.main(["experiment", "sparse-majority", "--seq-lens", "11,13", "--seeds", "1", "--json",
-                   "--max-epochs", "3", "--n-train", "20", "--n-val", "10", "--n-test", "20",
+                   "--steps", "20", "--warmup", "2", "--n-train", "20", "--n-val", "10", "--n-test", "20",
                    "--device", "cpu", "--no-m-star"])
     assert rc == 0
     recs = json.loads(capsys.readouterr().out)
@@ -210,19 +307,49 @@ def test_cli_json(capsys):
         assert all(isinstance(r[k], (int, float)) and math.isfinite(r[k]) for k in sm.RESULT_KEYS)
 
 
+def test_cli_csv_resumes(tmp_path, capsys):
+    """A second run with the same --csv skips the finished (seq_len, seed) rows and adds the rest."""
+    path = tmp_path / "sweep.csv"
+    base = ["experiment", "sparse-majority", "--steps", "10", "--warmup", "2", "--n-train", "20",
+            "--n-val", "10", "--n-test", "20", "--no-m-star", "--csv", str(path), "--json"]
+    assert cli.main([*base, "--seq-lens", "11", "--seeds", "1"]) == 0
+    assert cli.main([*base, "--seq-lens", "11,13", "--seeds", "2"]) == 0
+    df = sm.read_csv(path)
+    assert sorted(zip(df["seq_len"], df["seed"])) == [(11, 0), (11, 1), (13, 0), (13, 1)]
+    capsys.readouterr()
+    assert cli.main([*base, "--seq-lens", "11", "--seeds", "1", "--protocol", "original"]) == 2
+    assert "protocol" in capsys.readouterr().err and len(sm.read_csv(path)) == 4
+
+
 @pytest.mark.parametrize("argv, match", [(["--seq-lens", "4"], "must be >= s"),
                                          (["--seq-lens", "a,b"], "comma-separated"),
                                          (["--s", "8"], "odd"),
                                          (["--device", "nope"], "device"),
+                                         (["--protocol", "sgd"], "protocol"),
+                                         (["--steps", "0"], "steps"),
+                                         (["--steps", "-5"], "steps"),
+                                         (["--max-epochs", "0", "--protocol", "original"], "max_epochs"),
                                          (["--n-train", "0"], "n_train")])
-def test_cli_errors(argv, match, capsys):
-    rc = cli.main(["experiment", "sparse-majority", "--seeds", "1", "--max-epochs", "1", *argv])
+def test_cli_errors(argv, match, capsys, tmp_path):
+    path = tmp_path / "never.csv"
+    rc = cli.main(["experiment", "sparse-majority", "--seeds", "1", "--csv", str(path), *argv])
     assert rc == 2
-    assert match in capsys.readouterr().err
+    out = capsys.readouterr()
+    err = out.err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("genbound: error:") and match in err[0]
+    assert out.out == "" and not path.exists()
 
 
-def test_saved_sweep_is_readable():
+def test_saved_sweep_meets_the_protocol():
+    """The saved sweep: every T from 16 to 1024, at least 5 seeds each, at least 80% fitted at each T,
+    every fitted row with training accuracy exactly 1, and one T-uniform input radius."""
     df = sm.read_csv()
-    assert set(sm.RESULT_KEYS) <= set(df.columns)
-    assert df["seq_len"].max() >= 1024 and df.groupby("seq_len")["seed"].nunique().min() >= 5
+    need = {"seq_len", "seed", "train_acc", "test_acc", "acc_gap", "fitted", "l11_norm_sum",
+            "l11_dist_from_init", "input_radius", "tt_bound", "edelman_bound"}
+    assert need <= set(df.columns)
+    assert set(df["seq_len"]) >= {16, 32, 64, 128, 256, 512, 1024}
+    assert df.groupby("seq_len")["seed"].nunique().min() >= 5
+    assert df.groupby("seq_len")["fitted"].mean().min() >= 0.8
+    assert (df.loc[df["fitted"], "train_acc"] == 1.0).all()
+    assert df["input_radius"].nunique() == 1
     assert (sm.SAVED_SWEEP.with_suffix(".md")).exists()

@@ -225,8 +225,11 @@ def edelman_bound(layer: EdelmanLayerRadii, *, B_X: float, B_w21: float, S_w: fl
 
 
 def edelman_bound_from_model(model, *, m: int, T: int, delta: float, B_X: float, margin: float = 1.0,
-                             kappa: float = KAPPA_DEFAULT) -> EdelmanBound:
+                             kappa: float = KAPPA_DEFAULT, radius_grid: bool = False) -> EdelmanBound:
     """:func:`edelman_bound` with the radii read off a one-layer :class:`genbound.nets.ReferenceTransformer`.
+
+    ``radius_grid``: round every radius up to a power of 2 and pay for it in the confidence
+    (:prf:ref:`thm-radius-union`), so that the bound holds at norms read off a trained model.
 
     >>> from genbound.nets import ReferenceTransformer
     >>> r = edelman_bound_from_model(ReferenceTransformer(4, seed=0), m=1000, T=50, delta=0.05, B_X=1.0)
@@ -244,6 +247,13 @@ def edelman_bound_from_model(model, *, m: int, T: int, delta: float, B_X: float,
                               tuple(float(v) for v in n["V"]["op"][0]),
                               float(n["C"]["l21"][0]) if "C" in n else None,
                               float(n["C"]["op"][0]) if "C" in n else None)
-    return edelman_bound(layer, B_X=B_X, B_w21=float(n["w"]["l21"]), S_w=float(n["w"]["op"]), d=model.d, m=m,
+    B_w21, S_w = float(n["w"]["l21"]), float(n["w"]["op"])
+    if radius_grid:
+        from .radius_grid import round_layer_radii, round_radii, union_delta
+
+        (layer,), idx = round_layer_radii([layer])
+        (B_w21, S_w), i_w = round_radii([B_w21, S_w])
+        delta = union_delta(delta, idx + i_w)
+    return edelman_bound(layer, B_X=B_X, B_w21=B_w21, S_w=S_w, d=model.d, m=m,
                          T=T, delta=delta, margin=margin, out_dim=model.out_dim, L_sigma=model.L_sigma,
                          kappa=kappa, bias=model.bias, row_norm=model.row_norm)

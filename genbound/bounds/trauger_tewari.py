@@ -379,11 +379,14 @@ def layer_radii_from_model(model, *, spectral: bool = True) -> list[LayerRadii]:
 
 
 def trauger_tewari_bound_from_model(model, *, m: int, delta: float, B_X: float, margin: float = 1.0,
-                                    kappa: float = KAPPA_DEFAULT, spectral: bool = True) -> TTBound:
+                                    kappa: float = KAPPA_DEFAULT, spectral: bool = True,
+                                    radius_grid: bool = False) -> TTBound:
     """:func:`trauger_tewari_bound` with every radius read off ``model`` (a ``ReferenceTransformer``).
 
     ``B_X`` bounds the l2 norm of every input row (token plus position); it is the only data quantity.
     The readout radius is ``B_w = ||w~||_{1,1}`` (bias row included when ``model.bias``).
+    ``radius_grid``: round every radius up to a power of 2 and pay for it in the confidence
+    (:prf:ref:`thm-radius-union`), so that the bound holds at norms read off a trained model.
 
     >>> from genbound.nets import ReferenceTransformer
     >>> r = trauger_tewari_bound_from_model(ReferenceTransformer(4, seed=0), m=1000, delta=0.05, B_X=1.0)
@@ -392,6 +395,12 @@ def trauger_tewari_bound_from_model(model, *, m: int, delta: float, B_X: float, 
     """
     layers = layer_radii_from_model(model, spectral=spectral)
     B_w = float(model.weight_norms()["w"]["l11"])
+    if radius_grid:
+        from .radius_grid import round_layer_radii, round_radii, union_delta
+
+        layers, idx = round_layer_radii(layers)
+        (B_w,), i_w = round_radii([B_w])
+        delta = union_delta(delta, idx + i_w)
     return trauger_tewari_bound(layers, B_X=B_X, B_w=B_w, d=model.d, m=m, delta=delta, margin=margin,
                                 out_dim=model.out_dim, L_sigma=model.L_sigma, kappa=kappa, bias=model.bias,
                                 row_norm=model.row_norm)

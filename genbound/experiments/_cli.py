@@ -52,17 +52,25 @@ def add_parser(sub) -> None:
     sm.add_argument("--first-seed", type=int, default=0, help="first seed (seeds first..first+n-1)")
     sm.add_argument("--device", default="auto", help="auto, cpu, cuda or cuda:N")
     sm.add_argument("--json", action="store_true", help="print a JSON array instead of a table")
-    sm.add_argument("--csv", default=None, help="append every record to this CSV file as runs finish")
-    sm.add_argument("--max-epochs", type=int, default=dflt.max_epochs, help="epoch cap (runs that hit it "
-                    f"are reported with hit_cap=true; default {dflt.max_epochs})")
-    sm.add_argument("--eval-every", type=int, default=dflt.eval_every, help="epochs between validation "
-                    f"evaluations (default {dflt.eval_every})")
-    sm.add_argument("--select", choices=("val", "test", "last"), default=dflt.select,
-                    help="checkpoint to report: lowest validation loss (default), lowest test loss (the "
-                         "original protocol) or the stopping epoch")
-    sm.add_argument("--no-test-selection", action="store_true",
-                    help="do not track the original (test-loss) checkpoint (saves test evaluations)")
-    sm.add_argument("--lr", type=float, default=dflt.lr, help=f"initial SGD learning rate (default {dflt.lr})")
+    sm.add_argument("--csv", default=None, help="append every record to this CSV file as runs finish; "
+                    "runs already in the file (same seq_len and seed) are skipped, so a killed sweep resumes")
+    sm.add_argument("--protocol", default=dflt.protocol,
+                    help="'adam' (default: full-batch Adam with warm-up and cosine decay, stops at the "
+                         "first step that fits the training set; fits on a CPU) or 'original' (the "
+                         "authors' SGD schedule; use --max-epochs up to 200000 on a GPU)")
+    sm.add_argument("--steps", type=int, default=dflt.steps,
+                    help=f"adam: step budget (default {dflt.steps})")
+    sm.add_argument("--adam-lr", type=float, default=dflt.adam_lr,
+                    help=f"adam: peak learning rate (default {dflt.adam_lr})")
+    sm.add_argument("--warmup", type=int, default=dflt.warmup,
+                    help=f"adam: linear warm-up steps (default {dflt.warmup})")
+    sm.add_argument("--max-epochs", type=int, default=dflt.max_epochs,
+                    help=f"original: epoch cap (default {dflt.max_epochs})")
+    sm.add_argument("--eval-every", type=int, default=None, help="steps (adam, default 250) or epochs "
+                    "(original, default 10) between validation evaluations")
+    sm.add_argument("--track-test-selection", action="store_true",
+                    help="original: also report the checkpoint of lowest test loss (the original's choice)")
+    sm.add_argument("--lr", type=float, default=dflt.lr, help=f"original: initial SGD learning rate (default {dflt.lr})")
     sm.add_argument("--lr-decay", type=float, default=dflt.lr_decay,
                     help=f"per-epoch factor of the learning rate (default {dflt.lr_decay}; 1 = constant)")
     sm.add_argument("--lr-floor", type=float, default=dflt.lr_floor,
@@ -96,13 +104,15 @@ def _run_sparse_majority(args) -> int:
     torch.set_num_threads(args.threads)
     device = resolve_device(args.device)
     cfg = SparseMajorityConfig(s=args.s, n_train=args.n_train, n_val=args.n_val, n_test=args.n_test,
-                               max_epochs=args.max_epochs, eval_every=args.eval_every, select=args.select,
-                               track_test_selection=not args.no_test_selection or args.select == "test",
-                               dtype=args.dtype, lr=args.lr, lr_decay=args.lr_decay,
-                               lr_floor=args.lr_floor, m_star=not args.no_m_star).validated()
+                               protocol=args.protocol, steps=args.steps, adam_lr=args.adam_lr,
+                               warmup=args.warmup, max_epochs=args.max_epochs, eval_every=args.eval_every,
+                               track_test_selection=args.track_test_selection, dtype=args.dtype,
+                               lr=args.lr, lr_decay=args.lr_decay, lr_floor=args.lr_floor,
+                               m_star=not args.no_m_star).validated()
 
-    for T in seq_lens:                      # fail before printing anything
+    for T in seq_lens:                      # fail before printing or writing anything
         _check_task(T, cfg.s)
+    done = _finished_runs(args.csv, cfg.protocol) if args.csv else set()
 
     def on_result(r):
         if args.csv:
@@ -113,7 +123,7 @@ def _run_sparse_majority(args) -> int:
     if not args.json:
         print(_header(), flush=True)
     results = run_sweep(seq_lens, seeds, cfg, device=device, progress=True if args.progress else None,
-                        on_result=on_result)
+                        on_result=on_result, skip=lambda T, sd: (T, sd) in done)
     if args.json:
         recs = [r.to_dict(with_norms=True) for r in results]
         for rec in recs:
@@ -122,13 +132,38 @@ def _run_sparse_majority(args) -> int:
     return 0
 
 
+def _finished_runs(path, protocol: str) -> set[tuple[int, int]]:
+    """``(seq_len, seed)`` of the rows already in the CSV at ``path`` (empty if it does not exist).
+
+    A file that cannot be read as a sweep CSV, or that holds runs of another protocol, is an error:
+    appending to it would mix incompatible rows."""
+    from pathlib import Path
+
+    from .sparse_majority import read_csv
+
+    p = Path(path)
+    if not p.exists() or p.stat().st_size == 0:
+        return set()
+    try:
+        df = read_csv(p)
+        rows = {(int(t), int(sd)) for t, sd in zip(df["seq_len"], df["seed"])}
+        protocols = set(df["protocol"].astype(str))
+    except Exception as exc:                # any parse failure: name the file, never a traceback
+        raise ParameterError(f"--csv {path}: not a sparse-majority sweep CSV ({type(exc).__name__}: {exc})"
+                             ) from None
+    if protocols - {protocol}:
+        raise ParameterError(f"--csv {path} holds runs of protocol {sorted(protocols)}, not {protocol!r}")
+    return rows
+
+
 def _jsonable(rec: dict) -> dict:
     return {k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in rec.items()}
 
 
-_COLS = (("seq_len", 7, "d"), ("seed", 4, "d"), ("train_acc", 9, ".3f"), ("test_acc", 8, ".3f"),
-         ("acc_gap", 7, ".3f"), ("loss_gap", 8, ".3f"), ("l11_norm_sum", 12, ".1f"), ("tt_bound", 9, ".3g"),
-         ("edelman_bound", 13, ".3g"), ("epochs", 6, "d"), ("hit_cap", 7, ""), ("seconds", 7, ".1f"))
+_COLS = (("seq_len", 7, "d"), ("seed", 4, "d"), ("fitted", 6, ""), ("fit_step", 8, "d"),
+         ("train_acc", 9, ".3f"), ("test_acc", 8, ".3f"), ("acc_gap", 7, ".3f"), ("l11_norm_sum", 12, ".1f"),
+         ("l11_dist_from_init", 18, ".1f"), ("tt_bound", 9, ".3g"), ("edelman_bound", 13, ".3g"),
+         ("seconds", 7, ".1f"))
 
 
 def _header() -> str:

@@ -50,18 +50,19 @@ from .._validate import check_positive_int, check_real
 from ..device import resolve_device, resolve_dtype
 from ..errors import ParameterError
 
-__all__ = ["D_MODEL", "N_HEADS", "D_HEAD", "S_RELEVANT", "RESULT_KEYS", "sinusoidal_encoding",
-           "token_embeddings", "SparseMajorityTask", "make_task", "SparseMajorityConfig", "build_model",
+__all__ = ["D_MODEL", "N_HEADS", "D_HEAD", "S_RELEVANT", "RESULT_KEYS", "sinusoidal_encoding", "encoding_rows",
+           "token_embeddings", "uniform_input_radius", "PROTOCOLS", "SparseMajorityTask", "make_task", "SparseMajorityConfig", "build_model",
            "keras_init_", "stack_parameters", "load_stacked", "cls_logits", "bce_one_hot",
-           "evaluate_stack", "ramp_risk", "bounds_for", "sample_size_needed", "TrainOutcome", "train_stack", "RunResult", "initial_model", "run_seq_len", "run_sweep",
+           "evaluate_stack", "ramp_risk", "bounds_for", "gap_slope", "sample_size_needed", "TrainOutcome", "train_stack", "RunResult", "initial_model", "run_seq_len", "run_sweep",
            "write_csv", "read_csv", "SAVED_SWEEP", "to_frame", "summarize", "plot_sweep"]
 
 #: Width, heads, head width and number of relevant positions of the authors' script.
 D_MODEL, N_HEADS, D_HEAD, S_RELEVANT = 64, 2, 64, 9
 
 #: Keys of every run record (the JSON objects of ``genbound experiment sparse-majority --json``).
-RESULT_KEYS = ("seq_len", "seed", "train_acc", "test_acc", "acc_gap", "train_loss", "test_loss",
-               "loss_gap", "l11_norm_sum", "tt_bound", "edelman_bound", "epochs", "seconds")
+RESULT_KEYS = ("seq_len", "seed", "fitted", "fit_step", "train_acc", "test_acc", "acc_gap", "train_loss",
+               "test_loss", "loss_gap", "l11_norm_sum", "l11_dist_from_init", "input_radius", "tt_bound",
+               "edelman_bound", "steps", "seconds")
 
 #: The saved larger sweep (CSV) and its notes (command, machine, wall time).
 SAVED_SWEEP = Path(__file__).resolve().parents[1] / "data" / "sparse_majority_sweep.csv"
@@ -80,8 +81,18 @@ def sinusoidal_encoding(n_positions: int, d: int, *, dtype=torch.float64) -> tor
     (torch.Size([3, 4]), [0.0, 1.0, 0.0, 1.0])
     """
     n_positions = check_positive_int(n_positions, "n_positions")
+    return encoding_rows(torch.arange(n_positions), d, dtype=dtype)
+
+
+def encoding_rows(positions: torch.Tensor, d: int, *, dtype=torch.float64) -> torch.Tensor:
+    """Rows ``PE_j`` of :func:`sinusoidal_encoding` for arbitrary positions ``j`` (any integers, or reals),
+    shape ``(len(positions), d)``, without forming the rows before them.
+
+    >>> bool((encoding_rows(torch.tensor([2]), 4) == sinusoidal_encoding(3, 4)[2:]).all())
+    True
+    """
     d = check_positive_int(d, "d")
-    j = torch.arange(n_positions, dtype=torch.float64)[:, None]
+    j = torch.as_tensor(positions).to(torch.float64).reshape(-1, 1)
     i = torch.arange(d, dtype=torch.float64)[None, :]
     angle = j / 10000.0 ** (i / d)
     return torch.where(i % 2 == 0, torch.sin(angle), torch.cos(angle)).to(resolve_dtype(dtype))
@@ -141,10 +152,26 @@ class SparseMajorityTask:
         return X.to(dtype=resolve_dtype(dtype), device=resolve_device(device) if device else None)
 
     def input_radius(self) -> float:
-        """``B_X = max ||x_t||_2`` over every row any sequence can have (``3 (T+1)`` candidates), exact."""
+        """``max ||x_t||_2`` over every row any sequence of **this** length can have (``3 (T+1)``
+        candidates), exact. It grows with ``T``; the bounds use :func:`uniform_input_radius` instead."""
         tokens = self.embeddings[:2, None, :] + self.encoding[None, :-1, :]      # (2, T, d)
         cls = self.embeddings[2] + self.encoding[-1]
         return max(float(torch.linalg.vector_norm(tokens, dim=-1).max()), float(torch.linalg.vector_norm(cls)))
+
+
+def uniform_input_radius(d: int = D_MODEL) -> float:
+    """``B_X = 1 + sqrt(d)``: a bound on the l2 norm of every input row at **every** sequence length.
+
+    Each row is ``e + PE_j`` with a token embedding ``e`` of unit l1 norm (so ``||e||_2 <= 1``) and an
+    encoding row whose ``d`` coordinates are sines or cosines (so ``||PE_j||_2 <= sqrt(d)`` for every
+    position ``j``, however large); the triangle inequality gives ``1 + sqrt(d)``
+    (:prf:ref:`lem-sm-uniform-radius`). Unlike :meth:`SparseMajorityTask.input_radius` it does not depend
+    on ``T`` or on the seed, so a bound evaluated with it is the same function of the weights at every ``T``.
+
+    >>> uniform_input_radius(64)
+    9.0
+    """
+    return 1.0 + math.sqrt(check_positive_int(d, "d"))
 
 
 def make_task(seq_len: int, *, s: int = S_RELEVANT, d: int = D_MODEL, seed: int = 0) -> SparseMajorityTask:
@@ -175,16 +202,30 @@ def _check_task(seq_len, s) -> tuple[int, int]:
 
 
 # ---------------------------------------------------------------------------------------------- config
+#: Training protocols: ``"adam"`` (full-batch Adam, the CPU default) and ``"original"`` (the authors' SGD).
+PROTOCOLS = ("adam", "original")
+
+
 @dataclass(frozen=True)
 class SparseMajorityConfig:
-    """Every setting of one run; the defaults are the authors' except where the chapter says otherwise.
+    """Every setting of one run. ``protocol`` chooses the optimiser:
 
-    ``select``: which checkpoint the reported numbers use: ``"val"`` (lowest validation loss, ours),
-    ``"test"`` (lowest test loss, the original's choice) or ``"last"`` (the stopping epoch).
-    ``eval_every``: epochs between validation (and, for ``track_test_selection``, test) evaluations;
-    the stopping epoch is always evaluated. ``dtype``: training precision (norms and bounds are
-    evaluated in float64 regardless). ``delta``, ``margin``: confidence and ramp margin of the bounds;
-    ``m_star``: also compute :func:`sample_size_needed` (about a second per run).
+    * ``"adam"`` (default): full-batch Adam (:mod:`genbound.experiments.fullbatch`), peak rate
+      ``adam_lr`` with ``warmup`` steps of linear warm-up and cosine decay to zero at ``steps``; a model
+      stops at the first step whose weights classify the whole training set correctly (checked in
+      float64). Chosen from pilots (``genbound/data/sparse_majority_sweep.md``) to fit at every ``T``
+      from 16 to 1024 on two CPU cores.
+    * ``"original"``: the authors' schedule: SGD (``lr``, ``momentum``), ``lr <- max(lr_floor,
+      lr_decay lr)`` every epoch, batches of ``batch_size``, stop at the first epoch whose running
+      (Keras-style) training accuracy is 1.0, at most ``max_epochs`` epochs (200,000 is feasible on a GPU).
+
+    The primary checkpoint is always the **stopping** one (the first that fits, or the last weights of
+    a run that never fits). Secondary: the checkpoint of lowest validation loss up to the stop, and,
+    with ``track_test_selection`` (original protocol only), the lowest test loss (the original's
+    choice). ``eval_every``: steps (adam) or epochs (original) between validation evaluations
+    (``None``: 250 steps or 10 epochs). ``dtype``: training precision (everything reported is
+    evaluated in float64). ``delta``, ``margin``: confidence and ramp margin of the bounds; ``m_star``:
+    also compute :func:`sample_size_needed` (about a second per run).
     """
 
     s: int = S_RELEVANT
@@ -194,15 +235,18 @@ class SparseMajorityConfig:
     n_train: int = 300
     n_val: int = 1000
     n_test: int = 10_000
+    protocol: str = "adam"
+    steps: int = 20_000
+    adam_lr: float = 1e-3
+    warmup: int = 300
     batch_size: int = 128
     lr: float = 0.01
     momentum: float = 0.9
     lr_decay: float = 0.999
     lr_floor: float = 0.001
     max_epochs: int = 2000
-    eval_every: int = 10
-    select: str = "val"
-    track_test_selection: bool = True
+    eval_every: int | None = None
+    track_test_selection: bool = False
     dtype: str = "float32"
     delta: float = 0.05
     margin: float = 1.0
@@ -212,9 +256,13 @@ class SparseMajorityConfig:
     def validated(self) -> "SparseMajorityConfig":
         """Return ``self`` after checking every field (raises :class:`~genbound.errors.ParameterError`)."""
         _check_task(self.s, self.s)
+        if self.protocol not in PROTOCOLS:
+            raise ParameterError(f"protocol must be one of {PROTOCOLS}, got {self.protocol!r}")
         for name in ("d", "n_heads", "d_head", "n_train", "n_val", "n_test", "batch_size", "max_epochs",
-                     "eval_every", "eval_chunk"):
+                     "steps", "eval_chunk"):
             check_positive_int(getattr(self, name), name)
+        if self.eval_every is not None:
+            check_positive_int(self.eval_every, "eval_every")
         if self.d < 3:
             raise ParameterError(f"d = {self.d} must be >= 3 (three orthogonal token embeddings)")
         check_real(self.lr, "lr", lo=0.0, lo_open=True)
@@ -223,12 +271,26 @@ class SparseMajorityConfig:
         check_real(self.lr_floor, "lr_floor", lo=0.0)
         check_real(self.delta, "delta", lo=0.0, hi=1.0, lo_open=True, hi_open=True)
         check_real(self.margin, "margin", lo=0.0, lo_open=True)
-        if self.select not in ("val", "test", "last"):
-            raise ParameterError(f"select must be 'val', 'test' or 'last', got {self.select!r}")
-        if self.select == "test" and not self.track_test_selection:
-            raise ParameterError("select='test' needs track_test_selection=True")
+        if self.track_test_selection and self.protocol != "original":
+            raise ParameterError("track_test_selection reconstructs the original protocol's choice; "
+                                 "it needs protocol='original'")
+        self.adam_protocol()
         resolve_dtype(self.dtype)
         return self
+
+    @property
+    def eval_interval(self) -> int:
+        """Validation cadence: ``eval_every``, or 250 steps (adam) / 10 epochs (original)."""
+        if self.eval_every is not None:
+            return int(self.eval_every)
+        return 250 if self.protocol == "adam" else 10
+
+    def adam_protocol(self):
+        """The :class:`~genbound.experiments.fullbatch.AdamProtocol` of the ``"adam"`` protocol."""
+        from .fullbatch import AdamProtocol
+
+        return AdamProtocol(lr=self.adam_lr, steps=self.steps, warmup=self.warmup,
+                            eval_every=self.eval_interval).validated()
 
 
 # ---------------------------------------------------------------------------------------------- model
@@ -317,31 +379,56 @@ def cls_logits(params: dict[str, torch.Tensor], bits: torch.Tensor, embeddings: 
     """Logits ``(K, n, 2)`` of ``K`` stacked one-layer nets on their own bit sequences, exactly.
 
     ``bits`` ``(K, n, T)`` (0/1), ``embeddings`` ``(K, 3, d)``, ``encoding`` ``(T + 1, d)``. Equals
-    ``ReferenceTransformer.forward(task.embed(bits))`` for each model, computed from the structure
-    of the input: the ``[CLS]`` query ``q`` is the same for every sequence, the score of row ``t`` is
-    ``u . x_t`` with ``u = s W_K q`` (the key bias adds a constant that softmax ignores), ``u . x_t =
-    u . e_{b_t} + u . PE_t``, and the attention-weighted input is ``m_0 e_0 + m_1 e_1 + a_T e_cls + a PE``.
+    ``ReferenceTransformer.forward(task.embed(bits))`` for each model (a test compares them), computed
+    from the structure of the input without forming the ``n x T`` attention matrix:
+
+    * the ``[CLS]`` query ``q`` is the same for every sequence, so the score of row ``t`` is
+      ``u . x_t`` with ``u = s W_K q`` (the key bias adds a constant that softmax ignores), and
+      ``u . x_t = u . e_0 + delta b_t + u . PE_t`` with ``delta = u . (e_1 - e_0)``;
+    * hence ``exp(score_t - c) = w_t alpha_{b_t}`` with a **sequence-independent** weight
+      ``w_t = exp(u . PE_t + u . e_0 + delta_+ - c)`` and ``alpha_b = exp(delta b - delta_+)``
+      (``delta_+ = max(delta, 0)``; the shift ``c`` is the largest score any row can have, so every
+      factor is at most 1 and nothing overflows);
+    * because ``b_t`` is 0 or 1, ``alpha_{b_t} = alpha_0 + (alpha_1 - alpha_0) b_t``, and every
+      attention-weighted sum over positions is a shared term plus one product of the bit matrix
+      ``(n x T)`` with ``(T x d)`` per head: ``sum_t w_t alpha_{b_t} PE_t = alpha_0 (w^T PE) +
+      (alpha_1 - alpha_0) (b (w PE))``, and likewise the normaliser and the token counts.
+
+    One batched matrix product ``(K, n, T) @ (K, T, H (d + 1))`` does all heads at once. Underflow
+    needs ``|delta| > 80`` or so in float32 (the normaliser is at least ``exp(-|delta|)``); the
+    training loops stop a run whose loss is not finite.
     """
     P = params
     dt = P["W_Q"].dtype
     b = bits.to(dt)
     E = embeddings.to(dt)
     pe = encoding.to(dt)
-    T = b.shape[-1]
+    K, n, T = b.shape
     x_cls = E[:, 2] + pe[-1]                                                       # (K, d)
     q = torch.einsum("kd,khde->khe", x_cls, P["W_Q"]) + P["b_Q"]                   # (K, H, dh)
     u = score_scale * torch.einsum("khe,khde->khd", q, P["W_K"])                   # (K, H, d)
     eu = torch.einsum("kjd,khd->khj", E, u)                                        # (K, H, 3)
     pu = torch.einsum("td,khd->kht", pe, u)                                        # (K, H, T+1)
-    s_tok = (eu[:, None, :, 0, None] + b[:, :, None, :] * (eu[:, :, 1] - eu[:, :, 0])[:, None, :, None]
-             + pu[:, None, :, :T])                                                 # (K, n, H, T)
-    s_cls = (eu[:, :, 2] + pu[:, :, T])[:, None, :, None].expand(-1, b.shape[1], -1, -1)
-    A = torch.softmax(torch.cat([s_tok, s_cls], dim=-1), dim=-1)                   # (K, n, H, T+1)
-    a_tok = A[..., :T]
-    m1 = torch.einsum("knht,knt->knh", a_tok, b)
-    m0 = a_tok.sum(-1) - m1
-    xbar = (m0[..., None] * E[:, None, None, 0] + m1[..., None] * E[:, None, None, 1]
-            + A[..., T, None] * E[:, None, None, 2] + torch.einsum("knht,td->knhd", A, pe))
+    delta = eu[..., 1] - eu[..., 0]                                                # (K, H)
+    dplus = torch.clamp(delta, min=0.0)
+    s_cls = eu[..., 2] + pu[..., T]                                                # (K, H)
+    top = pu[..., :T].max(-1).values + eu[..., 0] + dplus
+    shift = torch.maximum(top, s_cls).detach()
+    w = torch.exp(pu[..., :T] + (eu[..., 0] + dplus - shift)[..., None])           # (K, H, T)
+    c = torch.exp(s_cls - shift)                                                   # (K, H)
+    a0, a1 = torch.exp(-dplus), torch.exp(delta - dplus)                           # (K, H)
+    # sum_t w_t alpha_{b_t} x_t = base + sum_t b_t w_t g_t, with the sequence-independent
+    # base = alpha_0 sum_t w_t (e_0 + PE_t) and g_t = (alpha_1 - alpha_0) PE_t + alpha_1 e_1 - alpha_0 e_0
+    H, d = w.shape[1], pe.shape[1]
+    da = a1 - a0                                                                   # (K, H)
+    g = da[..., None, None] * pe[:T] + (a1[..., None] * E[:, None, 1] - a0[..., None] * E[:, None, 0])[:, :, None]
+    cols = torch.cat([w[..., None] * g, w[..., None]], dim=-1)                     # (K, H, T, d+1)
+    bw = torch.bmm(b, cols.permute(0, 2, 1, 3).reshape(K, T, H * (d + 1))).view(K, n, H, d + 1)
+    S0 = w.sum(-1)                                                                 # (K, H)
+    base = a0[..., None] * (torch.einsum("kht,td->khd", w, pe[:T]) + S0[..., None] * E[:, None, 0]) \
+        + c[..., None] * (E[:, None, 2] + pe[T])                                   # (K, H, d)
+    Z = (a0 * S0 + c)[:, None] + da[:, None] * bw[..., d]                          # (K, n, H)
+    xbar = (base[:, None] + bw[..., :d]) / Z[..., None]                            # (K, n, H, d)
     v = torch.einsum("knhd,khde->knhe", xbar, P["W_V"]) + P["b_V"][:, None]
     o = torch.einsum("knhe,khef->knf", v, P["W_O"]) + P["b_O"][:, None]
     y = torch.einsum("knf,kfg->kng", torch.relu(o), P["W_C"]) + P["b_C"][:, None]
@@ -463,7 +550,7 @@ def train_stack(params: dict[str, torch.Tensor], tasks: Sequence[SparseMajorityT
             for k in torch.nonzero(capped).flatten().tolist():
                 hit_cap[k] = True
             stopping = active.clone()
-        if bool(stopping.any()) or epoch % cfg.eval_every == 0:
+        if bool(stopping.any()) or epoch % cfg.eval_interval == 0:
             _select(params, data, E, pe, scale, cfg, best, ckpt, ckpt_epoch, active, epoch)
             rec = {"epoch": epoch, "lr": lr, "train_acc": train_acc.tolist(),
                    "val_loss": best["val"].tolist()}
@@ -500,43 +587,57 @@ def _select(params, data, E, pe, scale, cfg, best, ckpt, ckpt_epoch, active, epo
 # ---------------------------------------------------------------------------------------------- runs
 @dataclass(frozen=True)
 class RunResult:
-    """One trained model. Gaps are "how much worse on test": ``acc_gap = train_acc - test_acc`` and
-    ``loss_gap = test_loss - train_loss`` (the original prints ``train - test`` for both). Norms and
-    bounds are of the reported (``select``) checkpoint, in float64. ``orig_*``: the same numbers for the
-    checkpoint the original protocol would have reported (lowest test loss); NaN when not tracked.
+    """One trained model. The primary numbers are those of the **stopping checkpoint** (the first
+    weights that classify the whole training set correctly; for a run that never fits, its last
+    weights), all evaluated in float64. Gaps are "how much worse on test": ``acc_gap = train_acc -
+    test_acc`` and ``loss_gap = test_loss - train_loss``.
+
+    ``fitted``: the stopping checkpoint has training accuracy exactly 1 (checked on the whole training
+    set); ``fit_step``: when it was reached (Adam steps, or epochs for the original protocol; ``-1`` if
+    never); ``steps``: steps (epochs) taken. ``l11_norm_sum``: the sum of the entrywise l1 norms of every
+    parameter tensor (what the authors' script prints); ``l11_dist_from_init``: the same sum for the
+    difference from the initial weights. ``input_radius``: the ``T``-uniform ``B_X`` the bounds use
+    (:func:`uniform_input_radius`); ``input_radius_T``: the exact maximum row norm at this ``T``, for
+    comparison. ``tt_bound``, ``edelman_bound``: the bounds of :func:`bounds_for` at the trained norms,
+    with the union bound over a grid of radii; ``tt_m_star``, ``edelman_m_star``:
+    :func:`sample_size_needed` (NaN when skipped). ``val_*``: the secondary, validation-selected
+    checkpoint; ``orig_*``: the original protocol's test-selected checkpoint (NaN unless tracked).
     ``seconds``: wall time of training and evaluating the stack of seeds trained together, divided by
-    their number. ``tt_m_star``, ``edelman_m_star``: :func:`sample_size_needed` (NaN when skipped).
-    ``l11_norms``: the entrywise l1 norm of every parameter tensor (what the authors' script prints)."""
+    their number. ``l11_norms``: the entrywise l1 norm of every parameter tensor."""
 
     seq_len: int
     seed: int
+    protocol: str
+    fitted: bool
+    fit_step: int
+    steps: int
     train_acc: float
     test_acc: float
     acc_gap: float
     train_loss: float
     test_loss: float
     loss_gap: float
+    val_acc: float
     l11_norm_sum: float
+    l11_dist_from_init: float
+    input_radius: float
+    input_radius_T: float
     tt_bound: float
     edelman_bound: float
-    epochs: int
-    seconds: float
-    hit_cap: bool
-    val_acc: float
-    val_loss: float
-    select: str
-    selected_epoch: int
-    input_radius: float
-    n_train: int
-    train_ramp_risk: float
     tt_m_star: float
     edelman_m_star: float
-    orig_selected_epoch: int
+    train_ramp_risk: float
+    n_train: int
+    seconds: float
+    diverged: bool
+    val_step: int
+    val_train_acc: float
+    val_test_acc: float
+    val_acc_gap: float
+    orig_step: int
     orig_train_acc: float
     orig_test_acc: float
     orig_acc_gap: float
-    orig_loss_gap: float
-    orig_l11_norm_sum: float
     l11_norms: dict = field(default_factory=dict, compare=False)
 
     def to_dict(self, *, with_norms: bool = False) -> dict:
@@ -551,53 +652,61 @@ def _seed_for(seq_len: int, seed: int, salt: int) -> int:
     return (int(seed) * 1_000_003 + int(seq_len) * 7919 + salt) % (2**63 - 1)
 
 
-def bounds_for(net, *, m: int, seq_len: int, delta: float, B_X: float, margin: float = 1.0
-               ) -> tuple[float, float]:
+def bounds_for(net, *, m: int, seq_len: int, delta: float, B_X: float, margin: float = 1.0,
+               radius_grid: bool = True) -> tuple[float, float]:
     """The Trauger-Tewari and the Edelman-type bounds of ``net`` (float64), with ``m`` training
     sequences and ``seq_len + 1`` rows (the ``[CLS]`` row included); returns two floats.
 
-    Each is ``2 R + 3 sqrt(log(2/delta) / (2m))`` with ``R`` the Dudley bound of the ramp-loss class at
+    Each is ``2 R + 3 sqrt(log(2/delta') / (2m))`` with ``R`` the Dudley bound of the ramp-loss class at
     ``margin`` **before** the trivial cap ``R <= 1/2`` that :mod:`genbound.bounds` applies (with the cap
     both would read the same constant whenever they are vacuous; without it they can be compared).
-    It bounds ``P[error] - (empirical ramp risk)``; anything above 1 is vacuous.
+    With ``radius_grid`` (default) every radius is rounded up to a power of 2 and ``delta' = delta
+    prod pi(i_j)`` (:prf:ref:`thm-radius-union`), so the bound holds at norms read off a trained network;
+    without it, ``delta' = delta`` and the radii are the network's own norms (valid only for radii
+    fixed in advance). It bounds ``P[error] - (empirical ramp risk)``; anything above 1 is vacuous.
     """
+    from ..rademacher import generalization_gap_bound
+
+    tt, ed = _bound_objects(net, m=m, seq_len=seq_len, delta=delta, B_X=B_X, margin=margin,
+                            radius_grid=radius_grid)
+    return tuple(generalization_gap_bound(r.dudley.value, m=m, delta=r.delta, b=1.0) for r in (tt, ed))
+
+
+def _bound_objects(net, *, m, seq_len, delta, B_X, margin, radius_grid):
     from ..bounds.edelman import edelman_bound_from_model
     from ..bounds.trauger_tewari import trauger_tewari_bound_from_model
 
-    from ..rademacher import generalization_gap_bound
-
-    tt = trauger_tewari_bound_from_model(net, m=m, delta=delta, B_X=B_X, margin=margin)
-    ed = edelman_bound_from_model(net, m=m, T=seq_len + 1, delta=delta, B_X=B_X, margin=margin)
-    return tuple(generalization_gap_bound(r.dudley.value, m=m, delta=delta, b=1.0) for r in (tt, ed))
+    tt = trauger_tewari_bound_from_model(net, m=m, delta=delta, B_X=B_X, margin=margin,
+                                         radius_grid=radius_grid)
+    ed = edelman_bound_from_model(net, m=m, T=seq_len + 1, delta=delta, B_X=B_X, margin=margin,
+                                  radius_grid=radius_grid)
+    return tt, ed
 
 
 def sample_size_needed(net, *, seq_len: int, delta: float, B_X: float, margin: float = 1.0,
-                       target: float = 0.5, max_log10: float = 40.0, tol: float = 0.05) -> tuple[float, float]:
+                       target: float = 0.5, max_log10: float = 40.0, tol: float = 0.05,
+                       radius_grid: bool = True) -> tuple[float, float]:
     """``m*``: the smallest sample size at which each bound (Trauger-Tewari, Edelman-type), evaluated
     with ``net``'s norms **held fixed**, falls to ``target``; bisection on ``log10 m`` to ``tol`` decades
     (the returned ``m*`` satisfies the target; ``m* / 10**tol`` does not).
 
-    Returns two floats (``inf`` when not reached by ``10**max_log10``). A yardstick for vacuous bounds:
-    it says how far the measured norms are from a non-vacuous guarantee, in samples.
+    With ``radius_grid`` (default) the bounds are those of :prf:ref:`thm-radius-union`, so that a
+    network trained on ``m*`` samples with these norms would carry the guarantee. Returns two floats
+    (``inf`` when not reached by ``10**max_log10``).
     """
-    from ..bounds.edelman import edelman_bound_from_model
-    from ..bounds.trauger_tewari import trauger_tewari_bound_from_model
-
-    def tt(m):
-        return trauger_tewari_bound_from_model(net, m=m, delta=delta, B_X=B_X, margin=margin).value
-
-    def ed(m):
-        return edelman_bound_from_model(net, m=m, T=seq_len + 1, delta=delta, B_X=B_X, margin=margin).value
+    def value(i, m):
+        return _bound_objects(net, m=m, seq_len=seq_len, delta=delta, B_X=B_X, margin=margin,
+                              radius_grid=radius_grid)[i].value
 
     out = []
-    for fn in (tt, ed):
+    for i in (0, 1):
         lo, hi = math.log10(2.0), float(max_log10)
-        if fn(int(10**hi)) > target:
+        if value(i, int(10**hi)) > target:
             out.append(math.inf)
             continue
         while hi - lo > tol:
             mid = (lo + hi) / 2
-            lo, hi = (lo, mid) if fn(int(10**mid)) <= target else (mid, hi)
+            lo, hi = (lo, mid) if value(i, int(10**mid)) <= target else (mid, hi)
         out.append(float(int(10**hi)))
     return out[0], out[1]
 
@@ -610,14 +719,42 @@ def initial_model(seq_len: int, seed: int, config: SparseMajorityConfig | None =
     return build_model(config, seed=_seed_for(seq_len, seed, 2)).requires_grad_(False)
 
 
+def _train_adam(params, tasks, data, cfg, E, pe, scale, progress, desc):
+    """Run the ``"adam"`` protocol; returns ``(stop, val_best, fitted, fit_step, steps, val_step,
+    diverged, initial)``."""
+    from .fullbatch import fit_stack
+
+    bits_tr, y_tr = data["train"]
+
+    def loss_logits(P, idx):
+        z = cls_logits(P, bits_tr[idx], E[idx], pe, scale)
+        return bce_one_hot(z, y_tr[idx]), z
+
+    def confirm(Pk, k):
+        P1 = {nm: v[None] for nm, v in Pk.items()}
+        _, acc = evaluate_stack(P1, bits_tr[k:k + 1], y_tr[k:k + 1], E[k:k + 1].double(), pe.double(),
+                                scale, chunk=cfg.eval_chunk)
+        return bool(acc[0] == 1.0)
+
+    def val_loss(P, idx):
+        loss, _ = evaluate_stack(P, data["val"][0][idx], data["val"][1][idx], E[idx], pe, scale,
+                                 chunk=cfg.eval_chunk)
+        return loss
+
+    out = fit_stack(params, loss_logits, y_tr, cfg.adam_protocol(), confirm=confirm, val_loss=val_loss,
+                    progress=progress, desc=desc)
+    return (out.stop, out.val_best, out.fitted, out.fit_step, out.steps, out.val_step, out.diverged,
+            out.initial)
+
+
 def run_seq_len(seq_len: int, seeds: Sequence[int], config: SparseMajorityConfig | None = None, *,
                 device=None, progress: bool | None = None, return_models: bool = False):
     """Train and evaluate one model per seed at sequence length ``seq_len`` (all seeds in one stack).
 
     Returns the list of :class:`RunResult` (one per seed); with ``return_models`` a pair
     ``(results, nets)`` where ``nets[k]`` is seed ``k``'s float64
-    :class:`~genbound.nets.ReferenceTransformer` holding the reported (``config.select``) checkpoint
-    (a snapshot for measuring: its parameters do not require gradients).
+    :class:`~genbound.nets.ReferenceTransformer` holding the stopping checkpoint (a snapshot for
+    measuring: its parameters do not require gradients).
 
     Each seed fixes its task (positions, embeddings), its data (train, validation, test), its Keras-style
     initialisation and its shuffling; results do not depend on which seeds are trained together.
@@ -640,63 +777,76 @@ def run_seq_len(seq_len: int, seeds: Sequence[int], config: SparseMajorityConfig
         gens.append(torch.Generator().manual_seed(_seed_for(seq_len, sd, 3)))
     data = {k: (torch.stack([b for b, _ in v]).to(dev), torch.stack([y for _, y in v]).to(dev))
             for k, v in data.items()}
+    init64 = {nm: p.detach() for nm, p in stack_parameters(nets, dtype=torch.float64, device=dev).items()}
     params = stack_parameters(nets, dtype=cfg.dtype, device=dev)
-    out = train_stack(params, tasks, data, cfg, generators=gens, progress=progress,
-                      desc=f"T={seq_len}")
     E, pe = _tensors_for(tasks, data, dev)
+    E, pe = E.to(params["W_Q"].dtype), pe.to(params["W_Q"].dtype)
     scale = 1.0 / math.sqrt(cfg.d_head)
+    K = len(seeds)
+    orig = None
+    if cfg.protocol == "adam":
+        stop, val_best, _, fit_step, steps, val_step, diverged, _ = _train_adam(
+            params, tasks, data, cfg, E, pe, scale, progress, f"T={seq_len}")
+    else:
+        out = train_stack(params, tasks, data, cfg, generators=gens, progress=progress, desc=f"T={seq_len}")
+        stop, val_best = out.checkpoints["last"], out.checkpoints["val"]
+        steps, val_step = out.epochs, out.checkpoint_epochs["val"]
+        fit_step, diverged = [-1] * K, [False] * K
+        if cfg.track_test_selection:
+            orig = (out.checkpoints["test"], out.checkpoint_epochs["test"])
+    E64, pe64 = E.double(), pe.double()
 
-    def metrics(kind):
-        P = {nm: p.to(torch.float64) for nm, p in out.checkpoints[kind].items()}
-        res = {split: evaluate_stack(P, *data[split], E.double(), pe.double(), scale, chunk=cfg.eval_chunk)
-               for split in ("train", "val", "test")}
-        norms, sums = [], []
-        for k, net in enumerate(nets):
-            load_stacked(net, P, k)
-            raw = net.weight_norms()["raw"]
-            norms.append(raw)
-            sums.append(sum(raw.values()))
-        return res, norms, sums
+    def evaluate(P):
+        P = {nm: p.to(torch.float64) for nm, p in P.items()}
+        return P, {split: evaluate_stack(P, *data[split], E64, pe64, scale, chunk=cfg.eval_chunk)
+                   for split in ("train", "val", "test")}
 
-    res, norms, sums = metrics(cfg.select)
-    orig_res, _, orig_sums = metrics("test") if cfg.track_test_selection else (None, None, None)
-    results = []
-    P_sel = {nm: p.to(torch.float64) for nm, p in out.checkpoints[cfg.select].items()}
-    ramp = ramp_risk(P_sel, *data["train"], E.double(), pe.double(), scale, margin=cfg.margin)
+    P_stop, res = evaluate(stop)
+    _, res_val = evaluate(val_best)
+    res_orig = evaluate(orig[0])[1] if orig is not None else None
+    ramp = ramp_risk(P_stop, *data["train"], E64, pe64, scale, margin=cfg.margin)
+    B_X = uniform_input_radius(cfg.d)
     elapsed = time.perf_counter() - t_start
+    results = []
     for k, sd in enumerate(seeds):
-        load_stacked(nets[k], P_sel, k)
-        B_X = tasks[k].input_radius()
+        load_stacked(nets[k], P_stop, k)
+        raw = nets[k].weight_norms()["raw"]
+        dist = sum(float((P_stop[nm][k] - init64[nm][k]).abs().sum()) for nm in _PARAM_NAMES)
         tt, ed = bounds_for(nets[k], m=cfg.n_train, seq_len=seq_len, delta=cfg.delta, B_X=B_X,
                             margin=cfg.margin)
-        tt_m, ed_m = (sample_size_needed(nets[k], seq_len=seq_len, delta=cfg.delta, B_X=B_X, margin=cfg.margin)
-                      if cfg.m_star else (math.nan, math.nan))
-        (trl, tra), (val, vaa), (tel, tea) = ((float(l[k]), float(a[k])) for l, a in
-                                              (res["train"], res["val"], res["test"]))
-        if orig_res is not None:
-            o_tra, o_tea = float(orig_res["train"][1][k]), float(orig_res["test"][1][k])
-            o_trl, o_tel = float(orig_res["train"][0][k]), float(orig_res["test"][0][k])
-            o_sum, o_ep = float(orig_sums[k]), out.checkpoint_epochs["test"][k]
+        tt_m, ed_m = (sample_size_needed(nets[k], seq_len=seq_len, delta=cfg.delta, B_X=B_X,
+                                         margin=cfg.margin) if cfg.m_star else (math.nan, math.nan))
+        (trl, tra), (_, vaa), (tel, tea) = ((float(l[k]), float(a[k])) for l, a in
+                                            (res["train"], res["val"], res["test"]))
+        fitted = tra == 1.0
+        if cfg.protocol == "original" and fitted:
+            fit_step[k] = steps[k]
+        v_tr, v_te = float(res_val["train"][1][k]), float(res_val["test"][1][k])
+        if res_orig is not None:
+            o_step, o_tr, o_te = orig[1][k], float(res_orig["train"][1][k]), float(res_orig["test"][1][k])
         else:
-            o_tra = o_tea = o_trl = o_tel = o_sum = math.nan
-            o_ep = -1
+            o_step, o_tr, o_te = -1, math.nan, math.nan
         results.append(RunResult(
-            seq_len=seq_len, seed=sd, train_acc=tra, test_acc=tea, acc_gap=tra - tea, train_loss=trl,
-            test_loss=tel, loss_gap=tel - trl, l11_norm_sum=float(sums[k]), tt_bound=tt,
-            edelman_bound=ed, epochs=out.epochs[k], seconds=elapsed / len(seeds), hit_cap=out.hit_cap[k],
-            val_acc=vaa, val_loss=val, select=cfg.select, selected_epoch=out.checkpoint_epochs[cfg.select][k],
-            input_radius=B_X, n_train=cfg.n_train, train_ramp_risk=float(ramp[k]), tt_m_star=tt_m,
-            edelman_m_star=ed_m, orig_selected_epoch=o_ep, orig_train_acc=o_tra,
-            orig_test_acc=o_tea, orig_acc_gap=o_tra - o_tea, orig_loss_gap=o_tel - o_trl,
-            orig_l11_norm_sum=o_sum, l11_norms=norms[k]))
+            seq_len=seq_len, seed=sd, protocol=cfg.protocol, fitted=fitted,
+            fit_step=fit_step[k] if fitted else -1, steps=steps[k], train_acc=tra, test_acc=tea,
+            acc_gap=tra - tea, train_loss=trl, test_loss=tel, loss_gap=tel - trl, val_acc=vaa,
+            l11_norm_sum=float(sum(raw.values())), l11_dist_from_init=dist, input_radius=B_X,
+            input_radius_T=tasks[k].input_radius(), tt_bound=tt, edelman_bound=ed, tt_m_star=tt_m,
+            edelman_m_star=ed_m, train_ramp_risk=float(ramp[k]), n_train=cfg.n_train,
+            seconds=elapsed / len(seeds), diverged=diverged[k], val_step=val_step[k], val_train_acc=v_tr,
+            val_test_acc=v_te, val_acc_gap=v_tr - v_te, orig_step=o_step, orig_train_acc=o_tr,
+            orig_test_acc=o_te, orig_acc_gap=o_tr - o_te, l11_norms=raw))
     return (results, nets) if return_models else results
 
 
 def run_sweep(seq_lens: Iterable[int], seeds: int | Sequence[int], config: SparseMajorityConfig | None = None,
               *, device=None, progress: bool | None = None,
-              on_result: Callable[[RunResult], None] | None = None) -> list[RunResult]:
+              on_result: Callable[[RunResult], None] | None = None,
+              skip: Callable[[int, int], bool] | None = None) -> list[RunResult]:
     """:func:`run_seq_len` for every ``T`` in ``seq_lens`` (``seeds``: a count ``n`` meaning ``0..n-1``,
-    or explicit seeds). ``on_result`` is called after every run (e.g. to append to a CSV)."""
+    or explicit seeds). ``on_result`` is called after every run (e.g. to append to a CSV); runs with
+    ``skip(T, seed)`` true are not trained (e.g. finished rows of a CSV being resumed). A run's result
+    does not depend on which other seeds share its stack, so a resumed sweep equals an uninterrupted one."""
     cfg = (config or SparseMajorityConfig()).validated()
     seq_lens = [int(t) for t in seq_lens]
     if not seq_lens:
@@ -707,7 +857,10 @@ def run_sweep(seq_lens: Iterable[int], seeds: int | Sequence[int], config: Spars
     resolve_device(device)
     out = []
     for T in seq_lens:
-        for r in run_seq_len(T, seed_list, cfg, device=device, progress=progress):
+        todo = [sd for sd in seed_list if skip is None or not skip(T, sd)]
+        if not todo:
+            continue
+        for r in run_seq_len(T, todo, cfg, device=device, progress=progress):
             out.append(r)
             if on_result is not None:
                 on_result(r)
@@ -749,15 +902,49 @@ def to_frame(results: Iterable[RunResult]):
     return pd.DataFrame([{c: v for c, v in r.to_dict().items() if c in cols} for r in results], columns=cols)
 
 
-def summarize(df, columns: Sequence[str] = ("train_acc", "test_acc", "acc_gap", "loss_gap", "l11_norm_sum",
-                                            "tt_bound", "edelman_bound", "tt_m_star", "edelman_m_star",
-                                            "epochs", "hit_cap")):
+def summarize(df, columns: Sequence[str] = ("fitted", "train_acc", "test_acc", "acc_gap", "loss_gap",
+                                            "l11_norm_sum", "l11_dist_from_init", "tt_bound",
+                                            "edelman_bound", "tt_m_star", "edelman_m_star", "fit_step")):
     """Mean and standard deviation over seeds of each column, per sequence length (a DataFrame with
     columns ``(name, "mean")``, ``(name, "std")`` and ``n`` runs, indexed by ``seq_len``)."""
-    g = df.groupby("seq_len")
+    g = df.assign(fitted=df["fitted"].astype(float)).groupby("seq_len")
     out = g[list(columns)].agg(["mean", "std"])
     out["n"] = g.size()
     return out
+
+
+def gap_slope(df, *, column: str = "acc_gap", n_boot: int = 2000, seed: int = 0) -> dict:
+    """Least-squares slope of ``column`` against ``log2 T`` over the rows of ``df``, with a 95% bootstrap
+    interval (rows resampled with replacement within each ``T``, so every length keeps its count).
+
+    Returns ``{"slope", "lo", "hi", "n"}``: the change of the gap per doubling of ``T``.
+
+    >>> import pandas as pd
+    >>> df = pd.DataFrame({"seq_len": [16, 16, 32, 32], "acc_gap": [0.1, 0.1, 0.2, 0.2]})
+    >>> round(gap_slope(df)["slope"], 12)
+    0.1
+    """
+    import numpy as np
+
+    if len(df) < 3 or df["seq_len"].nunique() < 2:
+        raise ParameterError("gap_slope needs at least 3 rows over at least 2 sequence lengths")
+    x = np.log2(df["seq_len"].to_numpy(dtype=float))
+    y = df[column].to_numpy(dtype=float)
+    if not np.isfinite(y).all():
+        raise ParameterError(f"column {column!r} has non-finite values")
+
+    def slope(xx, yy):
+        xc = xx - xx.mean()
+        return float((xc * (yy - yy.mean())).sum() / (xc**2).sum())
+
+    rng = np.random.default_rng(seed)
+    groups = [np.flatnonzero(df["seq_len"].to_numpy() == t) for t in sorted(df["seq_len"].unique())]
+    boots = np.empty(n_boot)
+    for b in range(n_boot):
+        idx = np.concatenate([rng.choice(g, size=len(g), replace=True) for g in groups])
+        boots[b] = slope(x[idx], y[idx])
+    lo, hi = np.quantile(boots, [0.025, 0.975])
+    return {"slope": slope(x, y), "lo": float(lo), "hi": float(hi), "n": int(len(df))}
 
 
 def plot_sweep(df, axes, *, label: str = "", color=None, marker: str = "o"):

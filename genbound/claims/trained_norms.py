@@ -1,0 +1,133 @@
+"""Claims of :ref:`ch-sparse-majority` that let the Part II bounds be read at a trained network:
+a sequence-length-uniform input radius and the union bound over a grid of radii."""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+from . import register
+from ._core import AllOf, Claim, FunctionCheck, InequalityCheck
+
+CH = "book/part2/sparse_majority.md"
+F64 = torch.float64
+_D_MAX = 64
+
+
+# ---------------------------------------------------------------------------------------------------
+# lem-sm-uniform-radius
+# ---------------------------------------------------------------------------------------------------
+def _radius_sample(gen: torch.Generator, n: int) -> dict:
+    """Rows ``e + p`` in dimension ``d`` (padded to 64 with a mask): ``e`` of l1 norm at most 1, ``p`` with
+    coordinates in ``[-1, 1]``; a third of the instances put ``p`` at a sign vector aligned with ``e``
+    (the extremal family of the triangle inequality), a third at a real encoding row ``PE_j``."""
+    from ..experiments.sparse_majority import encoding_rows
+
+    d = torch.randint(1, _D_MAX + 1, (n,), generator=gen)
+    d[: n // 6] = 1                                                   # d = 1: the bound is attained
+    d[n // 6: n // 3] = 64
+    mask = (torch.arange(_D_MAX)[None, :] < d[:, None]).to(F64)
+    e = torch.randn(n, _D_MAX, generator=gen, dtype=F64) * mask
+    e = e / e.abs().sum(-1, keepdim=True) * torch.rand(n, 1, generator=gen, dtype=F64).sqrt()
+    p = (torch.rand(n, _D_MAX, generator=gen, dtype=F64) * 2 - 1) * mask
+    kind = torch.arange(n) % 3
+    aligned = torch.where(e >= 0, 1.0, -1.0).to(F64) * mask
+    j = torch.randint(0, 10**7, (n,), generator=gen)
+    pe = encoding_rows(j, _D_MAX)                                      # real encoding rows
+    p = torch.where((kind == 1)[:, None], aligned, p)
+    p = torch.where(((kind == 2) & (d == _D_MAX))[:, None], pe, p)
+    return {"e": e, "p": p, "mask": mask}
+
+
+def _radius_project(x: dict) -> dict:
+    e = x["e"] * x["mask"]
+    l1 = e.abs().sum(-1, keepdim=True).clamp(min=1.0)
+    return {**x, "e": e / l1, "p": x["p"].clamp(-1.0, 1.0) * x["mask"]}
+
+
+def _radius_ratio(e, p, mask):
+    from ..experiments.sparse_majority import uniform_input_radius
+
+    d = mask.sum(-1).round().long()
+    bound = torch.tensor([uniform_input_radius(int(k)) for k in d.tolist()], dtype=F64)
+    return torch.linalg.vector_norm(e + p, dim=-1) / bound
+
+
+register(Claim(
+    label="lem-sm-uniform-radius",
+    statement="every input row e + PE_j (||e||_1 <= 1, any position j, any T) has ||e + PE_j||_2 <= 1 + sqrt(d)",
+    chapter=CH, source="reconstructed",
+    numeric=InequalityCheck(_radius_sample, _radius_ratio, _radius_project, trials=3000, starts=12, steps=80,
+                            lr=0.05, search=("e", "p")),
+))
+
+
+# ---------------------------------------------------------------------------------------------------
+# thm-radius-union
+# ---------------------------------------------------------------------------------------------------
+def _rounding_ratio(seed: int) -> tuple[float, int]:
+    """Grid rounding covers the norm and costs less than a factor 2: max of ``N / r`` and ``r / (2N)``
+    over log-uniform norms and exact powers of two (where ``N / r = 1``)."""
+    from ..bounds.radius_grid import GRID_BASE, grid_point
+
+    gen = torch.Generator().manual_seed(seed)
+    N = (10 ** (torch.rand(3000, generator=gen, dtype=F64) * 12 - 4)).tolist()
+    N += [2.0**k for k in range(-30, 31)] + [2.0**k * (1 + 1e-15) for k in range(-30, 31)]
+    worst = 0.0
+    for v in N:
+        _, r = grid_point(v)
+        worst = max(worst, v / r, r / (GRID_BASE * v))
+    return worst, len(N)
+
+
+def _union_mass_ratio(seed: int) -> tuple[float, int]:
+    """Total confidence spent over a truncated grid of radius tuples, divided by ``delta``: at most 1.
+
+    Sums ``union_delta(delta, (i_1, ..., i_k))`` over ``|i_j| <= M`` for ``k = 1, 2, 3`` radii and
+    ``M`` up to 2,000 (the sum approaches 1 as ``M`` grows, so the check is tight), and compares each
+    ``union_delta`` with ``delta`` times the product of the exact rational priors."""
+    from fractions import Fraction
+
+    from ..bounds.radius_grid import union_delta
+
+    worst, trials = 0.0, 0
+    delta = 0.05
+    one = {i: union_delta(delta, [i]) / delta for i in range(-2000, 2001)}
+    worst = max(worst, math.fsum(one.values()))
+    trials += len(one)
+    for M, k in ((60, 2), (12, 3)):
+        rng = range(-M, M + 1)
+        if k == 2:
+            tot = math.fsum(union_delta(delta, [a, b]) for a in rng for b in rng)
+        else:
+            tot = math.fsum(union_delta(delta, [a, b, c]) for a in rng for b in rng for c in rng)
+        worst = max(worst, tot / delta)
+        trials += len(rng) ** k
+    gen = torch.Generator().manual_seed(seed)
+    for _ in range(200):                                  # each share is delta * prod pi(i_j), exactly
+        idx = torch.randint(-50, 51, (int(torch.randint(1, 12, (1,), generator=gen)),), generator=gen).tolist()
+        exact = Fraction(1)
+        for i in idx:
+            exact *= Fraction(2, 3 * (abs(i) + 1) * (abs(i) + 2))
+        worst = max(worst, union_delta(delta, idx) / (delta * float(exact)))
+        trials += 1
+    return worst, trials
+
+
+def _union_symbolic() -> bool:
+    from ..bounds.radius_grid import PRIOR_NORMALISER
+    from ..symbolic import radius_grid as srg
+
+    return (srg.verify_prior_sums_to_one() and srg.verify_rounding_factor()
+            and abs(float(srg.prior_normaliser()) - PRIOR_NORMALISER) < 1e-15)
+
+
+register(Claim(
+    label="thm-radius-union",
+    statement="with prob >= 1 - delta, every network satisfies the fixed-radius bound at its norms rounded up "
+              "to powers of 2, at confidence delta * prod_j (2/3)/((|i_j|+1)(|i_j|+2))",
+    chapter=CH, source="standard",
+    numeric=AllOf((FunctionCheck(_rounding_ratio), FunctionCheck(_union_mass_ratio))),
+    symbolic=_union_symbolic,
+))
