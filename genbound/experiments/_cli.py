@@ -14,7 +14,7 @@ import math
 
 from ..errors import ParameterError
 
-__all__ = ["add_parser", "parse_int_list"]
+__all__ = ["add_parser", "parse_int_list", "parse_float_list"]
 
 
 def parse_int_list(text: str, name: str) -> list[int]:
@@ -33,7 +33,7 @@ def parse_int_list(text: str, name: str) -> list[int]:
 
 
 def add_parser(sub) -> None:
-    """Register ``experiment`` (with the sub-subcommand ``sparse-majority``)."""
+    """Register ``experiment`` (sub-subcommands ``sparse-majority`` and ``predict-gap``)."""
     p = sub.add_parser("experiment", help="run an experiment of the book",
                        description="Run an experiment of the book.")
     psub = p.add_subparsers(dest="experiment", metavar="EXPERIMENT")
@@ -87,6 +87,100 @@ def add_parser(sub) -> None:
                          "slower on a shared machine)")
     sm.add_argument("--progress", action="store_true", help="show a progress bar even when not a terminal")
     sm.set_defaults(func=_run_sparse_majority)
+    _add_predict_gap(psub)
+
+
+def _add_predict_gap(psub) -> None:
+    """Register ``experiment predict-gap`` (Part V)."""
+    from .predict_gap import SAVED_FAMILY, FamilyConfig
+
+    dflt = FamilyConfig()
+    pg = psub.add_parser(
+        "predict-gap", help="Part V: train a family of transformers and rank the bounds by their gaps",
+        description="Train the Part V family (a full factorial over width, learning rate, weight decay and "
+                    "training-set size, with seeds, on sparse majority and the bundled digits), appending "
+                    "every finished stack to a CSV and skipping models already in it; or, with --saved, "
+                    "summarise a saved family: Kendall's tau-b of every measure against the gap, its 95% "
+                    "bootstrap interval, and the granulated tau Psi.")
+    pg.add_argument("--saved", action="store_true",
+                    help=f"summarise a saved family (default {SAVED_FAMILY.name}) instead of training")
+    pg.add_argument("--csv", default=None, help="the family CSV (train: append here and resume; "
+                    "--saved: read this file; default: the saved family shipped with genbound)")
+    pg.add_argument("--json", action="store_true", help="print one JSON object")
+    pg.add_argument("--tasks", default=",".join(dflt.tasks), help="comma-separated tasks")
+    pg.add_argument("--seeds", type=int, default=dflt.seeds, help=f"seeds per point (default {dflt.seeds})")
+    pg.add_argument("--steps", type=int, default=dflt.steps, help=f"Adam step budget (default {dflt.steps})")
+    pg.add_argument("--widths", default=",".join(map(str, dflt.widths)))
+    pg.add_argument("--lrs", default=",".join(map(str, dflt.lrs)))
+    pg.add_argument("--weight-decays", default=",".join(map(str, dflt.weight_decays)))
+    pg.add_argument("--boot", type=int, default=1000, help="bootstrap resamples for the tau interval")
+    pg.add_argument("--threads", type=int, default=1, help="torch CPU threads (default 1)")
+    pg.add_argument("--progress", action="store_true", help="show a progress bar even when not a terminal")
+    pg.set_defaults(func=_run_predict_gap)
+
+
+def parse_float_list(text: str, name: str) -> list[float]:
+    """``"1e-3,3e-3"`` -> ``[0.001, 0.003]``; raises :class:`~genbound.errors.ParameterError` on bad input.
+
+    >>> parse_float_list("0, 0.1", "--weight-decays")
+    [0.0, 0.1]
+    """
+    try:
+        out = [float(t) for t in str(text).split(",") if t.strip()]
+    except ValueError:
+        raise ParameterError(f"{name} must be a comma-separated list of numbers, got {text!r}") from None
+    if not out:
+        raise ParameterError(f"{name} is empty")
+    return out
+
+
+def _run_predict_gap(args) -> int:
+    import torch
+
+    from . import predict_gap as pg
+
+    if args.boot < 1:
+        raise ParameterError(f"--boot must be >= 1, got {args.boot}")
+    if args.saved:
+        df = pg.read_family(args.csv)
+        out = pg.summary(df, csv_path=args.csv or pg.SAVED_FAMILY, n_boot=args.boot)
+        if args.json:
+            print(json.dumps(_jsonable_tree(out)))
+        else:
+            print(f"{out['n_models']} models ({out['n_fitted']} fitted) on {', '.join(out['tasks'])}; "
+                  f"axes {', '.join(out['hyperparameters'])}")
+            print(f"{'measure':>20} {'tau':>7} {'95% CI':>17} {'Psi':>7}")
+            for name, m in out["measures"].items():
+                lo, hi = m["tau_ci"]
+                print(f"{name:>20} {m['kendall_tau']:>7.3f} [{lo:>6.3f}, {hi:>6.3f}] {m['granulated_psi']:>7.3f}")
+        return 0
+    if args.csv is None:
+        raise ParameterError("training needs --csv PATH (the file to append to and resume from)")
+    if args.threads < 1:
+        raise ParameterError(f"--threads must be >= 1, got {args.threads}")
+    tasks = tuple(t.strip() for t in args.tasks.split(",") if t.strip())
+    cfg = pg.FamilyConfig(tasks=tasks, seeds=args.seeds, steps=args.steps,
+                          widths=tuple(parse_int_list(args.widths, "--widths")),
+                          lrs=tuple(parse_float_list(args.lrs, "--lrs")),
+                          weight_decays=tuple(parse_float_list(args.weight_decays, "--weight-decays"))
+                          ).validated()
+    torch.set_num_threads(args.threads)
+    recs = pg.run_family(cfg, csv_path=args.csv, progress=True if args.progress else None)
+    if args.json:
+        print(json.dumps([_jsonable(r.row()) for r in recs]))
+    else:
+        print(f"trained {len(recs)} models ({sum(r.fitted for r in recs)} fitted); appended to {args.csv}")
+    return 0
+
+
+def _jsonable_tree(obj):
+    if isinstance(obj, dict):
+        return {k: _jsonable_tree(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_jsonable_tree(v) for v in obj]
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return None
+    return obj
 
 
 def _run_sparse_majority(args) -> int:

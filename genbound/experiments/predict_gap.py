@@ -202,6 +202,7 @@ def stacked_logits(P: dict[str, torch.Tensor], X: torch.Tensor, score_scale: flo
 
 
 # ---------------------------------------------------------------------------------------------- measures
+@torch.no_grad()
 def measures_for(net, init, *, m: int, seq_len: int, B_X: float, delta: float, margin: float) -> dict:
     """Every measure of :data:`MEASURES` for one trained network ``net`` (``init``: its initial weights).
 

@@ -949,29 +949,35 @@ def gap_slope(df, *, column: str = "acc_gap", n_boot: int = 2000, seed: int = 0)
 
 def plot_sweep(df, axes, *, label: str = "", color=None, marker: str = "o"):
     """Draw the four panels of the chapter on ``axes`` (four matplotlib Axes) against ``T`` (log axis):
-    accuracy gap, summed l1 norm, both bounds at the run's ``m``, and the sample size ``m*`` each bound
-    would need at the same norms. Every run is a dot; the seed mean is a line, with a band of one
-    standard deviation in the first two panels. Returns ``axes``."""
+    accuracy gap; summed l1 norm (dots, solid) and l1 distance from initialisation (crosses, dashed);
+    both bounds at the run's ``m``; and the sample size ``m*`` each bound would need at the same norms.
+    Every run is a dot; the seed mean is a line, with a band of one standard deviation in the first two
+    panels. Returns ``axes``."""
     s = summarize(df)
     T = s.index.to_numpy()
-    panels = [(axes[0], "acc_gap", "accuracy gap (train - test)"),
-              (axes[1], "l11_norm_sum", r"$\sum_W \|W\|_{1,1}$")]
-    for ax, col, ylabel in panels:
-        ax.plot(df["seq_len"], df[col], marker, ms=3, alpha=0.45, color=color, lw=0)
+
+    def band(ax, col, mk, ls, lab):
+        ax.plot(df["seq_len"], df[col], mk, ms=3, alpha=0.45, color=color, lw=0)
         m, sd = s[(col, "mean")].to_numpy(), s[(col, "std")].fillna(0).to_numpy()
-        ax.plot(T, m, "-", color=color, label=label)
+        ax.plot(T, m, ls, color=color, label=lab)
         ax.fill_between(T, m - sd, m + sd, color=color, alpha=0.15, lw=0)
-        ax.set_ylabel(ylabel)
+
+    band(axes[0], "acc_gap", marker, "-", label)
+    axes[0].set_ylabel("accuracy gap (train - test)")
+    band(axes[1], "l11_norm_sum", marker, "-", r"$\sum_W \|W\|_{1,1}$")
+    band(axes[1], "l11_dist_from_init", "x", "--", r"$\sum_W \|W - W_0\|_{1,1}$")
+    axes[1].set_ylabel("entrywise $\\ell_1$")
     for ax, (tt, ed), ylabel, logy in ((axes[2], ("tt_bound", "edelman_bound"), "bound at the run's $m$", False),
                                        (axes[3], ("tt_m_star", "edelman_m_star"),
                                         "samples needed for bound $\\leq 0.5$", True)):
         for col, ls, name in ((tt, "-", "Trauger-Tewari"), (ed, "--", "Edelman-type")):
             ax.plot(df["seq_len"], df[col], marker, ms=3, alpha=0.45, color=color, lw=0)
-            ax.plot(T, s[(col, "mean")].to_numpy(), ls, color=color, label=f"{name} {label}".strip())
+            ax.plot(T, s[(col, "mean")].to_numpy(), ls, color=color, label=name)
         ax.set_ylabel(ylabel)
         if logy:
             ax.set_yscale("log")
     for ax in axes:
         ax.set_xscale("log", base=2)
         ax.set_xlabel("sequence length $T$")
+        ax.legend(fontsize=7)
     return axes
