@@ -71,9 +71,9 @@ class FamilyConfig:
     widths: tuple[int, ...] = (16, 32)
     lrs: tuple[float, ...] = (1e-3, 3e-3)
     weight_decays: tuple[float, ...] = (0.0, 0.1)
-    n_train: dict = field(default_factory=lambda: {"sparse-majority": (100, 300), "digits": (150, 450)})
-    seeds: int = 6
-    steps: int = 4000
+    n_train: dict = field(default_factory=lambda: {"sparse-majority": (60, 120), "digits": (150, 450)})
+    seeds: int = 7
+    steps: int = 6000
     warmup: int = 100
     n_test: int = 2000
     delta: float = 0.05

@@ -236,7 +236,7 @@ class SparseMajorityConfig:
     n_val: int = 1000
     n_test: int = 10_000
     protocol: str = "adam"
-    steps: int = 20_000
+    steps: int = 40_000
     adam_lr: float = 1e-3
     warmup: int = 300
     batch_size: int = 128
