@@ -67,7 +67,7 @@ register(Claim(
     label="lem-sa-threshold-optimum",
     statement="inf_{tau>0} sqrt(N M) tau^{-p/2} + S N tau = c_p M^{1/(p+2)} S^{p/(p+2)} N^{(p+1)/(p+2)}, "
               "attained at tau* = (p sqrt(N M)/(2 S N))^{2/(p+2)}, for p in (0, 2]",
-    chapter=ENTROPY, source="reconstructed",
+    chapter=ENTROPY, provenance="reconstructed",
     numeric=AllOf(seed_stride=7919, checks=(InequalityCheck(_term_sample, _closed_over_objective, _term_project, trials=2000,
                                    starts=16, steps=120, lr=0.05, search=("logtau", "p", "logS")),
                    FunctionCheck(_threshold_attained))),
@@ -89,7 +89,7 @@ def _cp_ratio(p):
 register(Claim(
     label="lem-sa-cp-range",
     statement="1 <= c_p <= 2 for p in (0, 2]; c_p increases in p, c_p -> 1 as p -> 0 and c_2 = 2",
-    chapter=ENTROPY, source="reconstructed",
+    chapter=ENTROPY, provenance="reconstructed",
     numeric=InequalityCheck(_cp_sample, _cp_ratio, lambda x: {"p": x["p"].clamp(1e-12, 2.0)},
                             trials=2000, starts=16, steps=100, lr=0.05),
     symbolic=_all(sym.verify_cp_limits, sym.verify_cp_increasing),
@@ -151,7 +151,7 @@ register(Claim(
     statement="if log N(eps) <= M N tau^{-p} + (S N tau B/eps)^2 for every tau > 0, then "
               "log N(eps) <= k_p Theta_p^2 eps^{-2p/(p+2)} with k_p = c_p, and "
               "int_0^D sqrt(log N) <= sqrt(k_p) Theta_p (p+2)/2 D^{2/(p+2)}",
-    chapter=ENTROPY, source="reconstructed",
+    chapter=ENTROPY, provenance="reconstructed",
     numeric=AllOf(seed_stride=7919, checks=(InequalityCheck(_entropy_sample, _entropy_ratio, _term_project, trials=2000, starts=16,
                                    steps=120, lr=0.05, search=("logtau", "p")),
                    FunctionCheck(_entropy_attained))),
@@ -188,7 +188,7 @@ register(Claim(
     label="lem-sa-residual-width",
     statement="for rows ||x_i|| <= B: E sup_{||R||_2 <= tau} sum_i <sigma_i, x_i R> <= tau N B sqrt(n) "
               "(Rademacher vectors sigma_i in {-1,1}^N)",
-    chapter=ENTROPY, source="reconstructed",
+    chapter=ENTROPY, provenance="reconstructed",
     numeric=InequalityCheck(_width_sample, _width_ratio, lambda x: {"X": se.row_project(x["X"])},
                             trials=200, starts=6, steps=30, lr=0.05),
 ))
@@ -209,7 +209,7 @@ def _softmax_ratio(a, b):
 register(Claim(
     label="lem-sa-softmax-l1",
     statement="||softmax(a) - softmax(b)||_1 <= 2 ||a - b||_inf (the tight constant is 1)",
-    chapter=DEEP, source="standard",
+    chapter=DEEP, provenance="standard",
     numeric=InequalityCheck(_softmax_sample, _softmax_ratio, None, trials=2000, starts=12, steps=80, lr=0.05),
 ))
 
@@ -252,7 +252,7 @@ register(Claim(
     label="lem-sa-attention-input-lipschitz",
     statement="for rows of X, X' in the unit ball: max_t ||head(X)_t - head(X')_t|| <= "
               "C_V (1 + 4 C_QK) max_t ||x_t - x'_t||, head(X) = softmax(X W_QK X^T) X W_V",
-    chapter=DEEP, source="reconstructed",
+    chapter=DEEP, provenance="reconstructed",
     numeric=InequalityCheck(_head_sample, _head_ratio, _head_project, trials=1500, starts=12, steps=120,
                             lr=0.03),
     symbolic=sym.verify_head_lipschitz,
@@ -300,7 +300,7 @@ register(Claim(
     statement="changing one matrix of a reference layer by Delta moves its output rows by at most "
               "gamma ||Delta||_2 with gamma = 2 L_phi C_V C_in C_out (QK), L_phi C_in C_out (V), "
               "L_phi C_out (M_in), C_in (M_out, GELU)",
-    chapter=DEEP, source="reconstructed",
+    chapter=DEEP, provenance="reconstructed",
     numeric=InequalityCheck(_layer_sample, _sensitivity_ratio, _layer_project, trials=500, starts=8,
                             steps=40, lr=0.03),
     symbolic=sym.verify_gamma_ratio,
@@ -348,7 +348,7 @@ register(Claim(
     statement="in the reference transformer, replacing layer l's matrices moves the output rows by at most "
               "alpha_l times the move of layer l's own output, alpha_l = prod_{k>l} L_phi C_in C_out "
               "sum_h C_V (1 + 4 C_QK)",
-    chapter=DEEP, source="reconstructed",
+    chapter=DEEP, provenance="reconstructed",
     numeric=InequalityCheck(_deep_sample, _peeling_ratio, _deep_project, trials=300, starts=6, steps=30,
                             lr=0.03),
     symbolic=sym.verify_head_lipschitz,
@@ -383,7 +383,7 @@ register(Claim(
     label="lem-sa-grid-rounding",
     statement="rounding p to the nearest point of P_m = {0, 1/m, ..., 2} raises log T(p) by at most "
               "(6 Lambda + log k + 2 |log S| + log N) / (8 m), Lambda = max_i |log sigma_i|, k = rank",
-    chapter=DEEP, source="reconstructed",
+    chapter=DEEP, provenance="reconstructed",
     numeric=InequalityCheck(_grid_sample, _grid_ratio, _grid_project, trials=3000, starts=16, steps=100,
                             lr=0.05, search=("logs", "logS", "p")),
     symbolic=_all(sym.verify_dlog_term_dp, sym.verify_dlog_term_dp_full),
@@ -423,7 +423,7 @@ register(Claim(
     label="prop-sa-p0-wins",
     statement="if S sigma_r >= sqrt(r/N) (r = rank, sigma_r the smallest nonzero singular value) then "
               "T(0) = sqrt(r N) <= T(p) for every p in [0, 2], so p = 0 is the grid minimiser",
-    chapter=EXAMPLES, source="reconstructed",
+    chapter=EXAMPLES, provenance="reconstructed",
     numeric=InequalityCheck(_p0_sample, _p0_ratio, _p0_project, trials=3000, starts=16, steps=120, lr=0.05,
                             search=("s", "p", "slack")),
     symbolic=sym.verify_p0_gap,
@@ -463,7 +463,7 @@ register(Claim(
     label="lem-sa-count-markov",
     statement="min_tau [sqrt(N r(tau)) + S N tau] <= c_p T(p) for every p in (0, 2]: each per-matrix term "
               "is a Markov-type upper bound on the spectral count functional",
-    chapter=EXAMPLES, source="reconstructed",
+    chapter=EXAMPLES, provenance="reconstructed",
     numeric=InequalityCheck(_count_sample, _count_ratio, _count_project, trials=1500, starts=12, steps=60,
                             lr=0.05),
     symbolic=sym.verify_threshold_optimum,

@@ -67,7 +67,7 @@ def _stable_rank_ratio(s, p, tau):
 register(Claim(
     label="lem-spectral-counting",
     statement="#{i : sigma_i > tau} <= tau^{-p} ||W||_{S_p}^p for every tau > 0 and p in [0, 2]",
-    chapter=CHAPTER, source="standard",
+    chapter=CHAPTER, provenance="standard",
     numeric=InequalityCheck(_spectra, _counting_ratio, _project),
     symbolic=sym.verify_markov_step,
 ))
@@ -75,7 +75,7 @@ register(Claim(
 register(Claim(
     label="lem-truncation-residual",
     statement="sum_{sigma_i <= tau} sigma_i^2 <= tau^{2-p} ||W||_{S_p}^p for tau > 0 and p in [0, 2]",
-    chapter=CHAPTER, source="standard",
+    chapter=CHAPTER, provenance="standard",
     numeric=InequalityCheck(_spectra, _residual_ratio, _project),
     symbolic=sym.verify_power_split,
 ))
@@ -83,7 +83,7 @@ register(Claim(
 register(Claim(
     label="lem-schatten-order",
     statement="||W||_{S_q} <= ||W||_{S_p} whenever 0 < p <= q <= 2",
-    chapter=CHAPTER, source="standard",
+    chapter=CHAPTER, provenance="standard",
     numeric=InequalityCheck(_spectra, _order_ratio, _project),
     symbolic=sym.verify_decreasing_in_p,
 ))
@@ -91,13 +91,13 @@ register(Claim(
 register(Claim(
     label="lem-norm-chain",
     statement="||W||_2 <= ||W||_F <= ||W||_* <= sqrt(rank W) ||W||_F (last link checked)",
-    chapter=CHAPTER, source="standard",
+    chapter=CHAPTER, provenance="standard",
     numeric=InequalityCheck(_spectra, _chain_ratio, _project),
 ))
 
 register(Claim(
     label="lem-stable-rank",
     statement="1 <= stable rank ||W||_F^2 / ||W||_2^2 <= rank W for W != 0",
-    chapter=CHAPTER, source="standard",
+    chapter=CHAPTER, provenance="standard",
     numeric=InequalityCheck(_spectra, _stable_rank_ratio, _project),
 ))

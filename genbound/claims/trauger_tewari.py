@@ -71,7 +71,7 @@ def _norm_ratio(A):
 register(Claim(
     label="lem-tt-norm-price",
     statement="||A||_op <= ||A||_F <= ||A||_{2,1} <= ||A||_{1,1} <= sqrt(d_in) ||A||_{2,1} (column convention)",
-    chapter=CH_COVERS, source="standard",
+    chapter=CH_COVERS, provenance="standard",
     numeric=InequalityCheck(_norm_sample, _norm_ratio, trials=2000, starts=8, steps=60),
 ))
 
@@ -126,7 +126,7 @@ def _maurey_ratio_fn(shape_fn, sup_fn):
 register(Claim(
     label="lem-tt-cover-readout",
     statement="{h -> w.h : ||w||_1 <= B_w} on ||h||_2 <= R: log N_unif(eps) <= ceil(R^2 B_w^2/eps^2) log(2k)",
-    chapter=CH_COVERS, source="reconstructed",
+    chapter=CH_COVERS, provenance="reconstructed",
     numeric=FunctionCheck(_maurey_ratio_fn(lambda: (7,), lambda D: torch.linalg.vector_norm(D, dim=-1))),
 ))
 
@@ -134,7 +134,7 @@ register(Claim(
     label="lem-tt-cover-value",
     statement="{x -> W^T x : ||W||_{1,1} <= B} on ||x||_2 <= B_X, l2 outputs: "
               "log N_unif(eps) <= ceil(B_X^2 B^2/eps^2) log(2 d k), certified by ||W - W_hat||_op <= eps/B_X",
-    chapter=CH_COVERS, source="reconstructed",
+    chapter=CH_COVERS, provenance="reconstructed",
     numeric=FunctionCheck(_maurey_ratio_fn(lambda: (5, 4), _op)),
 ))
 
@@ -149,7 +149,7 @@ register(Claim(
     label="lem-tt-cover-qk",
     statement="{(x, z) -> x^T W z : ||W||_{1,1} <= B_QK} on ||x||_2, ||z||_2 <= B_X: "
               "log N_unif(eps) <= ceil(B_X^4 B_QK^2/eps^2) log(2 d^2), uniformly over all positions and T",
-    chapter=CH_COVERS, source="reconstructed",
+    chapter=CH_COVERS, provenance="reconstructed",
     numeric=FunctionCheck(_maurey_ratio_fn(lambda: (5, 5), _qk_sup)),
 ))
 
@@ -176,7 +176,7 @@ register(Claim(
     label="lem-tt-cover-extreme",
     statement="sup_{||x||_1 <= B_X} ||(W - W_hat)^T x||_inf = B_X max_ij |W - W_hat|_ij, so a uniform cover on the "
               "l1 ball is a cover at the d k coordinates (then Zhang's bound with n = d k)",
-    chapter=CH_COVERS, source="reconstructed",
+    chapter=CH_COVERS, provenance="reconstructed",
     numeric=InequalityCheck(_extreme_sample, _extreme_ratio, _extreme_project, trials=2000, starts=16, steps=80,
                             search=("D", "x")),
 ))
@@ -280,7 +280,7 @@ register(Claim(
               "+ sum_h rho_QK^h ||W_QK^h - W_hat_QK^h||_op with rho_w = L_sigma B_X sum_h S_V^h, rho_V = B_w L_sigma B_X, "
               "rho_QK^h = B_w L_sigma S_V^h kappa B_X^3 (kappa = 1), for every X of every length (checked at T = 12 "
               "and T = 1024)",
-    chapter=CH_SINGLE, source="reconstructed",
+    chapter=CH_SINGLE, provenance="reconstructed",
     numeric=InequalityCheck(_single_sample, _single_ratio, trials=200, starts=6, steps=30, lr=0.03),
     symbolic=sym.verify_single_layer_factorisation,
 ))
@@ -308,7 +308,7 @@ register(Claim(
     label="lem-tt-layer-lipschitz",
     statement="one layer (H heads, sigma, dense map, biases, Pi) is Lipschitz in the max-row norm on rows of norm <= B "
               "with constant L_sigma S_C sum_h S_V^h (1 + 2 kappa (B^2+1) S_QK^h), independent of T",
-    chapter=CH_MULTI, source="reconstructed",
+    chapter=CH_MULTI, provenance="reconstructed",
     numeric=InequalityCheck(_lip_sample, _lip_ratio, trials=400, starts=8, steps=40, lr=0.05),
 ))
 
@@ -326,7 +326,7 @@ register(Claim(
     label="lem-tt-multilayer-perturbation",
     statement="L layers: ||f(X) - f_hat(X)|| <= sum_j rho_j ||W_j - W_hat_j||_op with the unrolled sensitivities "
               "(products of per-layer Lipschitz constants), for every X of every length; with and without Pi",
-    chapter=CH_MULTI, source="reconstructed",
+    chapter=CH_MULTI, provenance="reconstructed",
     numeric=InequalityCheck(_multi_sample, _multi_ratio, trials=300, starts=6, steps=30, lr=0.03),
     symbolic=lambda: sym.verify_unrolling(2) and sym.verify_unrolling(3, 1, dense=False, bias=False, row_norm=True),
 ))
@@ -361,7 +361,7 @@ register(Claim(
     statement="masked-token prediction at any (random) position j with readout W_out (d x V): the perturbation bound of "
               "the multi-layer class holds at every row, and the multiclass margin is 2-Lipschitz in l_inf, so the "
               "multi-layer bound holds with (B_w, log 2d) -> (B_out, log 2dV) and loss constant 2/gamma; no T",
-    chapter=CH_MULTI, source="reconstructed",
+    chapter=CH_MULTI, provenance="reconstructed",
     numeric=InequalityCheck(_masked_sample, _masked_ratio, trials=300, starts=6, steps=30, lr=0.03,
                             search=("QK", "V", "C", "w", "QK_hat", "V_hat", "C_hat", "w_hat", "X")),
 ))
@@ -437,7 +437,7 @@ register(Claim(
     statement="one layer, no dense map: log N_unif(F, eps) <= C_1^2/eps^2 + Lambda_Sigma with "
               "C_1 = [sum_j (rho_j B_j sqrt(Lambda_j))^{2/3}]^{3/2} (no T, no m); then Dudley and the Rademacher "
               "generalization bound",
-    chapter=CH_SINGLE, source="reconstructed",
+    chapter=CH_SINGLE, provenance="reconstructed",
     numeric=FunctionCheck(lambda s: _constructive_cover_ratio(s, L=1, H=2, dense=False, bias=False, row_norm=False)),
     symbolic=sym.verify_no_T,
 ))
@@ -446,7 +446,7 @@ register(Claim(
     label="thm-tt-multilayer",
     statement="L layers (dense maps, optional Pi, biases): log N_unif(F, eps) <= [sum_j (f_j rho_j B_j sqrt(Lambda_j))^{2/3}]^3"
               "/eps^2 + Lambda_Sigma with proper-cover factors f_j in {1, 2}; no T, no m",
-    chapter=CH_MULTI, source="reconstructed",
+    chapter=CH_MULTI, provenance="reconstructed",
     numeric=FunctionCheck(lambda s: max(
         _constructive_cover_ratio(s, L=2, H=2, dense=True, bias=True, row_norm=False, n_models=6),
         _constructive_cover_ratio(s + 1, L=2, H=1, dense=True, bias=False, row_norm=True, n_models=6))),
@@ -537,7 +537,7 @@ register(Claim(
     label="prop-tt-uniform-T",
     statement="on random ReferenceTransformer models and perturbed copies, |f(X) - f_hat(X)| <= the T-free perturbation "
               "bound for sequences of every length T in {1, 8, 128, 1024}",
-    chapter=CH_MULTI, source="reconstructed",
+    chapter=CH_MULTI, provenance="reconstructed",
     numeric=FunctionCheck(lambda s: (max(uniform_T_ratios(s).values()), 4 * 3 * len(UNIFORM_T_LENGTHS))),
 ))
 
@@ -591,7 +591,7 @@ register(Claim(
     statement="one layer at the [CLS] row, data-dependent chain: rho(f, f_hat) <= sum_h rho_QK^h max_{i,t}|s - s_hat| "
               "+ sum_h rho_V rho(p_hat_h (V_h - V_hat_h)) + S_w rho([sigma(u_hat), 1](C - C_hat)) + rho(z_hat (w - w_hat)), "
               "rho = RMS over the m samples; only the true spectral norms S_V, S_C, S_w enter",
-    chapter=CH_EDELMAN, source="reconstructed",
+    chapter=CH_EDELMAN, provenance="reconstructed",
     numeric=InequalityCheck(_edelman_sample, _edelman_ratio, trials=300, starts=6, steps=30, lr=0.03),
 ))
 
@@ -621,7 +621,7 @@ register(Claim(
     label="thm-edelman-type",
     statement="one layer on m sequences of length T: log N(F, eps, rho) <= sum_h Zhang(B~^2, ||W_QK^h||_F, eps_h/rho_QK^h, n = m T) "
               "+ sum_j ceil(c_j^2/eps_j^2) log(2 d_in d_out) for any split sum eps_j = eps; grows like log(mT)",
-    chapter=CH_EDELMAN, source="reconstructed",
+    chapter=CH_EDELMAN, provenance="reconstructed",
     numeric=FunctionCheck(_edelman_allocation_check),
     symbolic=lambda: set(sym.edelman_single_layer_sensitivities(2, dense=True)) == {"QK1", "QK2", "V1", "V2", "C", "w"},
 ))
