@@ -786,6 +786,7 @@ register(Claim(
     chapter=CH_SOFT, provenance="reconstructed",
     numeric=InequalityCheck(_sm_sample, _sm_linf_ratio, trials=4000, starts=32, steps=200, lr=0.01),
     symbolic=sym_soft.verify_linf_l1_identity,
+    mutants=(scaled(sym_soft, "KAPPA_LINF_L1", 0.5, name="kappa-halved", what="kappa = 1/2 instead of 1"),),
 ))
 
 register(Claim(
@@ -794,6 +795,7 @@ register(Claim(
     chapter=CH_SOFT, provenance="reconstructed",
     numeric=InequalityCheck(_sm_sample, _sm_l2_ratio, trials=4000, starts=32, steps=200, lr=0.01),
     symbolic=sym_soft.verify_l2_half,
+    mutants=(scaled(sym_soft, "KAPPA_L2", 0.5, name="constant-halved", what="1/4 instead of 1/2"),),
 ))
 
 
@@ -805,8 +807,9 @@ def self_attention(Z: torch.Tensor, W_qk: torch.Tensor, W_v: torch.Tensor) -> to
 
 
 def attention_lipschitz_constant(S_v, S_qk, B, kappa=1.0):
-    """``S_V (1 + 2 kappa B^2 S_QK)`` (:func:`genbound.symbolic.softmax.attention_lipschitz`)."""
-    return S_v * (1 + 2 * kappa * B**2 * S_qk)
+    """``S_V (1 + 2 kappa B^2 S_QK)``; the ``2`` is :data:`genbound.symbolic.softmax.SCORE_OCCURRENCES`, derived
+    from the head's derivative (:func:`genbound.symbolic.softmax.attention_lipschitz`)."""
+    return S_v * (1 + sym_soft.SCORE_OCCURRENCES * kappa * B**2 * S_qk)
 
 
 def _att_make(T, d=4, dv=3):
@@ -831,7 +834,7 @@ def _att_make(T, d=4, dv=3):
         dz = torch.linalg.vector_norm(Z - Zp, dim=-1).amax(-1)
         S_qk = torch.linalg.matrix_norm(Wqk, ord=2)
         S_v = torch.linalg.matrix_norm(Wv, ord=2)
-        L = attention_lipschitz_constant(S_v, S_qk, B, float(sym_soft.KAPPA_LINF_L1))
+        L = _THIS.attention_lipschitz_constant(S_v, S_qk, B, float(sym_soft.KAPPA_LINF_L1))
         return diff / (L * dz).clamp(min=_TINY)
 
     return sample, ratio, project
@@ -850,7 +853,9 @@ register(Claim(
     statement="rows <= B: ||SA(Z) - SA(Z')||_row <= S_V (1 + 2 kappa B^2 S_QK) ||Z - Z'||_row, kappa = 1, for every T",
     chapter=CH_SOFT, provenance="reconstructed",
     numeric=AllOf(_att_checks()),
-    symbolic=sym_soft.verify_attention_chain,
+    symbolic=sym_soft.verify_attention_lipschitz_form,
+    mutants=(scaled(_THIS, "attention_lipschitz_constant", 0.5, name="rhs-halved",
+                    what="attention_lipschitz_constant returns half of S_V (1 + 2 kappa B^2 S_QK)"),),
 ))
 
 
@@ -865,8 +870,13 @@ def no_global_lipschitz_instance(B: float, delta: float):
     Wv = torch.eye(2, dtype=F64)
     diff = torch.linalg.vector_norm(self_attention(Z, Wqk, Wv) - self_attention(Zp, Wqk, Wv), dim=-1).amax()
     observed = float(diff / delta)
-    lower = B**2 / 4 * (1 - B**2 * delta**2 / 12)
-    return observed, lower, float(attention_lipschitz_constant(1.0, 1.0, B))
+    return observed, _THIS.no_global_lower(B, delta), float(attention_lipschitz_constant(1.0, 1.0, B))
+
+
+def no_global_lower(B: float, delta: float) -> float:
+    """``B^2/4 (1 - B^2 delta^2/12)``: :func:`genbound.symbolic.softmax.no_global_lower_bound`, evaluated."""
+    dl = sym_soft.sp.Symbol("delta", positive=True)
+    return float(sym_soft.no_global_lower_bound().subs({sym_soft.B: B, dl: delta}))
 
 
 def _noglobal_check(seed):
@@ -885,4 +895,6 @@ register(Claim(
     chapter=CH_SOFT, provenance="reconstructed",
     numeric=FunctionCheck(_noglobal_check),
     symbolic=sym_soft.verify_sigmoid_lower,
+    mutants=(scaled(_THIS, "no_global_lower", 2.0, name="lower-doubled",
+                    what="the local constant claimed to be at least B^2/2 (1 - B^2 delta^2/12)"),),
 ))
