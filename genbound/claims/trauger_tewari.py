@@ -691,7 +691,7 @@ register(Claim(
 
 
 def bft_maurey_draw(X: torch.Tensor, A: torch.Tensor, a: float, K: int, draws: int, gen: torch.Generator):
-    """Maurey's method in the form of :cite:t:`bartlett2017spectrally` (their Lemma 3.2, ``p = q = 2``):
+    """Maurey's method in the form of Bartlett, Foster and Telgarsky (2017, Lemma 3.2, ``p = q = 2``):
     ``X A = sum_ij alpha_ij V_ij`` with atoms ``V_ij = ||X||_F / ||X e_i|| X e_i e_j^T`` (all of Frobenius
     norm ``||X||_F``) and weights ``alpha_ij = A_ij ||X e_i|| / ||X||_F``, whose l1 norm is at most
     ``||A||_{2,1} <= a`` (Cauchy-Schwarz per column). Draws ``K`` atoms ``a sign(alpha) V_ij`` with
