@@ -282,20 +282,27 @@ class Claim:
     book file that states it; ``provenance`` one of :data:`PROVENANCES`. ``loose_reason`` says why the
     search cannot come within a factor of two of the bound (required when the worst ratio is below
     :data:`LOOSE_THRESHOLD`; ``None`` otherwise). ``mutants``: wrong versions the check must reject.
+    ``source`` is the older name of ``provenance`` and is accepted as an alias (both end up equal).
     """
 
     label: str
     statement: str
     chapter: str
-    provenance: str
+    provenance: str = ""
     numeric: NumericCheck | None = None
     symbolic: Callable[[], bool] | None = None
     rtol: float = 1e-9
     tags: tuple[str, ...] = field(default_factory=tuple)
     loose_reason: str | None = None
     mutants: tuple[Mutant, ...] = ()
+    source: str = ""
 
     def __post_init__(self):
+        if self.source and self.provenance and self.source != self.provenance:
+            raise ParameterError(f"claim {self.label!r}: source {self.source!r} and provenance "
+                                 f"{self.provenance!r} disagree (source is the older name)")
+        object.__setattr__(self, "provenance", self.provenance or self.source)
+        object.__setattr__(self, "source", self.provenance)
         if self.provenance not in PROVENANCES:
             raise ParameterError(f"claim {self.label!r}: provenance must be one of {PROVENANCES}, "
                                  f"got {self.provenance!r}")
@@ -306,11 +313,6 @@ class Claim:
         names = [m.name for m in self.mutants]
         if len(set(names)) != len(names):
             raise ParameterError(f"claim {self.label!r}: mutant names must be unique, got {names}")
-
-    @property
-    def source(self) -> str:
-        """Alias of :attr:`provenance` (the older name)."""
-        return self.provenance
 
     def check(self, seed: int = 0, *, stop_on_fail: bool = False) -> ClaimResult:
         """Run the symbolic and numeric checks; see :class:`ClaimResult`.
