@@ -115,7 +115,13 @@ class MutantResult:
     note: str = ""
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        """A JSON-ready dict (a non-finite ``worst_ratio`` becomes the string ``"inf"`` or ``"nan"``)."""
+        return {**asdict(self), "worst_ratio": _json_float(self.worst_ratio)}
+
+
+def _json_float(x: float):
+    """``x`` if finite, else ``"inf"``, ``"-inf"`` or ``"nan"`` (strict JSON has no infinities)."""
+    return x if math.isfinite(x) else str(x)
 
 
 @dataclass(frozen=True)
@@ -138,6 +144,7 @@ class ClaimResult:
         """A JSON-ready dict (the format of ``genbound claims --check --json``); ``mutants`` is a list of
         ``{name, what, killed, worst_ratio, seconds, note}``."""
         d = asdict(self)
+        d["worst_ratio"] = _json_float(self.worst_ratio)
         d["mutants"] = [m.to_dict() if isinstance(m, MutantResult) else dict(m) for m in self.mutants]
         return d
 

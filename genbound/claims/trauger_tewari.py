@@ -423,7 +423,7 @@ def _masked_ratio(y, **p):
     f = forward_effective(p["QK"], p["V"], p["C"], p["w"], p["X"], row_norm=True, all_rows=True) @ p["w"]
     fh = forward_effective(p["QK_hat"], p["V_hat"], p["C_hat"], p["w_hat"], p["X"], row_norm=True,
                            all_rows=True) @ p["w_hat"]
-    r2 = ((_margin(f, y) - _margin(fh, y)).abs() / (float(_THIS.sym.MARGIN_LIPSCHITZ_MULTICLASS) * (f - fh).abs().amax(-1))
+    r2 = ((_margin(f, y) - _margin(fh, y)).abs() / (float(sym.MARGIN_LIPSCHITZ_MULTICLASS) * (f - fh).abs().amax(-1))
           .clamp(min=1e-300)).amax(-1)
     return torch.maximum(r1, r2)
 
