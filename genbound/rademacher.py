@@ -31,6 +31,7 @@ from .device import resolve_device
 from .errors import ParameterError
 
 __all__ = ["GAP_RADEMACHER_COEF", "GAP_CONFIDENCE_COEF", "DUDLEY_ALPHA_COEF", "DUDLEY_INTEGRAL_COEF",
+           "INVERSE_SQUARE_ALPHA_COEF", "PARAMETRIC_ALPHA_DENOM", "MCDIARMID_EXPONENT_COEF", "mcdiarmid_tail",
            "generalization_gap_bound", "DudleyResult", "dudley_bound", "dudley_objective",
            "dudley_inverse_square", "dudley_parametric", "RademacherEstimate",
            "empirical_rademacher_linear", "rademacher_finite_exact", "massart_bound",
@@ -40,9 +41,29 @@ __all__ = ["GAP_RADEMACHER_COEF", "GAP_CONFIDENCE_COEF", "DUDLEY_ALPHA_COEF", "D
 GAP_RADEMACHER_COEF = 2.0
 #: ``3`` in the same bound: one McDiarmid step for the deviation, two for ``R_m -> R_S``.
 GAP_CONFIDENCE_COEF = 3.0
-#: ``4`` and ``12`` in Dudley's bound (:func:`genbound.symbolic.dudley.verify_dudley_telescoping`).
+#: ``4`` and ``12`` in Dudley's bound (derived in :func:`genbound.symbolic.dudley.dudley_constants`).
 DUDLEY_ALPHA_COEF = 4.0
 DUDLEY_INTEGRAL_COEF = 12.0
+#: ``3`` in the minimiser ``alpha* = 3 sqrt(A) / (sqrt(m) - 3 sqrt(Lambda))`` of the inverse-square closed form
+#: (:func:`genbound.symbolic.dudley.inverse_square_alpha`).
+INVERSE_SQUARE_ALPHA_COEF = 3.0
+#: ``9`` in the minimiser ``alpha* = C exp(-m / (9 k))`` of the parametric closed form
+#: (:func:`genbound.symbolic.dudley.parametric_alpha`).
+PARAMETRIC_ALPHA_DENOM = 9.0
+#: ``2`` in McDiarmid's tail ``exp(-2 t^2 / sum_i c_i^2)`` (:func:`genbound.symbolic.rademacher.chernoff_exponent_coef`).
+MCDIARMID_EXPONENT_COEF = 2.0
+
+
+def mcdiarmid_tail(t, sum_sq):
+    """McDiarmid's tail bound ``exp(-2 t^2 / sum_i c_i^2)`` on ``P(Phi - E Phi >= t)`` for a function with
+    bounded differences ``c_i`` (book: :prf:ref:`lem-mcdiarmid`); ``sum_sq = sum_i c_i^2``. Tensors or floats.
+
+    >>> round(float(mcdiarmid_tail(0.1, 0.01)), 6)   # exp(-2)
+    0.135335
+    """
+    if isinstance(t, torch.Tensor) or isinstance(sum_sq, torch.Tensor):
+        return torch.exp(-MCDIARMID_EXPONENT_COEF * torch.as_tensor(t) ** 2 / sum_sq)
+    return math.exp(-MCDIARMID_EXPONENT_COEF * t * t / sum_sq)
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -217,8 +238,9 @@ def dudley_inverse_square(A: float, Lambda: float, *, m: int, diameter: float) -
         if k4 - k12 * sL / sm >= 0:  # objective increasing: infimum as alpha -> 0
             return DudleyResult(k12 / sm * sL * c / 2, 0.0, sL * c / 2, m, c, "inverse-square")
         return DudleyResult(k4 * c / 2, c / 2, 0.0, m, c, "inverse-square")
-    denom = sm - 3.0 * sL
-    alpha = c / 2 if denom <= 0 else min(3.0 * sA / denom, c / 2)
+    k3 = INVERSE_SQUARE_ALPHA_COEF
+    denom = sm - k3 * sL
+    alpha = c / 2 if denom <= 0 else min(k3 * sA / denom, c / 2)
     value = objective(alpha)
     return DudleyResult(value, alpha, (value - k4 * alpha) * sm / k12, m, c, "inverse-square")
 
@@ -247,7 +269,7 @@ def dudley_parametric(k: float, C: float, *, m: int, diameter: float) -> DudleyR
     k = check_real(k, "k", lo=0.0)
     C = check_real(C, "C", lo=0.0, lo_open=True)
     u = min(c / 2, C)
-    alpha = C * math.exp(-m / (9.0 * k)) if k > 0 else 0.0
+    alpha = C * math.exp(-m / (PARAMETRIC_ALPHA_DENOM * k)) if k > 0 else 0.0
     if k == 0.0:
         return DudleyResult(0.0, 0.0, 0.0, m, c, "parametric")
     if alpha >= u:

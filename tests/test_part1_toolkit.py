@@ -33,9 +33,25 @@ def test_generalization_gap_matches_sympy(R, m, delta, b):
 
 
 def test_dudley_constants_match_sympy():
+    """4 and 12 derived from the chaining proof, 3 and 9 read off the derived minimisers, 2 of Chernoff."""
+    assert sd.dudley_constants() == (4, 12)
     assert float(sd.DUDLEY_ALPHA_COEF) == rad.DUDLEY_ALPHA_COEF
     assert float(sd.DUDLEY_INTEGRAL_COEF) == rad.DUDLEY_INTEGRAL_COEF
+    assert float(sd.inverse_square_alpha_coef()) == rad.INVERSE_SQUARE_ALPHA_COEF
+    assert float(sd.parametric_alpha_denominator()) == rad.PARAMETRIC_ALPHA_DENOM
+    assert float(sr.chernoff_exponent_coef()) == rad.MCDIARMID_EXPONENT_COEF
     assert sd.verify_dudley_telescoping()
+
+
+def test_closed_form_alphas_are_the_minimisers():
+    """The closed-form alpha of rad.dudley_inverse_square is where the relaxed objective is smallest."""
+    from genbound.claims.toolkit import _relaxed_objective
+
+    for A, L, m, c in [(1.0, 0.0, 10_000, 1.0), (0.3, 2.0, 5_000, 3.0), (0.01, 0.5, 100_000, 0.5)]:
+        r = rad.dudley_inverse_square(A, L, m=m, diameter=c)
+        for f in (0.9, 1.1):
+            alt = float(_relaxed_objective(torch.tensor(r.alpha * f, dtype=torch.float64), A, L, m, c))
+            assert alt > r.value
 
 
 @pytest.mark.parametrize("A,L,m,c", [(1.0, 0.0, 10_000, 1.0), (0.3, 2.0, 5_000, 3.0), (4.0, 0.5, 200, 10.0),
@@ -126,6 +142,14 @@ def test_sup_norm_atoms_match_sympy(B, a, eps, n):
 
 def test_softmax_constants():
     assert ss.KAPPA_LINF_L1 == 1 and ss.KAPPA_L2 == sp.Rational(1, 2) and ss.KAPPA_EDELMAN == 2
+    assert ss.softmax_triangle_constant() == ss.KAPPA_EDELMAN and ss.score_occurrences() == ss.SCORE_OCCURRENCES == 2
+    # the Part II code charges the same head constant as the derivation
+    from genbound.bounds.trauger_tewari import KAPPA_DEFAULT, LayerRadii, tt_layer_lipschitz
+
+    assert KAPPA_DEFAULT == float(ss.KAPPA_LINF_L1)
+    for S_v, S_qk, B in [(1.0, 1.0, 1.0), (0.3, 2.0, 1.7)]:
+        want = float(ss.attention_lipschitz().subs({ss.S_V: S_v, ss.S_QK: S_qk, ss.B: B, ss.kappa: KAPPA_DEFAULT}))
+        assert tt_layer_lipschitz(LayerRadii((1.0,), (S_qk,), (1.0,), (S_v,)), B) == pytest.approx(want, rel=1e-12)
     from genbound.claims.toolkit import attention_lipschitz_constant
 
     for S_v, S_qk, B in [(1.0, 1.0, 1.0), (0.3, 2.0, 1.7)]:

@@ -207,3 +207,17 @@ def test_edelman_split_is_part1_allocation():
     # the returned split is the allocation for the Zhang constants at the previous iterate: close to a fixed point
     assert sum(sc.values()) == pytest.approx(eps, rel=1e-12)
     assert max(abs(a - b) / eps for a, b in zip(sc.values(), e.tolist())) < 0.05
+
+
+def test_sensitivities_are_the_derived_head_sensitivities():
+    """rho_QK and rho_V of one layer are B_w L_sigma times the head's derived sensitivity to W_QK and W_V
+    (sympy's derivative of the head, genbound.symbolic.softmax.attention_sensitivity)."""
+    from genbound.symbolic import softmax as ss
+
+    layers, rho = st.unrolled_sensitivities(1, 1, dense=False, bias=False)
+    sv, sq, eq, ev, _, _ = layers[0]
+    to = {ss.S_V: sv[0], ss.S_QK: sq[0], ss.B: st.B_X, ss.kappa: st.kappa}
+    assert sp.simplify(rho[eq[0]] - st.B_w * st.L_sigma * ss.attention_sensitivity("QK").subs(to)) == 0
+    assert sp.simplify(rho[ev[0]] - st.B_w * st.L_sigma * ss.attention_sensitivity("V").subs(to)) == 0
+    lip = st.layer_lipschitz(sv, sq, st.B_X)
+    assert sp.simplify(lip - st.L_sigma * ss.attention_lipschitz().subs(to)) == 0

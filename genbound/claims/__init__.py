@@ -10,8 +10,10 @@ discovered automatically, so adding a module is enough.
 >>> c.chapter
 'book/part3/schatten.md'
 >>> r = claims.check("lem-spectral-counting")
->>> r.passed, r.worst_ratio <= 1
-(True, True)
+>>> r.passed, r.worst_ratio <= 1, r.provenance
+(True, True, 'standard')
+>>> [m.killed for m in claims.check_mutants("lem-spectral-counting")]
+[True]
 """
 
 from __future__ import annotations
@@ -21,10 +23,12 @@ import pkgutil
 from functools import lru_cache
 
 from ..errors import ParameterError
-from ._core import AllOf, Claim, ClaimResult, FunctionCheck, InequalityCheck, NumericCheck
+from ._core import (LOOSE_THRESHOLD, PROVENANCES, AllOf, Claim, ClaimResult, FunctionCheck, InequalityCheck,
+                    Mutant, MutantResult, NumericCheck, register_cache, replaced, scaled)
 
-__all__ = ["Claim", "ClaimResult", "InequalityCheck", "FunctionCheck", "AllOf", "NumericCheck",
-           "register", "get", "all_claims", "labels", "check", "check_all"]
+__all__ = ["Claim", "ClaimResult", "InequalityCheck", "FunctionCheck", "AllOf", "NumericCheck", "Mutant",
+           "MutantResult", "PROVENANCES", "LOOSE_THRESHOLD", "register_cache", "scaled", "replaced",
+           "register", "get", "all_claims", "labels", "check", "check_all", "check_mutants"]
 
 _REGISTRY: dict[str, Claim] = {}
 _LOADED = False
@@ -80,3 +84,8 @@ def check(label: str, seed: int = 0) -> ClaimResult:
 def check_all(seed: int = 0, *, select: str | None = None) -> list[ClaimResult]:
     """Check every claim whose label contains ``select`` (all when ``None``)."""
     return [check(c.label, seed) for c in all_claims() if select is None or select in c.label]
+
+
+def check_mutants(label: str, seed: int = 0) -> tuple[MutantResult, ...]:
+    """Run every mutant of one claim (not cached: each run patches and restores the package)."""
+    return get(label).check_mutants(seed)

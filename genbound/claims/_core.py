@@ -6,22 +6,122 @@ ratio, starting from the worst random instances, projected back into the claim's
 step. The largest ratio seen anywhere is ``worst_ratio``; the claim passes when it is at most
 ``1 + rtol`` (and its symbolic check, if any, succeeds). A ratio near 1 means the inequality is tight
 on some instance; a ratio far below 1 means the bound has slack everywhere we looked.
+
+A claim also carries **mutants** (:class:`Mutant`): deliberately wrong versions of what it states (a
+constant halved or doubled, a term dropped, the right side scaled by 1/2, a Lipschitz constant replaced
+by a smaller one), each made by patching the ``genbound`` function or constant the check uses.
+:meth:`Claim.check_mutants` re-runs the check under each; a mutant is *killed* when the check fails. A
+check that passes under a mutant could not tell the true statement from the wrong one.
 """
 
 from __future__ import annotations
 
 import math
 import time
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
-from typing import Callable, Mapping
+from typing import Any, Callable, Mapping
 
 import torch
 
 from ..errors import ParameterError
 
-__all__ = ["ClaimResult", "Claim", "InequalityCheck", "FunctionCheck", "AllOf", "NumericCheck"]
+__all__ = ["ClaimResult", "Claim", "InequalityCheck", "FunctionCheck", "AllOf", "NumericCheck", "Mutant",
+           "MutantResult", "PROVENANCES", "LOOSE_THRESHOLD", "register_cache", "scaled", "replaced"]
 
 Params = dict[str, torch.Tensor]
+
+#: Where a statement comes from: a cited paper, the authors' public code, our own derivation, a textbook
+#: fact, or recalled from memory and not verified against the source.
+PROVENANCES = ("paper", "authors-code", "reconstructed", "standard", "recalled")
+#: A claim whose worst ratio is below this needs a ``loose_reason``: the search did not come within a
+#: factor of two of the bound, so a check against it would not notice a factor-two error.
+LOOSE_THRESHOLD = 0.5
+
+_CACHES: list = []
+
+
+def register_cache(fn):
+    """Register a ``functools.lru_cache``-wrapped function; every cache is cleared around a mutant run, so
+    that a result computed with the true constants is never reused under a mutant (or the reverse)."""
+    _CACHES.append(fn)
+    return fn
+
+
+def _clear_caches() -> None:
+    for fn in _CACHES:
+        fn.cache_clear()
+
+
+@dataclass(frozen=True)
+class Mutant:
+    """A deliberately wrong version of a claim: ``patches`` is a tuple of ``(owner, attribute, make)``;
+    under :meth:`applied` every ``owner.attribute`` is replaced by ``make(old value)``.
+
+    ``name`` is a short id (``"rhs-halved"``), ``what`` says in words what is wrong.
+    """
+
+    name: str
+    what: str
+    patches: tuple
+
+    @contextmanager
+    def applied(self):
+        """Patch every attribute, clear the registered caches; undo both on exit."""
+        saved = []
+        try:
+            for owner, attr, make in self.patches:
+                old = getattr(owner, attr)
+                saved.append((owner, attr, old))
+                setattr(owner, attr, make(old))
+            _clear_caches()
+            yield self
+        finally:
+            for owner, attr, old in reversed(saved):
+                setattr(owner, attr, old)
+            _clear_caches()
+
+
+def _times(value: Any, factor: float) -> Any:
+    """``value * factor`` for numbers and tensors; for a callable, a wrapper scaling its result."""
+    if callable(value):
+        def wrapped(*args, **kwargs):
+            return value(*args, **kwargs) * factor
+
+        wrapped.__wrapped__ = value
+        return wrapped
+    return value * factor
+
+
+def scaled(owner, attr: str, factor: float, *, name: str, what: str) -> Mutant:
+    """A mutant that multiplies the constant ``owner.attr`` (or the result of the function) by ``factor``."""
+    return Mutant(name, what, ((owner, attr, lambda old: _times(old, factor)),))
+
+
+def replaced(owner, attr: str, make: Callable[[Any], Any], *, name: str, what: str) -> Mutant:
+    """A mutant that replaces ``owner.attr`` by ``make(old)``."""
+    return Mutant(name, what, ((owner, attr, make),))
+
+
+@dataclass(frozen=True)
+class MutantResult:
+    """Outcome of one mutant: ``killed`` when the check failed under it; ``worst_ratio`` found under it."""
+
+    name: str
+    what: str
+    killed: bool
+    worst_ratio: float
+    seconds: float
+    note: str = ""
+
+    def to_dict(self) -> dict:
+        """A JSON-ready dict (a non-finite ``worst_ratio`` becomes the string ``"inf"`` or ``"nan"``)."""
+        return {**asdict(self), "worst_ratio": _json_float(self.worst_ratio)}
+
+
+def _json_float(x: float):
+    """``x`` if finite, else ``"inf"``, ``"-inf"`` or ``"nan"`` (strict JSON has no infinities)."""
+    return x if math.isfinite(x) else str(x)
 
 
 @dataclass(frozen=True)
@@ -36,10 +136,21 @@ class ClaimResult:
     symbolic: bool | None
     seconds: float
     note: str = ""
+    provenance: str = ""
+    loose_reason: str | None = None
+    mutants: tuple = ()
 
     def to_dict(self) -> dict:
-        """A JSON-ready dict (the format of ``genbound claims --check --json``)."""
-        return asdict(self)
+        """A JSON-ready dict (the format of ``genbound claims --check --json``); ``mutants`` is a list of
+        ``{name, what, killed, worst_ratio, seconds, note}``."""
+        d = asdict(self)
+        d["worst_ratio"] = _json_float(self.worst_ratio)
+        d["mutants"] = [m.to_dict() if isinstance(m, MutantResult) else dict(m) for m in self.mutants]
+        return d
+
+    @property
+    def mutants_killed(self) -> int:
+        return sum(bool(m.killed) for m in self.mutants)
 
     def summary(self) -> str:
         """One line for the book: worst ratio, trials, symbolic status.
@@ -56,9 +167,12 @@ class ClaimResult:
 
 
 class NumericCheck:
-    """Interface: ``run(seed) -> (worst_ratio, trials, adversarial_steps, note)``."""
+    """Interface: ``run(seed, stop_above=None) -> (worst_ratio, trials, adversarial_steps, note)``.
 
-    def run(self, seed: int) -> tuple[float, int, int, str]:  # pragma: no cover - interface
+    ``stop_above``: the search may stop as soon as a ratio above this value is found (a mutant run
+    only needs one violation); ``None`` runs the whole search."""
+
+    def run(self, seed: int, stop_above: float | None = None) -> tuple[float, int, int, str]:  # pragma: no cover
         raise NotImplementedError
 
 
@@ -93,7 +207,7 @@ class InequalityCheck(NumericCheck):
     lr: float = 0.02
     search: tuple[str, ...] | None = None
 
-    def run(self, seed: int) -> tuple[float, int, int, str]:
+    def run(self, seed: int, stop_above: float | None = None) -> tuple[float, int, int, str]:
         gen = torch.Generator().manual_seed(int(seed))
         params = self.sample(gen, self.trials)
         if self.project is not None:
@@ -101,7 +215,8 @@ class InequalityCheck(NumericCheck):
         with torch.no_grad():
             r = self.ratio(**params)
         worst, note = _finite_max(r)
-        if self.steps <= 0 or self.starts <= 0 or not torch.isfinite(torch.tensor(worst)):
+        stop = math.inf if stop_above is None else stop_above
+        if self.steps <= 0 or self.starts <= 0 or not math.isfinite(worst) or worst > stop:
             return worst, self.trials, 0, note
         k = min(self.starts, r.numel())
         idx = torch.topk(torch.nan_to_num(r.detach(), nan=-1.0), k).indices
@@ -117,7 +232,7 @@ class InequalityCheck(NumericCheck):
             w, n2 = _finite_max(val)
             if w > worst or n2:
                 worst, note = max(worst, w), (n2 or note)
-            if n2:
+            if n2 or worst > stop:
                 break
             val.sum().backward()
             opt.step()
@@ -139,7 +254,7 @@ class FunctionCheck(NumericCheck):
 
     fn: Callable[[int], tuple[float, int]]
 
-    def run(self, seed: int) -> tuple[float, int, int, str]:
+    def run(self, seed: int, stop_above: float | None = None) -> tuple[float, int, int, str]:
         worst, trials = self.fn(seed)
         return float(worst), int(trials), 0, ""
 
@@ -154,13 +269,15 @@ class AllOf(NumericCheck):
     checks: tuple
     seed_stride: int = 1000
 
-    def run(self, seed: int) -> tuple[float, int, int, str]:
+    def run(self, seed: int, stop_above: float | None = None) -> tuple[float, int, int, str]:
         worst, trials, steps, notes = -math.inf, 0, 0, []
         for i, c in enumerate(self.checks):
-            w, t, s, n = c.run(seed + self.seed_stride * i)
+            w, t, s, n = c.run(seed + self.seed_stride * i, stop_above)
             worst, trials, steps = max(worst, w), trials + t, steps + s
             if n:
                 notes.append(n)
+            if stop_above is not None and worst > stop_above:
+                break
         return worst, trials, steps, "; ".join(notes)
 
 
@@ -168,49 +285,88 @@ class AllOf(NumericCheck):
 class Claim:
     """An executable statement of the book.
 
-    ``label`` is the label of the ``{prf:lemma}``/``{prf:theorem}``/... block in the book;
-    ``chapter`` the book file that states it; ``source`` one of ``"standard"`` (textbook fact),
-    ``"paper"`` (stated in a cited paper), ``"authors-code"`` or ``"reconstructed"`` (our derivation).
+    ``label`` is the label of the ``{prf:lemma}``/``{prf:theorem}``/... block in the book; ``chapter`` the
+    book file that states it; ``provenance`` one of :data:`PROVENANCES`. ``loose_reason`` says why the
+    search cannot come within a factor of two of the bound (required when the worst ratio is below
+    :data:`LOOSE_THRESHOLD`; ``None`` otherwise). ``mutants``: wrong versions the check must reject.
+    ``source`` is the older name of ``provenance`` and is accepted as an alias (both end up equal).
     """
 
     label: str
     statement: str
     chapter: str
-    source: str
+    provenance: str = ""
     numeric: NumericCheck | None = None
     symbolic: Callable[[], bool] | None = None
     rtol: float = 1e-9
     tags: tuple[str, ...] = field(default_factory=tuple)
-
-    _SOURCES = ("standard", "paper", "authors-code", "reconstructed")
+    loose_reason: str | None = None
+    mutants: tuple[Mutant, ...] = ()
+    source: str = ""
 
     def __post_init__(self):
-        if self.source not in self._SOURCES:
-            raise ParameterError(f"claim {self.label!r}: source must be one of {self._SOURCES}, got {self.source!r}")
+        if self.source and self.provenance and self.source != self.provenance:
+            raise ParameterError(f"claim {self.label!r}: source {self.source!r} and provenance "
+                                 f"{self.provenance!r} disagree (source is the older name)")
+        object.__setattr__(self, "provenance", self.provenance or self.source)
+        object.__setattr__(self, "source", self.provenance)
+        if self.provenance not in PROVENANCES:
+            raise ParameterError(f"claim {self.label!r}: provenance must be one of {PROVENANCES}, "
+                                 f"got {self.provenance!r}")
         if self.numeric is None and self.symbolic is None:
             raise ParameterError(f"claim {self.label!r} has neither a numeric nor a symbolic check")
+        if self.loose_reason is not None and not self.loose_reason.strip():
+            raise ParameterError(f"claim {self.label!r}: loose_reason must be None or a non-empty string")
+        names = [m.name for m in self.mutants]
+        if len(set(names)) != len(names):
+            raise ParameterError(f"claim {self.label!r}: mutant names must be unique, got {names}")
 
-    def check(self, seed: int = 0) -> ClaimResult:
+    def check(self, seed: int = 0, *, stop_on_fail: bool = False) -> ClaimResult:
         """Run the symbolic and numeric checks; see :class:`ClaimResult`.
 
         The checks run on one torch thread (the instances are small; more threads only add overhead
         and make timings depend on the machine's load); the previous setting is restored.
+        ``stop_on_fail``: stop the search at the first violation (used for mutants).
         """
         t0 = time.perf_counter()
         threads = torch.get_num_threads()
         torch.set_num_threads(1)
         try:
             sym = None if self.symbolic is None else bool(self.symbolic())
-            if self.numeric is not None:
-                worst, trials, adv, note = self.numeric.run(seed)
+            if self.numeric is not None and not (stop_on_fail and sym is False):
+                worst, trials, adv, note = self.numeric.run(seed, 1.0 + self.rtol if stop_on_fail else None)
+            elif self.numeric is not None:
+                worst, trials, adv, note = math.nan, 0, 0, "symbolic check failed; numeric check skipped"
             else:
                 worst, trials, adv, note = 0.0, 0, 0, "symbolic only"
         finally:
             torch.set_num_threads(threads)
         passed = (worst <= 1.0 + self.rtol) and (sym is not False)
-        return ClaimResult(self.label, passed, worst, trials, adv, sym, time.perf_counter() - t0, note)
+        return ClaimResult(self.label, passed, worst, trials, adv, sym, time.perf_counter() - t0, note,
+                           self.provenance, self.loose_reason)
 
-    def describe(self) -> Mapping[str, str]:
-        """Label, statement, chapter and source as a dict."""
+    def check_mutants(self, seed: int = 0) -> tuple[MutantResult, ...]:
+        """Re-run the check under every mutant (stopping at the first violation); killed = failed.
+
+        An exception inside a mutant run is *not* a kill: it is reported in ``note`` with
+        ``killed = False`` (a check must reject a wrong statement, not crash on it).
+        """
+        out = []
+        for mut in self.mutants:
+            t0 = time.perf_counter()
+            try:
+                with mut.applied():
+                    r = self.check(seed, stop_on_fail=True)
+                killed, worst, note = not r.passed, r.worst_ratio, r.note
+                if r.symbolic is False:
+                    note = "symbolic check failed" + (f"; {note}" if note else "")
+            except Exception as exc:  # noqa: BLE001 - reported, never a kill
+                killed, worst, note = False, math.nan, f"raised {type(exc).__name__}: {exc}"
+            out.append(MutantResult(mut.name, mut.what, killed, float(worst), time.perf_counter() - t0, note))
+        return tuple(out)
+
+    def describe(self) -> Mapping[str, Any]:
+        """Label, statement, chapter, provenance, loose reason and mutant names as a dict."""
         return {"label": self.label, "statement": self.statement, "chapter": self.chapter,
-                "source": self.source}
+                "provenance": self.provenance, "loose_reason": self.loose_reason,
+                "mutants": [{"name": m.name, "what": m.what} for m in self.mutants]}

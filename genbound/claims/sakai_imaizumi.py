@@ -8,17 +8,19 @@ Chapters: :ref:`ch-sa-entropy` (``book/part3/entropy.md``), :ref:`ch-sa-deep` (`
 from __future__ import annotations
 
 import math
+import sys
 
 import torch
 
 from .. import schatten_entropy as se
 from ..symbolic import sakai_imaizumi as sym
-from . import AllOf, Claim, FunctionCheck, InequalityCheck, register
+from . import AllOf, Claim, FunctionCheck, InequalityCheck, register, replaced, scaled
 
 ENTROPY = "book/part3/entropy.md"
 DEEP = "book/part3/deep.md"
 EXAMPLES = "book/part3/examples.md"
 DT = torch.float64
+_THIS = sys.modules[__name__]  # mutants patch the right-hand-side functions defined here
 
 
 
@@ -67,12 +69,14 @@ register(Claim(
     label="lem-sa-threshold-optimum",
     statement="inf_{tau>0} sqrt(N M) tau^{-p/2} + S N tau = c_p M^{1/(p+2)} S^{p/(p+2)} N^{(p+1)/(p+2)}, "
               "attained at tau* = (p sqrt(N M)/(2 S N))^{2/(p+2)}, for p in (0, 2]",
-    chapter=ENTROPY, source="reconstructed",
+    chapter=ENTROPY, provenance="reconstructed",
     numeric=AllOf(seed_stride=7919, checks=(InequalityCheck(_term_sample, _closed_over_objective, _term_project, trials=2000,
                                    starts=16, steps=120, lr=0.05, search=("logtau", "p", "logS")),
                    FunctionCheck(_threshold_attained))),
     symbolic=_all(sym.verify_threshold_optimum, sym.verify_threshold_convex),
     rtol=1e-9,
+    mutants=(scaled(se, "per_matrix_term", 0.5, name="term-halved",
+                    what="per_matrix_term returns c_p/2 M^{1/(p+2)} S^{p/(p+2)} N^{(p+1)/(p+2)}"),),
 ))
 
 
@@ -81,18 +85,19 @@ def _cp_sample(gen, n):
 
 
 def _cp_ratio(p):
-    # c_p / 2 <= 1 and 1 / c_p <= 1, written with the same algebra as the module (differentiable in p)
-    logc = torch.log1p(p / 2) + p / (p + 2) * torch.log(2 / p)
-    return torch.maximum(logc.exp() / 2, (-logc).exp())
+    # c_p / 2 <= 1 and 1 / c_p <= 1, with the package's c_p (differentiable in p)
+    c = se.c_p(p)
+    return torch.maximum(c / 2, 1 / c)
 
 
 register(Claim(
     label="lem-sa-cp-range",
     statement="1 <= c_p <= 2 for p in (0, 2]; c_p increases in p, c_p -> 1 as p -> 0 and c_2 = 2",
-    chapter=ENTROPY, source="reconstructed",
+    chapter=ENTROPY, provenance="reconstructed",
     numeric=InequalityCheck(_cp_sample, _cp_ratio, lambda x: {"p": x["p"].clamp(1e-12, 2.0)},
                             trials=2000, starts=16, steps=100, lr=0.05),
     symbolic=_all(sym.verify_cp_limits, sym.verify_cp_increasing),
+    mutants=(scaled(se, "c_p", 2.0, name="cp-doubled", what="c_p returns 2 c_p (c_2 = 4 > 2)"),),
 ))
 
 
@@ -151,13 +156,15 @@ register(Claim(
     statement="if log N(eps) <= M N tau^{-p} + (S N tau B/eps)^2 for every tau > 0, then "
               "log N(eps) <= k_p Theta_p^2 eps^{-2p/(p+2)} with k_p = c_p, and "
               "int_0^D sqrt(log N) <= sqrt(k_p) Theta_p (p+2)/2 D^{2/(p+2)}",
-    chapter=ENTROPY, source="reconstructed",
+    chapter=ENTROPY, provenance="reconstructed",
     numeric=AllOf(seed_stride=7919, checks=(InequalityCheck(_entropy_sample, _entropy_ratio, _term_project, trials=2000, starts=16,
                                    steps=120, lr=0.05, search=("logtau", "p")),
                    FunctionCheck(_entropy_attained))),
     symbolic=_all(sym.verify_entropy_optimum, sym.verify_cp_equals_kp, sym.verify_dudley_integral,
                   sym.verify_entropy_exponent_range),
     rtol=1e-7,
+    mutants=(scaled(se, "entropy_log_covering", 0.5, name="entropy-halved",
+                    what="entropy_log_covering returns k_p/2 Theta_p^2 eps^{-2p/(p+2)}"),),
 ))
 
 _WN, _WD, _WK = 10, 6, 256  # samples n, width N, Monte Carlo sign draws
@@ -181,16 +188,22 @@ def _width_ratio(X):
     # E_sigma ||X^T Sigma||_* / (N B sqrt(n)) with B = 1 (rows of X in the unit ball); tau cancels
     G = X.transpose(-1, -2).unsqueeze(1) @ _SIGNS  # (n, K, N, N)
     nuc = torch.linalg.svdvals(G).sum(-1).mean(-1)
-    return nuc / (_WD * math.sqrt(_WN))
+    return nuc / _THIS.residual_width_bound(_WD, 1.0, _WN)
+
+
+def residual_width_bound(N: int, B: float, n: int) -> float:
+    """``N B sqrt(n)`` (per unit ``tau``): the right side of :prf:ref:`lem-sa-residual-width`."""
+    return N * B * math.sqrt(n)
 
 
 register(Claim(
     label="lem-sa-residual-width",
     statement="for rows ||x_i|| <= B: E sup_{||R||_2 <= tau} sum_i <sigma_i, x_i R> <= tau N B sqrt(n) "
               "(Rademacher vectors sigma_i in {-1,1}^N)",
-    chapter=ENTROPY, source="reconstructed",
+    chapter=ENTROPY, provenance="reconstructed",
     numeric=InequalityCheck(_width_sample, _width_ratio, lambda x: {"X": se.row_project(x["X"])},
                             trials=200, starts=6, steps=30, lr=0.05),
+    mutants=(scaled(_THIS, "residual_width_bound", 0.5, name="rhs-halved", what="tau N B sqrt(n) / 2"),),
 ))
 
 # =========================================================================== chapter 3
@@ -209,8 +222,12 @@ def _softmax_ratio(a, b):
 register(Claim(
     label="lem-sa-softmax-l1",
     statement="||softmax(a) - softmax(b)||_1 <= 2 ||a - b||_inf (the tight constant is 1)",
-    chapter=DEEP, source="standard",
+    chapter=DEEP, provenance="standard",
     numeric=InequalityCheck(_softmax_sample, _softmax_ratio, None, trials=2000, starts=12, steps=80, lr=0.05),
+    loose_reason="the stated constant 2 (the authors', from the triangle inequality) is twice the tight "
+                 "constant 1 of lem-softmax-linf-l1, so no instance exceeds 1/2 of the bound",
+    mutants=(scaled(sym, "SOFTMAX_L1_CONSTANT", 0.25, name="constant-below-tight",
+                    what="the constant 2 replaced by 1/2, below the tight constant 1"),),
 ))
 
 _T, _N, _H, _F = 4, 4, 2, 8
@@ -252,10 +269,11 @@ register(Claim(
     label="lem-sa-attention-input-lipschitz",
     statement="for rows of X, X' in the unit ball: max_t ||head(X)_t - head(X')_t|| <= "
               "C_V (1 + 4 C_QK) max_t ||x_t - x'_t||, head(X) = softmax(X W_QK X^T) X W_V",
-    chapter=DEEP, source="reconstructed",
+    chapter=DEEP, provenance="reconstructed",
     numeric=InequalityCheck(_head_sample, _head_ratio, _head_project, trials=1500, starts=12, steps=120,
                             lr=0.03),
     symbolic=sym.verify_head_lipschitz,
+    mutants=(scaled(se, "head_lipschitz", 0.5, name="rhs-halved", what="head_lipschitz returns C_V (1 + 4 C_QK)/2"),),
 ))
 
 
@@ -300,10 +318,11 @@ register(Claim(
     statement="changing one matrix of a reference layer by Delta moves its output rows by at most "
               "gamma ||Delta||_2 with gamma = 2 L_phi C_V C_in C_out (QK), L_phi C_in C_out (V), "
               "L_phi C_out (M_in), C_in (M_out, GELU)",
-    chapter=DEEP, source="reconstructed",
+    chapter=DEEP, provenance="reconstructed",
     numeric=InequalityCheck(_layer_sample, _sensitivity_ratio, _layer_project, trials=500, starts=8,
                             steps=40, lr=0.03),
-    symbolic=sym.verify_gamma_ratio,
+    symbolic=sym.verify_gamma_derivation,
+    mutants=(scaled(se, "gamma_derived", 0.5, name="gamma-halved", what="every sensitivity gamma halved"),),
 ))
 
 _DEPTH = 3
@@ -348,10 +367,12 @@ register(Claim(
     statement="in the reference transformer, replacing layer l's matrices moves the output rows by at most "
               "alpha_l times the move of layer l's own output, alpha_l = prod_{k>l} L_phi C_in C_out "
               "sum_h C_V (1 + 4 C_QK)",
-    chapter=DEEP, source="reconstructed",
+    chapter=DEEP, provenance="reconstructed",
     numeric=InequalityCheck(_deep_sample, _peeling_ratio, _deep_project, trials=300, starts=6, steps=30,
                             lr=0.03),
     symbolic=sym.verify_head_lipschitz,
+    mutants=(scaled(se, "layer_lipschitz", 0.5, name="layer-lipschitz-halved",
+                    what="layer_lipschitz returns half of L_phi C_in C_out sum_h C_V (1 + 4 C_QK)"),),
 ))
 
 _GK = 8
@@ -359,8 +380,16 @@ _GK = 8
 
 def _grid_sample(gen, n):
     s = 10 ** (_u(gen, n * _GK, -4, 2).view(n, _GK))
-    return {"logs": s.log(), "logS": _u(gen, n, -5, 40), "logN": _u(gen, n, math.log(8), math.log(2048)),
-            "p": _u(gen, n, 0, 2), "m": torch.randint(2, 30, (n,), generator=gen).to(DT)}
+    x = {"logs": s.log(), "logS": _u(gen, n, -5, 40), "logN": _u(gen, n, math.log(8), math.log(2048)),
+         "p": _u(gen, n, 0, 2), "m": torch.randint(2, 30, (n,), generator=gen).to(DT)}
+    # the extremal family of the proof: flat spectra (Lambda = 0), a large scale S, and p halfway between
+    # the first two grid points, where d/dp log T is largest and the rounding distance is 1/(2m)
+    k = n // 4
+    x["logs"][:k] = 0.0
+    x["logS"][:k] = _u(gen, k, 20, 40)
+    x["m"][:k] = torch.randint(2, 6, (k,), generator=gen).to(DT)
+    x["p"][:k] = (0.5 + 1e-6) / x["m"][:k]   # rounds up to 1/m, where log T increases
+    return x
 
 
 def _grid_project(x):
@@ -374,19 +403,24 @@ def _grid_ratio(logs, logS, logN, p, m):
 
     rounded = (p.detach() * m).round() / m
     cost = logT(rounded) - logT(p)
-    lam = logs.abs().max(-1).values
-    bound = (6 * lam + math.log(_GK) + 2 * logS.abs() + logN) / (8 * m)
-    return cost / bound
+    return cost / _THIS.grid_rounding_cost(logs.abs().max(-1).values, _GK, logS.abs(), logN, m)
+
+
+def grid_rounding_cost(lam, k, logS_abs, logN, m):
+    """``(6 Lambda + log k + 2 |log S| + log N) / (8 m)``: :func:`genbound.symbolic.sakai_imaizumi.grid_rounding_cost`."""
+    return (6 * lam + math.log(k) + 2 * logS_abs + logN) / (8 * m)
 
 
 register(Claim(
     label="lem-sa-grid-rounding",
     statement="rounding p to the nearest point of P_m = {0, 1/m, ..., 2} raises log T(p) by at most "
               "(6 Lambda + log k + 2 |log S| + log N) / (8 m), Lambda = max_i |log sigma_i|, k = rank",
-    chapter=DEEP, source="reconstructed",
+    chapter=DEEP, provenance="reconstructed",
     numeric=InequalityCheck(_grid_sample, _grid_ratio, _grid_project, trials=3000, starts=16, steps=100,
                             lr=0.05, search=("logs", "logS", "p")),
     symbolic=_all(sym.verify_dlog_term_dp, sym.verify_dlog_term_dp_full),
+    mutants=(scaled(_THIS, "grid_rounding_cost", 0.5, name="rhs-halved",
+                    what="(6 Lambda + log k + 2 |log S| + log N) / (16 m)"),),
 ))
 
 # =========================================================================== chapter 4
@@ -411,7 +445,7 @@ def _p0_project(x):
 def _p0_ratio(s, mask, p, logN, slack):
     r = mask.sum(-1)
     smin = torch.where(mask > 0, s, torch.full_like(s, math.inf)).min(-1).values
-    logS = 0.5 * (r.log() - logN) - smin.log() + slack  # at or above the threshold sqrt(r/N)/sigma_r
+    logS = _THIS.p0_log_threshold(r, logN, smin) + slack  # at or above the threshold sqrt(r/N)/sigma_r
     logs = torch.where(mask > 0, s, torch.ones_like(s)).log()
     lm = torch.logsumexp(torch.where(mask > 0, p.unsqueeze(-1) * logs, torch.full_like(s, -math.inf)), -1)
     logT = (lm + p * logS + (p + 1) * logN) / (p + 2)
@@ -419,14 +453,21 @@ def _p0_ratio(s, mask, p, logN, slack):
     return (logT0 - logT).exp()
 
 
+def p0_log_threshold(r, logN, smin):
+    """``log(sqrt(r/N) / sigma_r)``: the scale above which ``p = 0`` wins (:func:`genbound.symbolic.sakai_imaizumi.p0_scale_threshold`)."""
+    return 0.5 * (r.log() - logN) - smin.log()
+
+
 register(Claim(
     label="prop-sa-p0-wins",
     statement="if S sigma_r >= sqrt(r/N) (r = rank, sigma_r the smallest nonzero singular value) then "
               "T(0) = sqrt(r N) <= T(p) for every p in [0, 2], so p = 0 is the grid minimiser",
-    chapter=EXAMPLES, source="reconstructed",
+    chapter=EXAMPLES, provenance="reconstructed",
     numeric=InequalityCheck(_p0_sample, _p0_ratio, _p0_project, trials=3000, starts=16, steps=120, lr=0.05,
                             search=("s", "p", "slack")),
     symbolic=sym.verify_p0_gap,
+    mutants=(replaced(_THIS, "p0_log_threshold", lambda old: (lambda r, logN, smin: old(r, logN, smin) - math.log(4)),
+                      name="threshold-quartered", what="p = 0 claimed to win from S sigma_r >= sqrt(r/N)/4 on"),),
 ))
 
 
@@ -454,8 +495,7 @@ def _count_ratio(s, logS, logN, p):
     cand = Nn.sqrt().unsqueeze(-1) * greater.sqrt() + (Sv * Nn).unsqueeze(-1) * s
     count = torch.minimum(cand.min(-1).values, (Nn * _CK).sqrt())
     logM = torch.logsumexp(p.unsqueeze(-1) * s.log(), -1)
-    logc = torch.log1p(p / 2) + p / (p + 2) * torch.log(2 / p)
-    bound = ((logM + p * logS + (p + 1) * logN) / (p + 2) + logc).exp()
+    bound = se.c_p(p) * ((logM + p * logS + (p + 1) * logN) / (p + 2)).exp()
     return count / bound
 
 
@@ -463,8 +503,9 @@ register(Claim(
     label="lem-sa-count-markov",
     statement="min_tau [sqrt(N r(tau)) + S N tau] <= c_p T(p) for every p in (0, 2]: each per-matrix term "
               "is a Markov-type upper bound on the spectral count functional",
-    chapter=EXAMPLES, source="reconstructed",
+    chapter=EXAMPLES, provenance="reconstructed",
     numeric=InequalityCheck(_count_sample, _count_ratio, _count_project, trials=1500, starts=12, steps=60,
                             lr=0.05),
     symbolic=sym.verify_threshold_optimum,
+    mutants=(scaled(se, "c_p", 0.5, name="cp-halved", what="the bound c_p T(p) with c_p halved"),),
 ))

@@ -16,6 +16,8 @@ for ``0 < alpha <= c/2``. Two closed forms:
 C*exp(-m/(9*k))
 >>> sd.verify_parametric_antiderivative(), sd.verify_dudley_telescoping()
 (True, True)
+>>> sd.dudley_constants()
+(4, 12)
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from __future__ import annotations
 import sympy as sp
 
 __all__ = ["alpha", "eps", "m", "c", "A", "Lam", "k", "C", "DUDLEY_ALPHA_COEF", "DUDLEY_INTEGRAL_COEF",
+           "dudley_constants", "inverse_square_alpha_coef", "parametric_alpha_denominator",
            "inverse_square_objective", "inverse_square_alpha", "inverse_square_value",
            "parametric_antiderivative", "parametric_alpha", "parametric_objective",
            "verify_parametric_antiderivative", "verify_dudley_telescoping", "verify_inverse_square_convex",
@@ -30,29 +33,43 @@ __all__ = ["alpha", "eps", "m", "c", "A", "Lam", "k", "C", "DUDLEY_ALPHA_COEF", 
 
 alpha, eps, m, c, A, Lam, k, C = sp.symbols("alpha epsilon m c A Lambda k C", positive=True)
 
-#: The constants of the theorem, derived in :func:`verify_dudley_telescoping`.
-DUDLEY_ALPHA_COEF = sp.Integer(4)
-DUDLEY_INTEGRAL_COEF = sp.Integer(12)
+def dudley_constants() -> tuple[sp.Expr, sp.Expr]:
+    """Derive the constants ``(4, 12)`` of :prf:ref:`thm-dudley` from the chaining proof.
+
+    Scales ``eps_j = c 2^{-j}``. A link ``f_j - f_{j-1}`` has ``rho <= eps_j + eps_{j-1}``, which sympy
+    rewrites as ``3 eps_j``; Massart's lemma (:func:`genbound.symbolic.rademacher.massart_bound`, itself
+    a sympy minimisation) over at most ``N_j^2`` links gives ``link sqrt(2 log N_j^2) / sqrt(m)``; the
+    integral coefficient is the ``K`` that solves ``(that coefficient) eps_j = K (eps_j - eps_{j+1})``
+    (a Riemann sum of the non-increasing ``sqrt(log N)``). The remainder ``eps_N`` is bounded by
+    maximising ``eps_N = 2 eps_{N+1}`` over ``eps_{N+1}`` in ``(alpha, 2 alpha]``: ``4 alpha``.
+    """
+    from . import rademacher as srad
+
+    j = sp.Symbol("j", integer=True, nonnegative=True)
+    e = lambda i: c * sp.Integer(2) ** (-i)  # noqa: E731
+    L = sp.Symbol("L", positive=True)                       # log N_j
+    link = sp.simplify((e(j) + e(j - 1)) / e(j))            # = 3
+    massart = srad.massart_bound().subs({srad.r: link * e(j), srad.N: sp.exp(2 * L)})
+    per_scale = sp.simplify(massart / (e(j) * sp.sqrt(L)))  # = 6: link * sqrt(2 * 2)
+    K = sp.Symbol("K", positive=True)
+    integral_coef = sp.solve(sp.Eq(per_scale * e(j), K * (e(j) - e(j + 1))), K)[0]
+    x = sp.Symbol("x", positive=True)                       # eps_{N+1}
+    remainder = sp.maximum(2 * x, x, sp.Interval.Lopen(alpha, 2 * alpha))
+    return sp.simplify(remainder / alpha), sp.simplify(integral_coef)
+
+
+#: The constants of the theorem, derived by :func:`dudley_constants` (a test compares them with
+#: :data:`genbound.rademacher.DUDLEY_ALPHA_COEF` and ``DUDLEY_INTEGRAL_COEF``).
+DUDLEY_ALPHA_COEF, DUDLEY_INTEGRAL_COEF = dudley_constants()
 
 
 def verify_dudley_telescoping() -> bool:
-    """The constants 4 and 12 of the chaining proof.
-
-    With scales ``eps_j = c 2^{-j}``, a link ``f_j - f_{j-1}`` has ``rho <= eps_j + eps_{j-1} = 3 eps_j``;
-    Massart over at most ``N_j^2`` links gives ``3 eps_j sqrt(2 log N_j^2)/sqrt(m) = 6 eps_j sqrt(log N_j)
-    / sqrt(m)``, and ``6 eps_j = 12 (eps_j - eps_{j+1})`` turns the sum into ``12/sqrt(m)`` times an
-    integral. The remainder is ``eps_N <= 4 alpha`` when ``eps_{N+1} <= 2 alpha``.
-    """
-    j = sp.Symbol("j", integer=True, nonnegative=True)
+    """The telescoping identity of the proof: ``sum_{j=1}^{N} 12 (eps_j - eps_{j+1}) = 12 (eps_1 - eps_{N+1})``
+    (a finite sum that sympy evaluates), so the per-scale terms add up to ``12`` times an integral."""
+    j, Nn = sp.symbols("j N", integer=True, positive=True)
     e = lambda i: c * sp.Integer(2) ** (-i)  # noqa: E731
-    logn = sp.Symbol("L", positive=True)
-    link = (e(j) + e(j - 1))
-    ok_link = sp.simplify(link - 3 * e(j)) == 0
-    massart = 3 * e(j) * sp.sqrt(2 * sp.log(sp.exp(logn) ** 2))
-    ok_massart = sp.simplify(massart - 6 * e(j) * sp.sqrt(logn)) == 0
-    ok_sum = sp.simplify(6 * e(j) - DUDLEY_INTEGRAL_COEF * (e(j) - e(j + 1))) == 0
-    ok_rem = sp.simplify(e(j) - 2 * e(j + 1)) == 0 and DUDLEY_ALPHA_COEF == 2 * 2  # eps_N = 2 eps_{N+1} <= 4 alpha
-    return bool(ok_link and ok_massart and ok_sum and ok_rem)
+    total = sp.summation(DUDLEY_INTEGRAL_COEF * (e(j) - e(j + 1)), (j, 1, Nn))
+    return sp.simplify(total - DUDLEY_INTEGRAL_COEF * (e(1) - e(Nn + 1))) == 0
 
 
 def verify_sqrt_split() -> bool:
@@ -79,6 +96,16 @@ def verify_inverse_square_convex() -> bool:
     """The second derivative of the objective in ``alpha`` is ``12 sqrt(A)/(sqrt(m) alpha^2) > 0``."""
     d2 = sp.simplify(sp.diff(inverse_square_objective(), alpha, 2))
     return sp.simplify(d2 - 12 * sp.sqrt(A) / (sp.sqrt(m) * alpha**2)) == 0
+
+
+def inverse_square_alpha_coef():
+    """The ``3`` of ``alpha* = 3 sqrt(A) / (sqrt(m) - 3 sqrt(Lambda))``: read off the derived minimiser as
+    ``alpha* sqrt(m) / sqrt(A)`` at ``Lambda = 0``.
+
+    >>> inverse_square_alpha_coef()
+    3
+    """
+    return sp.simplify(inverse_square_alpha().subs(Lam, 0) * sp.sqrt(m) / sp.sqrt(A))
 
 
 def inverse_square_value():
@@ -113,6 +140,15 @@ def parametric_objective(upper=None):
     upper = sp.Min(c / 2, C) if upper is None else upper
     return DUDLEY_ALPHA_COEF * alpha + DUDLEY_INTEGRAL_COEF * sp.sqrt(k) / sp.sqrt(m) * (
         F.subs(eps, upper) - F.subs(eps, alpha))
+
+
+def parametric_alpha_denominator():
+    """The ``9`` of ``alpha* = C exp(-m / (9 k))``, read off the derived minimiser: ``-m / (k log(alpha*/C))``.
+
+    >>> parametric_alpha_denominator()
+    9
+    """
+    return sp.simplify(-m / (k * sp.expand_log(sp.log(parametric_alpha() / C), force=True)))
 
 
 def parametric_alpha():

@@ -20,7 +20,8 @@ import sympy as sp
 __all__ = ["R", "b", "m", "delta", "t", "lam", "c", "r", "N", "B", "d", "colnorm", "gamma",
            "mcdiarmid_deviation", "generalization_gap", "gap_coefficients", "massart_bound",
            "l1_linear_bound", "verify_chernoff_exponent", "verify_massart_optimum",
-           "verify_gap_constants", "verify_ramp_slope", "verify_sign_enumeration", "sup_norm_atoms",
+           "verify_gap_constants", "verify_ramp_slope", "l2_second_moment", "verify_l2_second_moment",
+           "chernoff_exponent_coef", "sup_norm_atoms",
            "verify_sup_norm_atoms"]
 
 R, b, m, delta, t, lam, c, r, N, B, d, colnorm, gamma = sp.symbols(
@@ -78,6 +79,18 @@ def verify_chernoff_exponent() -> bool:
             and sp.diff(expo, lam, 2).is_positive)
 
 
+def chernoff_exponent_coef():
+    """The ``2`` of ``exp(-2 t^2 / c^2)``: minus the minimum over ``lambda`` of ``-lambda t + lambda^2 c^2 / 8``
+    (Hoeffding's lemma in Chernoff's bound), divided by ``t^2 / c^2``.
+
+    >>> chernoff_exponent_coef()
+    2
+    """
+    expo = -lam * t + lam**2 * c**2 / 8
+    crit = sp.solve(sp.diff(expo, lam), lam)
+    return sp.simplify(-expo.subs(lam, crit[0]) * c**2 / t**2)
+
+
 def massart_bound():
     """``min_lambda log(N)/lambda + lambda r^2 / 2 = r sqrt(2 log N)`` (Massart's finite-class lemma,
     before dividing by ``m``)."""
@@ -126,11 +139,20 @@ def verify_sup_norm_atoms() -> bool:
     return sp.simplify(sp.expand_log(sup_norm_atoms() - target, force=True)) == 0
 
 
-def verify_sign_enumeration() -> bool:
-    """``E_sigma sigma_i sigma_j = [i = j]``: averaging over all ``2^2`` sign pairs (the identity behind
-    ``E ||X^T sigma||_2^2 = sum_i ||x_i||^2``, used for the l2 class)."""
-    import itertools
+def l2_second_moment(n_points: int = 3, dim: int = 2):
+    """``E_sigma ||X^T sigma||_2^2`` for ``n_points`` rows of a symbolic ``X`` in ``R^dim``, computed by
+    sympy's probability module with independent uniform signs ``sigma_i in {-1, +1}``."""
+    from sympy.stats import E, Rademacher
 
-    vals = [s1 * s2 for s1, s2 in itertools.product([-1, 1], repeat=2)]
-    sq = [s1 * s1 for s1, _ in itertools.product([-1, 1], repeat=2)]
-    return sp.Rational(sum(vals), 4) == 0 and sp.Rational(sum(sq), 4) == 1
+    sig = [Rademacher(f"sigma{i}") for i in range(n_points)]
+    X = sp.Matrix(n_points, dim, lambda i, j: sp.Symbol(f"x{i}{j}", real=True))
+    v = X.T * sp.Matrix(sig)
+    return sp.expand(E(sp.expand((v.T * v)[0])))
+
+
+def verify_l2_second_moment(n_points: int = 3, dim: int = 2) -> bool:
+    """:func:`l2_second_moment` equals ``sum_i ||x_i||^2`` (cross terms average out): with Jensen,
+    ``E ||X^T sigma||_2 <= sqrt(sum_i ||x_i||^2)``, the right side of :prf:ref:`cor-l2-linear-rademacher`."""
+    X = sp.Matrix(n_points, dim, lambda i, j: sp.Symbol(f"x{i}{j}", real=True))
+    return sp.expand(l2_second_moment(n_points, dim) - sum(X[i, j] ** 2 for i in range(n_points)
+                                                              for j in range(dim))) == 0

@@ -6,8 +6,10 @@ by the other functions are evaluated by the tests and compared with :mod:`genbou
 * :ref:`ch-sa-entropy`: the threshold optimisation ``inf_tau sqrt(N M) tau**(-p/2) + S N tau =
   c_p M**(1/(p+2)) S**(p/(p+2)) N**((p+1)/(p+2))`` with ``c_p = ((p+2)/p) (p/2)**(2/(p+2))`` in ``[1, 2]``,
   the entropy form ``k_p`` (equal to ``c_p``) and its Dudley integral.
-* :ref:`ch-sa-deep`: the Lipschitz peeling constants ``C_V (1 + 4 C_QK)`` (softmax constant 2 times the
-  2 from ``X`` appearing twice), the per-matrix sensitivities, and the cost of rounding ``p`` to the grid.
+* :ref:`ch-sa-deep`: the Lipschitz peeling constants ``C_V (1 + 4 C_QK)`` and the per-matrix sensitivities,
+  derived from sympy's derivatives of the head and the feed-forward block (the 4 is the softmax constant
+  2, itself derived by the triangle inequality, times the 2 terms of a score's derivative), and the
+  cost of rounding ``p`` to the grid.
 * :ref:`ch-sa-examples`: when ``p = 0`` wins.
 
 >>> from genbound.symbolic import sakai_imaizumi as si
@@ -28,8 +30,9 @@ __all__ = [
     "entropy_objective", "entropy_optimal_threshold", "k_p", "entropy_closed_form",
     "verify_entropy_optimum", "verify_cp_equals_kp", "dudley_integral", "verify_dudley_integral",
     "entropy_exponent", "verify_entropy_exponent_range",
-    "SOFTMAX_L1_CONSTANT", "SCORE_OCCURRENCES", "head_lipschitz", "verify_head_lipschitz",
-    "layer_lipschitz", "gamma_derived", "gamma_authors", "gamma_ratio", "verify_gamma_ratio",
+    "SOFTMAX_L1_CONSTANT", "SCORE_OCCURRENCES", "head_sensitivity", "head_lipschitz", "verify_head_lipschitz",
+    "ffn_sensitivity", "layer_lipschitz", "gamma_derived", "GAMMA_STATED", "verify_gamma_derivation",
+    "gamma_authors", "gamma_ratio",
     "log_term", "dlog_term_dp", "verify_dlog_term_dp", "verify_dlog_term_dp_full", "grid_size", "grid_rounding_cost",
     "p0_gap_lower_bound", "verify_p0_gap", "p0_scale_threshold",
 ]
@@ -171,53 +174,94 @@ def verify_entropy_exponent_range() -> bool:
 
 # --------------------------------------------------------------------------- chapter 3: peeling
 
-#: The softmax estimate ``||softmax(a) - softmax(b)||_1 <= 2 ||a - b||_inf`` used by the authors' alpha.
-SOFTMAX_L1_CONSTANT = sp.Integer(2)
-#: ``X`` appears twice in the scores ``X W_QK X^T``: a perturbation of ``X`` moves a score by ``2 C_QK``.
-SCORE_OCCURRENCES = sp.Integer(2)
+def _softmax():
+    from . import softmax as ss
+
+    return ss
 
 
-def head_lipschitz(softmax_constant=SOFTMAX_L1_CONSTANT, occurrences=SCORE_OCCURRENCES):
-    """Input-Lipschitz constant of one head ``softmax(X W_QK X^T) X W_V`` for rows in the unit ball.
+#: The softmax estimate ``||softmax(a) - softmax(b)||_1 <= 2 ||a - b||_inf`` used by the authors' alpha:
+#: the triangle-inequality bound on the softmax Jacobian, derived by
+#: :func:`genbound.symbolic.softmax.softmax_triangle_constant` (the tight constant is 1).
+SOFTMAX_L1_CONSTANT = _softmax().softmax_triangle_constant()
+#: ``X`` appears twice in the scores ``X W_QK X^T``: the number of terms sympy finds in the derivative of a
+#: score under a perturbation of ``X`` (:func:`genbound.symbolic.softmax.score_occurrences`).
+SCORE_OCCURRENCES = _softmax().score_occurrences()
 
-    Product rule: the values ``X W_V`` move by ``C_V`` (the ``1``) and the attention weights by
-    ``softmax_constant * occurrences * C_QK`` in l1, each weight multiplying a value row of norm ``<= C_V``.
-    """
-    return C_V * (1 + softmax_constant * occurrences * C_QK)
+
+def head_sensitivity(perturbed: str, softmax_constant=None):
+    """Sensitivity of one head ``softmax(X W_QK X^T) X W_V`` (rows in the unit ball, max-row norm) to a
+    perturbation of ``perturbed`` in ``{"X", "QK", "V"}``, derived from sympy's derivative of the head
+    (:func:`genbound.symbolic.softmax.attention_sensitivity` with rows of norm 1, ``C_QK``, ``C_V`` and the
+    softmax constant of the authors, :data:`SOFTMAX_L1_CONSTANT`)."""
+    k = SOFTMAX_L1_CONSTANT if softmax_constant is None else softmax_constant
+    return _softmax().attention_sensitivity(perturbed, kappa_=k, row=sp.Integer(1), S_QK_=C_QK, S_V_=C_V)
+
+
+def head_lipschitz(softmax_constant=None):
+    """Input-Lipschitz constant of one head: :func:`head_sensitivity` for a perturbation of ``X``,
+    ``C_V (1 + 4 C_QK)`` with the authors' softmax constant 2 (the 4 = 2 x :data:`SCORE_OCCURRENCES`)."""
+    return head_sensitivity("X", softmax_constant)
 
 
 def verify_head_lipschitz() -> bool:
-    """``head_lipschitz() = C_V (1 + 4 C_QK)``: the constant in the authors' ``alpha``."""
+    """The derived head constant is the one the authors' ``alpha`` uses, ``C_V (1 + 4 C_QK)``."""
     return sp.expand(head_lipschitz() - C_V * (1 + 4 * C_QK)) == 0
 
 
+def ffn_sensitivity(perturbed: str, *, gelu: bool = True):
+    """Sensitivity of the feed-forward block ``Pi(phi(z M_in) M_out)`` (input row ``||z|| <= 1`` after the
+    first ``Pi``) to ``perturbed`` in ``{"input", "M_in", "M_out"}``, from sympy's derivative.
+
+    The derivative of ``phi(z M_in) M_out`` is bounded term by term (:func:`genbound.symbolic.softmax.bound_terms`):
+    ``phi'`` by ``L_phi``, ``phi(u)`` by ``|u|`` (GELU: ``|u Phi(u)| <= |u|``; a general ``L_phi``-Lipschitz
+    ``phi`` with ``phi(0) = 0`` by ``L_phi |u|``), ``||z|| <= 1``, ``||M_in|| <= C_in``, ``||M_out|| <= C_out``;
+    ``Pi`` is 1-Lipschitz."""
+    z, mi, mo, dz, dmi, dmo, e = sp.symbols("z m_in m_out dz dm_in dm_out e", real=True)
+    phi = sp.Function("phi")
+    shift = {"input": {z: z + e * dz}, "M_in": {mi: mi + e * dmi}, "M_out": {mo: mo + e * dmo}}
+    if perturbed not in shift:
+        raise KeyError(f"perturbed must be one of {sorted(shift)}, got {perturbed!r}")
+    out = (phi(z * mi) * mo).xreplace(shift[perturbed])
+    d = sp.diff(out, e).subs(e, 0).doit()
+    d = d.replace(lambda x: isinstance(x, (sp.Subs, sp.Derivative)), lambda x: L_phi)
+    d = d.replace(phi, lambda u: u if gelu else L_phi * u)
+    return _softmax().bound_terms(d, {z: 1, mi: C_in, mo: C_out, dz: 1, dmi: 1, dmo: 1})
+
+
 def layer_lipschitz(n_heads: int = 1):
-    """One layer ``Pi o FFN o Pi o sum_h head_h``: ``L_phi C_in C_out sum_h C_V,h (1 + 4 C_QK,h)``."""
+    """One layer ``Pi o FFN o Pi o sum_h head_h``: the FFN's input sensitivity times the sum of the heads'
+    input-Lipschitz constants, ``L_phi C_in C_out sum_h C_V,h (1 + 4 C_QK,h)``."""
+    ffn = ffn_sensitivity("input")
     if n_heads == 1:
-        return L_phi * C_in * C_out * head_lipschitz()
+        return sp.expand(ffn * head_lipschitz())
     cv = sp.symbols(f"C_V0:{n_heads}", positive=True)
     cq = sp.symbols(f"C_QK0:{n_heads}", positive=True)
-    return L_phi * C_in * C_out * sum(v * (1 + 4 * q) for v, q in zip(cv, cq))
+    return sp.expand(ffn * sum(head_lipschitz().subs({C_V: v, C_QK: q}) for v, q in zip(cv, cq)))
 
 
 def gamma_derived(kind: str, *, gelu: bool = True):
-    """Sensitivity of a layer's output to one of its matrices, derived for the reconstructed layer.
-
-    ``QK``: the score moves by ``||Delta||`` (unit rows), the weights by ``2 ||Delta||`` in l1, the head
-    output by ``2 C_V ||Delta||``, then the feed-forward block multiplies by ``L_phi C_in C_out``.
-    ``V``: the head output moves by ``||Delta||`` (a convex combination of unit rows), times the FFN.
-    ``M_in``: ``L_phi C_out``. ``M_out``: the FFN hidden row ``phi(z M_in)`` has norm ``<= C_in`` for GELU
-    (``|x Phi(x)| <= |x|``), ``<= L_phi C_in`` for a general ``L_phi``-Lipschitz ``phi`` with ``phi(0)=0``.
-    """
-    table = {
-        "QK": SOFTMAX_L1_CONSTANT * C_V * L_phi * C_in * C_out,
-        "V": L_phi * C_in * C_out,
-        "M_in": L_phi * C_out,
-        "M_out": C_in if gelu else L_phi * C_in,
-    }
+    """Sensitivity of a layer's output to one of its matrices, derived for the reconstructed layer:
+    ``QK`` and ``V`` through the head (:func:`head_sensitivity`) then the FFN (:func:`ffn_sensitivity` of its
+    input), ``M_in`` and ``M_out`` through the FFN alone. Result: ``2 L_phi C_V C_in C_out``,
+    ``L_phi C_in C_out``, ``L_phi C_out`` and ``C_in`` (GELU; ``L_phi C_in`` for a general ``phi``)."""
+    table = {"QK": lambda: head_sensitivity("QK") * ffn_sensitivity("input", gelu=gelu),
+             "V": lambda: head_sensitivity("V") * ffn_sensitivity("input", gelu=gelu),
+             "M_in": lambda: ffn_sensitivity("M_in", gelu=gelu),
+             "M_out": lambda: ffn_sensitivity("M_out", gelu=gelu)}
     if kind not in table:
         raise KeyError(f"kind must be one of {sorted(table)}, got {kind!r}")
-    return table[kind]
+    return sp.expand(table[kind]())
+
+
+#: The sensitivities as the book's lemma states them (checked against :func:`gamma_derived`).
+GAMMA_STATED = {"QK": 2 * L_phi * C_V * C_in * C_out, "V": L_phi * C_in * C_out, "M_in": L_phi * C_out,
+                "M_out": C_in}
+
+
+def verify_gamma_derivation() -> bool:
+    """The derived sensitivities are the ones :prf:ref:`lem-sa-matrix-sensitivity` states."""
+    return all(sp.expand(gamma_derived(k) - v) == 0 for k, v in GAMMA_STATED.items())
 
 
 def gamma_authors(kind: str):
@@ -226,14 +270,9 @@ def gamma_authors(kind: str):
 
 
 def gamma_ratio(kind: str, *, gelu: bool = True):
-    """``gamma_derived / gamma_authors``: ``L_phi`` for QK, V, M_in and ``C_in`` for M_out (GELU)."""
+    """``gamma_derived / gamma_authors``: what the authors' code leaves out (``L_phi``, and ``C_in`` for
+    ``M_out``)."""
     return sp.simplify(gamma_derived(kind, gelu=gelu) / gamma_authors(kind))
-
-
-def verify_gamma_ratio() -> bool:
-    """The derived sensitivities exceed the authors' by exactly ``L_phi`` (QK, V, M_in) and ``C_in`` (M_out)."""
-    return (all(sp.simplify(gamma_ratio(k) - L_phi) == 0 for k in ("QK", "V", "M_in"))
-            and sp.simplify(gamma_ratio("M_out") - C_in) == 0)
 
 
 # --------------------------------------------------------------------------- chapter 3: the grid

@@ -13,13 +13,13 @@ expression built here; the tests lambdify these expressions and compare them wit
   single-layer theorem in its 2/3-power and factored forms.
 * :func:`verify_bias_absorption`: biases are an extra constant input coordinate.
 * :func:`zhang_log_cover` and :func:`edelman_single_layer_sensitivities`: the Edelman-type baseline.
-* :func:`verify_no_T`: none of the Trauger-Tewari expressions contains ``T``.
+* The head terms of :func:`layer_lipschitz` and :func:`unrolled_sensitivities` are the sensitivities that
+  :func:`genbound.symbolic.softmax.attention_sensitivity` derives from the head's derivative (a test
+  compares them).
 
 >>> from genbound.symbolic import trauger_tewari as st
 >>> st.verify_unrolling(2), st.verify_single_layer_factorisation(), st.verify_bias_absorption()
 (True, True, True)
->>> st.verify_no_T()
-True
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ import sympy as sp
 __all__ = ["L_sigma", "kappa", "B_X", "B_w", "T", "m", "layer_lipschitz", "layer_error",
            "unrolled_sensitivities", "verify_unrolling", "cover_constant", "single_layer_C1",
            "single_layer_C1_factored", "verify_single_layer_factorisation", "verify_bias_absorption",
-           "zhang_log_cover", "edelman_single_layer_sensitivities", "verify_no_T", "aug",
+           "zhang_log_cover", "edelman_single_layer_sensitivities", "aug",
            "MARGIN_LIPSCHITZ_MULTICLASS", "PROPER_FACTOR"]
 
 L_sigma, kappa, B_X, B_w = sp.symbols("L_sigma kappa B_X B_w", positive=True)
@@ -202,11 +202,3 @@ def edelman_single_layer_sensitivities(H: int = 1, *, dense: bool = True, bias: 
         rho["C"] = S_w
     rho["w"] = sp.Integer(1)
     return rho
-
-
-def verify_no_T() -> bool:
-    """No Trauger-Tewari sensitivity or complexity depends on ``T`` (or on ``m``)."""
-    exprs = [single_layer_C1()]
-    for L in (1, 2):
-        exprs += list(unrolled_sensitivities(L, 2, dense=True, bias=True)[1].values())
-    return all(T not in e.free_symbols and m not in e.free_symbols for e in exprs)
