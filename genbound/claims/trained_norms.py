@@ -8,7 +8,9 @@ import math
 import torch
 
 from . import register
-from ._core import AllOf, Claim, FunctionCheck, InequalityCheck
+from ._core import AllOf, Claim, FunctionCheck, InequalityCheck, replaced, scaled
+from ..bounds import radius_grid as _rg
+from ..experiments import sparse_majority as _sm
 
 CH = "book/part2/sparse_majority.md"
 F64 = torch.float64
@@ -57,9 +59,13 @@ def _radius_ratio(e, p, mask):
 register(Claim(
     label="lem-sm-uniform-radius",
     statement="every input row e + PE_j (||e||_1 <= 1, any position j, any T) has ||e + PE_j||_2 <= 1 + sqrt(d)",
-    chapter=CH, source="reconstructed",
+    chapter=CH, provenance="reconstructed",
     numeric=InequalityCheck(_radius_sample, _radius_ratio, _radius_project, trials=3000, starts=12, steps=80,
                             lr=0.05, search=("e", "p")),
+    mutants=(replaced(_sm, "uniform_input_radius", lambda old: (lambda d: math.sqrt(d)),
+                      name="token-term-dropped", what="B_X = sqrt(d): the token embedding's norm left out"),
+             replaced(_sm, "uniform_input_radius", lambda old: (lambda d: 1 + math.sqrt(d) / 2),
+                      name="encoding-halved", what="B_X = 1 + sqrt(d)/2: the encoding term halved")),
 ))
 
 
@@ -127,7 +133,14 @@ register(Claim(
     label="thm-radius-union",
     statement="with prob >= 1 - delta, every network satisfies the fixed-radius bound at its norms rounded up "
               "to powers of 2, at confidence delta * prod_j (2/3)/((|i_j|+1)(|i_j|+2))",
-    chapter=CH, source="standard",
+    chapter=CH, provenance="standard",
     numeric=AllOf((FunctionCheck(_rounding_ratio), FunctionCheck(_union_mass_ratio))),
     symbolic=_union_symbolic,
+    mutants=(scaled(_rg, "PRIOR_NORMALISER", 1.5, name="prior-unnormalised",
+                    what="pi(i) = 1/((|i|+1)(|i|+2)): the shares sum to 3/2, not 1"),
+             replaced(_rg, "grid_point",
+                      lambda old: (lambda r, base=2.0: (old(r, base=base)[0] - 1, old(r, base=base)[1] / base)),
+                      name="round-down", what="radii rounded down to the grid (the network is not in the class)"),
+             replaced(_rg, "union_delta", lambda old: (lambda delta, indices: delta),
+                      name="no-confidence-split", what="every grid point at the full delta (no union bound)")),
 ))
