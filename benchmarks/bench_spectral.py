@@ -1,4 +1,4 @@
-"""Benchmark (issue 7): genbound's spectral pipeline against the authors' dense pipeline, same run.
+"""Benchmark (issues 7 and 12): genbound's spectral pipeline against the authors' dense pipeline, same run.
 
 What it does:
 
@@ -8,17 +8,20 @@ What it does:
 2. Times, each in a fresh Python subprocess (so that peak memory is measured per side):
 
    (a) **genbound**: ``load_weights`` + ``spectral_adaptive_bound`` + ``edelman_proxy`` (thin-QR
-       cores for the heads, QR + SVD of the triangle for the feed-forward matrices, one layer in
-       memory at a time, all Schatten indices in one log-space tensor expression);
+       cores for the heads; certified feed-forward spectra, i.e. Gram-matrix eigenvalues where the a
+       posteriori bound certifies every singular value to 1e-10 relative accuracy and QR + SVD of the
+       triangle where it does not, :func:`genbound.spectra.certified_singular_values`; one layer in
+       memory at a time; all Schatten indices in one log-space tensor expression);
    (b) **baseline** (written here, independently of genbound): the authors' pipeline: load the state
        dict, form every ``QK``, ``V``, ``M_in``, ``M_out`` as a dense float64 matrix and take its singular
        values with a full float64 SVD (``torch.linalg.svdvals``, as in the authors' code) one matrix at
        a time; then the same formulas, written with plain loops;
    (c) once more, for memory: the ``genbound analyze PATH --json`` command itself, in-process.
 
-3. Prints both times (minimum over ``--repeat`` runs), their ratio, the peak memory of each side and
+3. Prints both times (minimum over ``--repeat`` runs), their ratio, the peak memory of each side,
    the largest relative difference between the two results (both bound values, the log of the
-   Edelman proxy, and every number of the per-matrix table).
+   Edelman proxy, and every number of the per-matrix table), and the route each feed-forward
+   matrix's spectrum took (``ff_routes``: one entry per layer, ``gram`` or ``qr-svd``).
 
 Peak memory: each side runs in its own interpreter and reads its peak resident set size (``VmHWM`` of
 ``/proc/self/status``, which counts anonymous memory and touched pages of memory-mapped files) twice:
@@ -104,8 +107,11 @@ def work_genbound(path: str, device: str) -> dict:
     w = genbound.load_weights(path)
     r = genbound.spectral_adaptive_bound(w, device=device)
     e = genbound.edelman_proxy(w, device=device)
-    return {"value": r.value, "edelman_log": e.log_value,
-            "table": {c: r.table[c].astype(float).tolist() for c in TABLE_COLUMNS}}
+    t = r.table
+    routes = {k: t.loc[t["kind"] == k, "route"].tolist() for k in ("M_in", "M_out")}
+    return {"value": r.value, "edelman_log": e.log_value, "ff_routes": routes,
+            "route_counts": {k: int(v) for k, v in t["route"].value_counts().sort_index().items()},
+            "table": {c: t[c].astype(float).tolist() for c in TABLE_COLUMNS}}
 
 
 def work_analyze(path: str, device: str) -> dict:
@@ -206,17 +212,19 @@ def work_baseline(path: str, device: str, rank_tol: float = 1e-10, L_phi: float 
 
 
 def ff_routes(path: str | None = None) -> dict:
-    """Accuracy and cost of three routes to a feed-forward spectrum, relative to the dense SVD.
+    """Accuracy and cost of the routes to a feed-forward spectrum, relative to the dense SVD.
 
     Routes: the dense ``svdvals`` of the matrix as stored (the authors' call), Householder QR of the
-    tall orientation + ``svdvals`` of the triangle (genbound), and the square roots of the Gram
-    matrix's eigenvalues. Matrices: layer 0 of the MiniLM checkpoint (when installed), layer 0 of
-    ``path`` (a checkpoint folder), and a synthetic 3072 x 768 matrix with known singular values
-    from 1 to 1e-12.
+    tall orientation + ``svdvals`` of the triangle, the plain square roots of the Gram matrix's
+    eigenvalues, and genbound's certified route (:func:`genbound.spectra.certified_singular_values`:
+    the Gram route when its bound certifies ``1e-10``, else QR + SVD), with the route it took and its
+    bound. Matrices: layer 0 of the MiniLM checkpoint (when installed), layer 0 of ``path`` (a
+    checkpoint folder), and a synthetic 3072 x 768 matrix with known singular values from 1 to 1e-12.
     """
     import torch
 
     sys.path.insert(0, str(ROOT))
+    from genbound.spectra import certified_singular_values
     from genbound.weights import load_weights
 
     def tmin(f, n=3):
@@ -232,10 +240,13 @@ def ff_routes(path: str | None = None) -> dict:
         t_d, s_d = tmin(lambda: torch.linalg.svdvals(M))
         t_q, s_q = tmin(lambda: torch.linalg.svdvals(torch.linalg.qr(tall, mode="r").R))
         t_g, s_g = tmin(lambda: torch.linalg.eigvalsh(tall.T @ tall).clamp(min=0).sqrt().flip(0))
+        t_c, c = tmin(lambda: certified_singular_values(M))
         ref = s_d if exact is None else exact
         err = lambda s: float(((s - ref).abs() / ref).max())  # noqa: E731
         return {"shape": list(M.shape), "cond": float(ref[0] / ref[-1]), "dense_s": t_d, "qr_svd_s": t_q,
-                "gram_s": t_g, "dense_err": err(s_d), "qr_svd_err": err(s_q), "gram_err": err(s_g)}
+                "gram_s": t_g, "certified_s": t_c, "dense_err": err(s_d), "qr_svd_err": err(s_q),
+                "gram_err": err(s_g), "certified_err": err(c.svals), "certified_route": c.route,
+                "certified_bound": c.rel_err_bound}
 
     out = {}
     sources = []
@@ -307,10 +318,14 @@ def run(layers=12, heads=12, hidden=768, d_ff=3072, seed=0, repeat=1, device="cp
         an = _run_child("analyze", path, device, threads, warm)
     g = min(gs, key=lambda r: r["seconds"])
     b = min(bs, key=lambda r: r["seconds"])
+    import statistics
+
     import torch
 
     return {
         "genbound_s": g["seconds"], "baseline_s": b["seconds"], "ratio": b["seconds"] / g["seconds"],
+        "ratio_of_medians": statistics.median(r["seconds"] for r in bs) / statistics.median(r["seconds"] for r in gs),
+        "ff_routes": g["ff_routes"], "route_counts": g["route_counts"],
         "genbound_peak_mb": g["peak_rss_mb"] - g["baseline_rss_mb"],
         "baseline_peak_mb": b["peak_rss_mb"] - b["baseline_rss_mb"],
         "max_rel_diff": max(compare(x, y) for x in gs for y in bs),
@@ -364,6 +379,8 @@ def main(argv=None) -> int:
         print(f"genbound  {res['genbound_s']:9.3f} s   peak {res['genbound_peak_mb']:8.1f} MB above the interpreter")
         print(f"baseline  {res['baseline_s']:9.3f} s   peak {res['baseline_peak_mb']:8.1f} MB above the interpreter")
         print(f"ratio     {res['ratio']:9.1f} x   max relative difference {res['max_rel_diff']:.3g}")
+        print("routes    " + ", ".join(f"{k} {v}" for k, v in res["route_counts"].items())
+              + "; feed-forward by layer: " + ", ".join(f"{k}: {' '.join(v)}" for k, v in res["ff_routes"].items()))
         print(f"genbound analyze: {res['analyze_s']:.3f} s, peak {res['analyze_peak_mb']:.1f} MB above the interpreter")
         print(f"largest layer {res['largest_layer_mb']:.1f} MB, checkpoint {res['checkpoint_mb']:.1f} MB, "
               f"interpreter {res['interpreter_rss_mb']:.1f} MB")

@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import importlib
 
-from .errors import (ArchitectureError, DeviceError, GenboundError, InputError, NonFiniteError,
-                     ParameterError, ShapeError)
+from .errors import (ArchitectureError, CheckpointError, DeviceError, GenboundError, InputError,
+                     NonFiniteError, ParameterError, ShapeError)
 
 __version__ = "0.1.0"
 
@@ -71,7 +71,7 @@ _SUBMODULES = {"spectra", "norms", "device", "claims", "symbolic", "rademacher",
                "nets", "weights", "experiments", "plotting", "cli"}
 
 __all__ = ["GenboundError", "InputError", "ShapeError", "NonFiniteError", "ParameterError",
-           "ArchitectureError", "DeviceError", "__version__", *_LAZY]
+           "ArchitectureError", "CheckpointError", "DeviceError", "__version__", *_LAZY]
 
 
 def __getattr__(name: str):

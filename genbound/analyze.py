@@ -1,11 +1,17 @@
 """``genbound analyze``: both Part III proxies for a checkpoint folder, from the command line.
 
-Book: :ref:`ch-sakai-trained`. ``genbound analyze PATH`` loads a BERT-family checkpoint folder
-(``config.json`` + ``model.safetensors``, a sharded ``model.safetensors.index.json`` or
-``pytorch_model.bin``) layer by layer, and prints the spectrum-adaptive proxy of Sakai & Imaizumi
-(2026) and their Edelman-style proxy, with a per-layer summary. ``--json`` prints one object::
+Book: :ref:`ch-sakai-trained`. ``genbound analyze PATH`` loads a checkpoint folder (``config.json`` +
+``model.safetensors``, a sharded ``model.safetensors.index.json`` or ``pytorch_model.bin``) of one of
+five architectures (BERT, RoBERTa, ELECTRA, DistilBERT, GPT-2; :mod:`genbound.weights.families`)
+layer by layer, and prints the spectrum-adaptive proxy of Sakai & Imaizumi (2026) and their
+Edelman-style proxy, with a per-layer summary. ``--json`` prints one object::
 
-    {"spectral_adaptive": ..., "edelman": ..., "edelman_log": ..., "layers": L, "hidden": N, ...}
+    {"spectral_adaptive": ..., "edelman": ..., "edelman_log": ..., "family": "bert", "layers": L, ...}
+
+``routes`` counts the matrices by the route their spectrum took (``qr-core`` for heads; ``gram``,
+``qr-svd`` or ``svd`` for feed-forward matrices, :func:`genbound.spectra.certified_singular_values`;
+``dense-svd`` in ``--mode authors``). Every bad file, config or option ends in one line
+``genbound: error: ...`` on stderr and exit code 2 (:mod:`genbound.weights.files`).
 
 ``edelman`` is ``null`` when the proxy exceeds float64 (``edelman_overflow`` is then ``true``);
 ``edelman_log`` is always finite. ``--csv FILE`` writes the per-matrix table, ``--plot FILE`` a figure
@@ -58,7 +64,8 @@ class Analysis:
             "matrices": len(r.table), "grid_m": r.grid_m, "L_phi": r.L_phi, "rank_tol": r.rank_tol,
             "mode": r.mode, "p_opt_zero": int((r.table["p_opt"] == 0).sum()),
             "attention_scale": w.attention_scale, "device": self.device, "seconds": self.seconds,
-            "source": w.source,
+            "source": w.source, "family": w.family,
+            "routes": {k: int(v) for k, v in r.table["route"].value_counts().sort_index().items()},
         }
 
 
@@ -87,14 +94,15 @@ def analyze(source, *, device=None, attention_scale: bool = False, mode: str = "
 def add_parser(sub) -> None:
     p = sub.add_parser("analyze", help="spectrum-adaptive and Edelman-style proxies of a checkpoint",
                        description="Evaluate the Sakai & Imaizumi (2026) spectrum-adaptive proxy and the "
-                                   "Edelman-style proxy on a BERT-family checkpoint folder (config.json + "
-                                   "model.safetensors), layer by layer.")
+                                   "Edelman-style proxy on a checkpoint folder (config.json + model.safetensors) "
+                                   "of a BERT, RoBERTa, ELECTRA, DistilBERT or GPT-2 model, layer by layer.")
     p.add_argument("path", help="checkpoint folder (config.json + model.safetensors or pytorch_model.bin)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("--csv", metavar="FILE", help="write the per-matrix table as CSV")
     p.add_argument("--plot", metavar="FILE", help="write a figure of the per-matrix contributions")
     p.add_argument("--device", default="auto", help="auto (CUDA when available), cpu or cuda (default auto)")
-    p.add_argument("--attention-scale", action="store_true", help="put 1/sqrt(d_head) into every QK")
+    p.add_argument("--attention-scale", action="store_true",
+                   help="put the model's score scale (1/sqrt(d_head)) into every QK")
     p.add_argument("--mode", choices=["exact", "authors"], default="exact",
                    help="exact: thin-QR cores, sub-threshold values are zeros (default); authors: dense SVD, "
                         "threshold only at p = 0")
@@ -140,9 +148,10 @@ def run(args) -> int:
         print(json.dumps(a.to_dict()))
         return 0
     d = a.to_dict()
-    print(f"{d['source']}: {d['layers']} layers, hidden {d['hidden']}, {d['heads']} heads (d_head "
+    print(f"{d['source']}: {d['family']}, {d['layers']} layers, hidden {d['hidden']}, {d['heads']} heads (d_head "
           f"{d['d_head']}), d_ff {d['d_ff']}; {d['matrices']} matrices; device {d['device']}; "
           f"{d['seconds']:.2f} s")
+    print("spectrum routes: " + ", ".join(f"{k} {v}" for k, v in d["routes"].items()))
     print(f"spectral-adaptive proxy (Sakai & Imaizumi): {a.spectral.value:.6g}   [p_opt = 0 for "
           f"{d['p_opt_zero']} of {d['matrices']} matrices, grid m = {d['grid_m']}, mode {d['mode']}]")
     ed = f"{a.edelman.value:.6g}" if math.isfinite(a.edelman.value) else "inf in float64"

@@ -18,6 +18,7 @@ __all__ = [
     "NonFiniteError",
     "ParameterError",
     "ArchitectureError",
+    "CheckpointError",
     "DeviceError",
 ]
 
@@ -44,6 +45,11 @@ class ParameterError(GenboundError, ValueError):
 
 class ArchitectureError(GenboundError):
     """A model or checkpoint does not have an architecture genbound knows how to read."""
+
+
+class CheckpointError(InputError):
+    """A checkpoint file cannot be used: empty, truncated, corrupt, inconsistent with its index, or
+    holding something other than tensors (never unpickled). The message names the file."""
 
 
 class DeviceError(GenboundError):

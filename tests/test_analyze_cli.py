@@ -31,6 +31,7 @@ def test_json_matches_library(ckpt, capsys):
     assert out["edelman_log"] == edelman_proxy(w).log_value
     assert math.isclose(out["edelman"], math.exp(out["edelman_log"]), rel_tol=1e-12)
     assert (out["layers"], out["hidden"], out["heads"], out["d_head"], out["d_ff"]) == (3, 16, 2, 8, 32)
+    assert out["family"] == "bert" and sum(out["routes"].values()) == out["matrices"]
     assert out["matrices"] == 3 * (2 * 2 + 2) and out["grid_m"] == math.ceil(3 + math.log(16))
     assert out["edelman_overflow"] is False and out["device"] == "cpu"
 
@@ -104,3 +105,5 @@ def test_bench_spectral_at_tiny_size():
                 "1", "--json")
     assert d["max_rel_diff"] <= 1e-9
     assert {"genbound_s", "baseline_s", "ratio", "genbound_peak_mb", "baseline_peak_mb"} <= set(d)
+    assert set(d["ff_routes"]) == {"M_in", "M_out"} and all(len(v) == 2 for v in d["ff_routes"].values())
+    assert d["route_counts"]["qr-core"] == 2 * 2 * 2 and sum(d["route_counts"].values()) == 2 * (2 * 2 + 2)

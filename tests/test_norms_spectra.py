@@ -63,12 +63,30 @@ def test_product_shape_mismatch():
 
 
 def test_numerical_rank_threshold_rule():
-    s = torch.tensor([2.0, 1e-9, 1e-11])
+    s = torch.tensor([2.0, 1e-9, 1e-11], dtype=torch.float64)
     # threshold = 1e-10 * 3 * max(2, 1) = 6e-10
     assert int(gb.numerical_rank(s)) == 2
     assert int(gb.numerical_rank(s, rank_tol=1e-8)) == 1
-    small = torch.tensor([1e-3, 1e-12])  # max(sigma_1, 1) = 1 keeps the threshold absolute
+    small = torch.tensor([1e-3, 1e-12], dtype=torch.float64)  # max(sigma_1, 1) = 1 keeps the threshold absolute
     assert int(gb.numerical_rank(small)) == 1
+
+
+def test_rank_threshold_uses_the_dtype_epsilon():
+    """A float32 spectrum's round-off floor (about eps32 * sigma_1) must not count as rank."""
+    from genbound.spectra import effective_rank_tol
+
+    g = torch.Generator().manual_seed(0)
+    A = torch.randn(40, 4, generator=g, dtype=torch.float64) @ torch.randn(4, 40, generator=g, dtype=torch.float64)
+    s32 = gb.singular_values(A.float(), dtype="float32")  # rank 4, then float32 round-off
+    s64 = gb.singular_values(A)
+    assert float(s32[4:].max()) > 1e-10 * 40 * float(s32[0])  # the floor sits above the float64 tolerance
+    assert int(gb.numerical_rank(s32)) == 4 and int(gb.numerical_rank(s64)) == 4
+    assert int(gb.numerical_rank(s32.double())) > 4  # the same numbers, read as float64, would inflate the rank
+    assert effective_rank_tol(1e-10, torch.float32) == torch.finfo(torch.float32).eps
+    assert effective_rank_tol(1e-3, torch.float32) == 1e-3  # a larger tolerance is kept
+    assert float(gb.rank_threshold(s32, rank_tol=0.0)) == 0.0  # rank_tol = 0: no threshold at all
+    t = gb.threshold_spectrum(s32)
+    assert bool((t[4:] == 0).all()) and bool((t[:4] > 0).all())
 
 
 def test_negative_tolerance_rejected():

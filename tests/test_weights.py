@@ -1,4 +1,8 @@
-"""genbound.weights: loading BERT-family checkpoints and modules, conventions, spectra, bad input."""
+"""genbound.weights: loading checkpoints and modules, conventions, spectra, arguments, bad input.
+
+The five architectures against ``transformers``' own modules are in ``test_families.py``; corrupt and
+unsafe files in ``test_bad_files.py``; the certified feed-forward route in ``test_certified_spectra.py``.
+"""
 
 from __future__ import annotations
 
@@ -9,9 +13,11 @@ import numpy as np
 import pytest
 import torch
 
-from genbound.errors import ArchitectureError, GenboundError, NonFiniteError, ParameterError, ShapeError
+from genbound.errors import (ArchitectureError, CheckpointError, GenboundError, NonFiniteError, ParameterError,
+                             ShapeError)
 from genbound.testing import make_bert_checkpoint
-from genbound.weights import (KINDS, TransformerWeights, bert_weights_from_state_dict, load_weights)
+from genbound.weights import (KINDS, TransformerWeights, bert_weights_from_state_dict, load_weights,
+                              weights_from_state_dict)
 
 
 @pytest.fixture()
@@ -77,7 +83,9 @@ def test_core_is_accurate_for_small_singular_values():
     w = TransformerWeights.from_proxy_matrices(torch.zeros(1, 1, 10, 10, dtype=torch.float64),
                                                torch.zeros(1, 1, 10, 10, dtype=torch.float64),
                                                M.T.unsqueeze(0), M.unsqueeze(0))
-    got = w.spectra().m_out[0]
+    sp = w.spectra()
+    got = sp.m_out[0]
+    assert sp.routes["M_out"] == ("qr-svd",)  # the Gram route cannot certify this spectrum: fallback
     assert float(((got - s).abs() / s).max()) < 1e-3  # relative, down to sigma = 1e-12
     gram = torch.linalg.eigvalsh(M.T @ M).clamp(min=0).sqrt().flip(0)
     assert float(((gram - s).abs() / s).max()) > 1.0  # the Gram route loses the small ones entirely
@@ -167,7 +175,7 @@ def test_bad_sources(tmp_path):
         load_weights(tmp_path)
     with pytest.raises(ArchitectureError, match="expected a checkpoint folder"):
         load_weights(42)
-    with pytest.raises(ArchitectureError, match="not a BERT-family model"):
+    with pytest.raises(ArchitectureError, match="not a model of a supported family.*GPT-2"):
         load_weights(torch.nn.Linear(3, 3))
     f = tmp_path / "file.txt"
     f.write_text("x")
@@ -175,10 +183,15 @@ def test_bad_sources(tmp_path):
         load_weights(f)
 
 
-def test_gpt2_like_names_are_rejected():
+def test_gpt2_names_are_not_bert_names():
+    """bert_weights_from_state_dict stays BERT-only; weights_from_state_dict finds GPT-2 and asks for its keys."""
     sd = {"transformer.h.0.attn.c_attn.weight": torch.zeros(4, 12)}
     with pytest.raises(ArchitectureError, match="transformer.h.0.attn.c_attn.weight"):
         bert_weights_from_state_dict(sd, {"hidden_size": 4, "num_attention_heads": 1, "intermediate_size": 8})
+    with pytest.raises(ArchitectureError, match="n_embd"):
+        weights_from_state_dict(sd, {"hidden_size": 4, "num_attention_heads": 1, "intermediate_size": 8})
+    with pytest.raises(ArchitectureError, match="attn.c_proj.weight' is missing"):
+        weights_from_state_dict(sd, {"n_embd": 4, "n_head": 1, "n_inner": 8})
 
 
 def test_config_and_shape_mismatches(tmp_path):
@@ -197,7 +210,7 @@ def test_config_and_shape_mismatches(tmp_path):
         with pytest.raises(err, match=msg):
             load_weights(tmp_path)
     (tmp_path / "config.json").write_text("{not json")
-    with pytest.raises(ArchitectureError, match="not valid JSON"):
+    with pytest.raises(CheckpointError, match="not valid JSON"):
         load_weights(tmp_path)
 
 
@@ -247,6 +260,50 @@ def test_layer_selection_errors(ckpt):
         load_weights(ckpt, layers=[0, 7])
     with pytest.raises(ParameterError, match="empty"):
         load_weights(ckpt, layers=[])
+    with pytest.raises(ParameterError, match="layers"):
+        load_weights(ckpt, layers=1)
+
+
+def test_arguments_apply_to_loaded_weights(ckpt):
+    """load_weights(weights, attention_scale=..., layers=...) applies both instead of ignoring them."""
+    w = load_weights(ckpt)
+    assert load_weights(w) is w
+    scaled = load_weights(w, attention_scale=True)
+    assert scaled.attention_scale and not w.attention_scale
+    assert torch.allclose(scaled.matrix("QK", 1, 2), w.matrix("QK", 1, 2) / 2.0, rtol=1e-15, atol=0)  # d_head 4
+    one = load_weights(w, layers=[1])
+    assert one.n_layers == 1 and torch.equal(one.spectra().qk[0], w.spectra().qk[1])
+    both = load_weights(scaled, layers=[1, 0])
+    assert both.attention_scale and torch.equal(both.matrix("M_in", 0), w.matrix("M_in", 1))
+    assert torch.equal(load_weights(both, layers=[1]).matrix("V", 0, 0), w.matrix("V", 0, 0))  # ids compose
+    unscaled = load_weights(scaled, attention_scale=False)
+    assert torch.equal(unscaled.matrix("QK", 0, 0), w.matrix("QK", 0, 0))
+    with pytest.raises(ParameterError, match="do not exist"):
+        load_weights(w, layers=[2])
+    with pytest.raises(ParameterError, match="attention_scale"):
+        load_weights(w, attention_scale="yes")
+    I = torch.eye(3, dtype=torch.float64)
+    dense = TransformerWeights.from_proxy_matrices([[I], [2 * I]], [[I], [I]], [I, I], [I, I])
+    assert load_weights(dense, layers=[1]).matrix("QK", 0, 0)[0, 0] == 2.0
+    with pytest.raises(ParameterError, match="dense proxy matrices"):
+        load_weights(dense, attention_scale=True)
+
+
+def test_authors_mode_needs_dense_spectra(ckpt):
+    """Precomputed exact spectra cannot be evaluated in the authors' mode (and vice versa): it raises
+    instead of reporting a mode that was not used."""
+    from genbound.bounds.sakai_imaizumi import edelman_proxy, spectral_adaptive_bound
+
+    w = load_weights(ckpt)
+    core, dense = w.spectra(method="core"), w.spectra(method="dense")
+    with pytest.raises(ParameterError, match="method='dense'"):
+        spectral_adaptive_bound(core, mode="authors")
+    with pytest.raises(ParameterError, match="method='core'"):
+        spectral_adaptive_bound(dense)
+    with pytest.raises(ParameterError, match="method='dense'"):
+        edelman_proxy(core, mode="authors")
+    assert spectral_adaptive_bound(dense, mode="authors").mode == "authors"
+    assert spectral_adaptive_bound(w, mode="authors").value == spectral_adaptive_bound(dense, mode="authors").value
 
 
 def test_make_bert_checkpoint_validates(tmp_path):

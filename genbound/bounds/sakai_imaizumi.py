@@ -21,11 +21,15 @@ Every constant here (``1.13``, the ``4`` in ``1 + 4 C2``, the ``2`` in ``gamma``
 exponents of ``T(p)``) is derived or checked in :mod:`genbound.symbolic.spectral_bound`, and a test
 compares the two.
 
-Two modes. ``mode="exact"`` (default): head spectra from thin-QR cores and singular values at or below
-the numerical-rank threshold ``rank_tol * min(rows, cols) * max(sigma_1, 1)`` are exact zeros for every
-``p``. ``mode="authors"``: dense products and a full SVD, and the threshold is applied only at ``p = 0``
-(so the round-off noise floor of rank-deficient products enters the Schatten sums for ``p > 0``,
-exactly as in the authors' code).
+Two modes. ``mode="exact"`` (default): head spectra from thin-QR cores, certified feed-forward spectra,
+and singular values at or below the numerical-rank threshold ``tol * min(rows, cols) * max(sigma_1, 1)``
+(``tol = max(rank_tol, eps)`` of the spectra's dtype, :func:`genbound.spectra.rank_threshold`) are
+exact zeros for every ``p``. ``mode="authors"``: dense products and a full SVD, and the threshold is
+applied only at ``p = 0`` (so the round-off noise floor of rank-deficient products enters the Schatten
+sums for ``p > 0``, exactly as in the authors' code). Precomputed :class:`~genbound.weights.Spectra`
+carry the method they were computed with; a mode that does not match it (``"authors"`` on exact
+``method="core"`` spectra, or ``"exact"`` on dense ones) raises instead of reporting a mode that was
+not used.
 
 Table convention: feed-forward rows have ``head = -1`` (:data:`genbound.weights.MLP_HEAD`).
 
@@ -45,7 +49,7 @@ import torch
 
 from .._validate import check_positive_int, check_real
 from ..errors import InputError, ParameterError
-from ..spectra import DEFAULT_RANK_TOL
+from ..spectra import DEFAULT_RANK_TOL, rank_threshold
 from ..weights import KINDS, MLP_HEAD, Spectra, TransformerWeights, load_weights
 
 __all__ = [
@@ -75,6 +79,8 @@ ATTENTION_QK_FACTOR = 4.0
 GAMMA_QK_FACTOR = 2.0
 
 _MODES = ("exact", "authors")
+#: The spectra method each mode needs.
+_METHOD_OF_MODE = {"exact": "core", "authors": "dense"}
 
 
 def grid_m(n_layers: int, hidden: int) -> int:
@@ -169,7 +175,7 @@ def log_schatten_grid(svals: torch.Tensor, p: torch.Tensor, *, size: int, rank_t
     [1.0, 2.0]
     """
     s = svals
-    thr = rank_tol * size * s.max(dim=-1, keepdim=True).values.clamp(min=1.0)
+    thr = rank_threshold(s, rank_tol=rank_tol, size=size).unsqueeze(-1)
     above = s > thr
     kept = above if mode == "exact" else s > 0
     log_s = torch.where(kept, s, torch.ones_like(s)).log()
@@ -209,7 +215,8 @@ class SpectralBoundReport:
 
     ``value``: ``B_ours = sum_matrices min_p T(p) + sqrt(L)``. ``table``: one row per matrix (columns
     ``layer, head, kind, rows, cols, rank, spectral_norm, frobenius_norm, nuclear_norm, norm_21, alpha,
-    log_alpha, gamma, scale, log_scale, p_opt, contribution``; ``head = -1`` for ``M_in``/``M_out``;
+    log_alpha, gamma, scale, log_scale, p_opt, contribution, route``; ``head = -1`` for ``M_in``/``M_out``;
+    ``route`` says how the matrix's spectrum was computed, see :attr:`~genbound.weights.Spectra.routes`;
     ``alpha``/``scale`` may be ``inf`` in float64, their logs are finite). ``p`` is the grid and
     ``log_terms`` the ``(matrices, P)`` tensor of ``log T(p)`` with rows in table order (per layer:
     ``QK`` and ``V`` of head 0, of head 1, ..., then ``M_in``, ``M_out``, as in the authors'
@@ -270,11 +277,16 @@ class EdelmanProxyReport:
 def _get_spectra(weights, *, device, mode, progress=False) -> Spectra:
     if mode not in _MODES:
         raise ParameterError(f"mode must be one of {_MODES}, got {mode!r}")
+    method = _METHOD_OF_MODE[mode]
     if isinstance(weights, Spectra):
+        if weights.method != method:
+            raise ParameterError(
+                f"mode={mode!r} needs spectra computed with method={method!r}, but these were computed with "
+                f"method={weights.method!r}; pass the weights themselves, or spectra from "
+                f"weights.spectra(method={method!r})")
         return weights.to(device) if device is not None else weights
     if not isinstance(weights, TransformerWeights):
         weights = load_weights(weights)
-    method = "core" if mode == "exact" else "dense"
     return weights.spectra(device=device, method=method, progress=progress)
 
 
@@ -349,18 +361,18 @@ def spectral_adaptive_bound(weights, *, L_phi: float = L_PHI, grid_m: int | None
     value = float(contrib.sum().item() + math.sqrt(L))
     # the table
     svals = {k: sp.svals(k) for k in KINDS}
-    thr = {k: rank_tol * size[k] * svals[k].max(dim=-1, keepdim=True).values.clamp(min=1.0) for k in KINDS}
+    thr = {k: rank_threshold(svals[k], rank_tol=rank_tol, size=size[k]).unsqueeze(-1) for k in KINDS}
     rank = {k: (svals[k] > thr[k]).sum(-1) for k in KINDS}
     kept = {k: svals[k] if mode == "authors" else torch.where(svals[k] > thr[k], svals[k], 0.0) for k in KINDS}
     fro = {k: torch.linalg.vector_norm(kept[k], dim=-1) for k in KINDS}
     nuc = {k: kept[k].sum(-1) for k in KINDS}
     shape = {"QK": (N, N), "V": (N, N), "M_in": (N, sp.d_ff), "M_out": (sp.d_ff, N)}
-    layers, heads, kinds, rows, cols = [], [], [], [], []
+    layers, heads, kinds, rows, cols, routes = [], [], [], [], [], []
     order = [(h, k) for h in range(H) for k in ("QK", "V")] + [(MLP_HEAD, "M_in"), (MLP_HEAD, "M_out")]
     for l in range(L):
         for h, k in order:
             layers.append(l), heads.append(h), kinds.append(k)
-            rows.append(shape[k][0]), cols.append(shape[k][1])
+            rows.append(shape[k][0]), cols.append(shape[k][1]), routes.append(sp.route(k, l))
 
     def col(d):
         return _flat(sp, d).detach().cpu().numpy()
@@ -374,7 +386,7 @@ def spectral_adaptive_bound(weights, *, L_phi: float = L_PHI, grid_m: int | None
         "norm_21": col({k: sp.norm21(k) for k in KINDS}),
         "alpha": torch.as_tensor(log_alpha_m).exp().numpy(), "log_alpha": log_alpha_m,
         "gamma": col(gam), "scale": torch.as_tensor(col(log_scale)).exp().numpy(), "log_scale": col(log_scale),
-        "p_opt": p[idx].cpu().numpy(), "contribution": contrib.cpu().numpy(),
+        "p_opt": p[idx].cpu().numpy(), "contribution": contrib.cpu().numpy(), "route": routes,
     })
     return SpectralBoundReport(value=value, table=table, p=p, log_terms=LT, n_layers=L, hidden=N, grid_m=m,
                                L_phi=L_phi, rank_tol=rank_tol, mode=mode, spectra=sp)
