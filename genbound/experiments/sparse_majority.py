@@ -393,8 +393,9 @@ def cls_logits(params: dict[str, torch.Tensor], bits: torch.Tensor, embeddings: 
       the rows holding a 1: ``sum_t w_t alpha_{b_t} x_t = alpha_0 ((1 - b) W_0) + alpha_1 (b W_1)``
       with the **sequence-independent** ``(T x d)`` matrices ``W_j = [w_t (e_j + PE_t)]_t``, and the
       normaliser likewise with ``w`` in place of ``W_j``. Both are sums of nonnegative weights, so
-      nothing cancels in float32 (an earlier form, shared term plus ``(alpha_1 - alpha_0) b W``,
-      lost the normaliser to cancellation when ``alpha_1 << alpha_0``).
+      nothing cancels in float32. (An earlier form, a shared term plus ``(alpha_1 - alpha_0) b W``,
+      is a difference that can cancel when ``alpha_1 << alpha_0``; one run of a first sweep ended
+      with a non-finite loss under it, cause not isolated, and the saved sweep uses this form.)
 
     Two batched matrix products ``(K, n, T) @ (K, T, H (d + 1))`` do all heads at once. The
     normaliser is at least ``min(alpha_0, alpha_1) max_t w_t``, which underflows only for scores
