@@ -118,6 +118,25 @@ def test_fast_forward_equals_reference_transformer(dtype, tol):
         assert (fast[k].double() - ref).abs().max().item() < tol * max(1.0, ref.abs().max().item())
 
 
+def test_fast_forward_is_stable_at_extreme_scores():
+    """Key maps scaled up 400-fold (a sharp attention): the float32 structured pass stays finite and
+    matches the float64 module, on sequences of all ones, all zeros and random bits."""
+    g = torch.Generator().manual_seed(1)
+    task = sm.make_task(40, seed=3)
+    net = sm.build_model(seed=3)
+    with torch.no_grad():
+        net.layers[0].W_K.mul_(400.0)                   # scores of order 100 apart
+    bits = torch.ones(1, 16, 40, dtype=torch.uint8)
+    bits[0, 8:] = torch.randint(0, 2, (8, 40), generator=g, dtype=torch.uint8)
+    bits[0, 4:8] = 0
+    ref = net(task.embed(bits[0]))
+    for dtype, tol in ((torch.float64, 1e-10), (torch.float32, 2e-3)):
+        P = sm.stack_parameters([net], dtype=dtype)
+        fast = sm.cls_logits(P, bits, task.embeddings[None], task.encoding, net.score_scale)
+        assert torch.isfinite(fast).all()
+        assert (fast[0].double() - ref).abs().max().item() <= tol * max(1.0, ref.abs().max().item())
+
+
 def test_bce_one_hot_matches_mean_of_sigmoid_ce():
     z = torch.tensor([[[2.0, -1.0], [0.5, 0.25]]])
     y = torch.tensor([[0, 1]])

@@ -389,14 +389,17 @@ def cls_logits(params: dict[str, torch.Tensor], bits: torch.Tensor, embeddings: 
       ``w_t = exp(u . PE_t + u . e_0 + delta_+ - c)`` and ``alpha_b = exp(delta b - delta_+)``
       (``delta_+ = max(delta, 0)``; the shift ``c`` is the largest score any row can have, so every
       factor is at most 1 and nothing overflows);
-    * because ``b_t`` is 0 or 1, ``alpha_{b_t} = alpha_0 + (alpha_1 - alpha_0) b_t``, and every
-      attention-weighted sum over positions is a shared term plus one product of the bit matrix
-      ``(n x T)`` with ``(T x d)`` per head: ``sum_t w_t alpha_{b_t} PE_t = alpha_0 (w^T PE) +
-      (alpha_1 - alpha_0) (b (w PE))``, and likewise the normaliser and the token counts.
+    * because ``b_t`` is 0 or 1, the attention-weighted input splits into the rows holding a 0 and
+      the rows holding a 1: ``sum_t w_t alpha_{b_t} x_t = alpha_0 ((1 - b) W_0) + alpha_1 (b W_1)``
+      with the **sequence-independent** ``(T x d)`` matrices ``W_j = [w_t (e_j + PE_t)]_t``, and the
+      normaliser likewise with ``w`` in place of ``W_j``. Both are sums of nonnegative weights, so
+      nothing cancels in float32. (An earlier form, a shared term plus ``(alpha_1 - alpha_0) b W``,
+      is a difference that can cancel when ``alpha_1 << alpha_0``; one run of a first sweep ended
+      with a non-finite loss under it, cause not isolated, and the saved sweep uses this form.)
 
-    One batched matrix product ``(K, n, T) @ (K, T, H (d + 1))`` does all heads at once. Underflow
-    needs ``|delta| > 80`` or so in float32 (the normaliser is at least ``exp(-|delta|)``); the
-    training loops stop a run whose loss is not finite.
+    Two batched matrix products ``(K, n, T) @ (K, T, H (d + 1))`` do all heads at once. The
+    normaliser is at least ``min(alpha_0, alpha_1) max_t w_t``, which underflows only for scores
+    about 80 apart in float32; the training loops stop a run whose loss is not finite.
     """
     P = params
     dt = P["W_Q"].dtype
@@ -417,18 +420,18 @@ def cls_logits(params: dict[str, torch.Tensor], bits: torch.Tensor, embeddings: 
     w = torch.exp(pu[..., :T] + (eu[..., 0] + dplus - shift)[..., None])           # (K, H, T)
     c = torch.exp(s_cls - shift)                                                   # (K, H)
     a0, a1 = torch.exp(-dplus), torch.exp(delta - dplus)                           # (K, H)
-    # sum_t w_t alpha_{b_t} x_t = base + sum_t b_t w_t g_t, with the sequence-independent
-    # base = alpha_0 sum_t w_t (e_0 + PE_t) and g_t = (alpha_1 - alpha_0) PE_t + alpha_1 e_1 - alpha_0 e_0
+    # sum_t w_t alpha_{b_t} x_t = alpha_0 sum_t (1 - b_t) w_t (e_0 + PE_t) + alpha_1 sum_t b_t w_t (e_1 + PE_t):
+    # two sums of nonnegative weights, no cancellation (the normaliser rides along as a last column)
     H, d = w.shape[1], pe.shape[1]
-    da = a1 - a0                                                                   # (K, H)
-    g = da[..., None, None] * pe[:T] + (a1[..., None] * E[:, None, 1] - a0[..., None] * E[:, None, 0])[:, :, None]
-    cols = torch.cat([w[..., None] * g, w[..., None]], dim=-1)                     # (K, H, T, d+1)
-    bw = torch.bmm(b, cols.permute(0, 2, 1, 3).reshape(K, T, H * (d + 1))).view(K, n, H, d + 1)
-    S0 = w.sum(-1)                                                                 # (K, H)
-    base = a0[..., None] * (torch.einsum("kht,td->khd", w, pe[:T]) + S0[..., None] * E[:, None, 0]) \
-        + c[..., None] * (E[:, None, 2] + pe[T])                                   # (K, H, d)
-    Z = (a0 * S0 + c)[:, None] + da[:, None] * bw[..., d]                          # (K, n, H)
-    xbar = (base[:, None] + bw[..., :d]) / Z[..., None]                            # (K, n, H, d)
+    cols = [torch.cat([w[..., None] * (E[:, None, j, None, :] + pe[:T]), w[..., None]], dim=-1)
+            for j in (0, 1)]                                                       # 2 x (K, H, T, d+1)
+    flat = [cj.permute(0, 2, 1, 3).reshape(K, T, H * (d + 1)) for cj in cols]
+    s0 = torch.bmm(1 - b, flat[0]).view(K, n, H, d + 1)                           # tokens equal to 0
+    s1 = torch.bmm(b, flat[1]).view(K, n, H, d + 1)                               # tokens equal to 1
+    x_cls_h = c[..., None] * (E[:, None, 2] + pe[T])                               # (K, H, d)
+    num = a0[:, None, :, None] * s0 + a1[:, None, :, None] * s1                   # (K, n, H, d+1)
+    Z = num[..., d] + c[:, None]                                                   # (K, n, H)
+    xbar = (num[..., :d] + x_cls_h[:, None]) / Z[..., None]                        # (K, n, H, d)
     v = torch.einsum("knhd,khde->knhe", xbar, P["W_V"]) + P["b_V"][:, None]
     o = torch.einsum("knhe,khef->knf", v, P["W_O"]) + P["b_O"][:, None]
     y = torch.einsum("knf,kfg->kng", torch.relu(o), P["W_C"]) + P["b_C"][:, None]
