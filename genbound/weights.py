@@ -35,7 +35,7 @@ them (the eigenvalues of the Gram matrix are not: their error is ``eps * sigma_1
 ``method="dense"`` is the authors' pipeline: every product is formed densely and a full float64 SVD
 is taken; rank-deficient products then carry a round-off "noise floor" of tiny singular values.
 
-Checkpoints are read lazily, tensor by tensor, with :func:`safetensors.safe_open`, so the peak memory
+Checkpoints are read lazily, tensor by tensor, with ``safetensors.safe_open``, so the peak memory
 of :meth:`TransformerWeights.spectra` stays near one layer, not the whole model.
 
 >>> import torch

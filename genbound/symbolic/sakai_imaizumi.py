@@ -178,7 +178,8 @@ SCORE_OCCURRENCES = sp.Integer(2)
 
 
 def head_lipschitz(softmax_constant=SOFTMAX_L1_CONSTANT, occurrences=SCORE_OCCURRENCES):
-    """Input-Lipschitz constant of one head ``softmax(X W_QK X^T) X W_V`` for rows in the unit ball.
+    """Input-Lipschitz constant of one head ``softmax(X W_QK X^T) X W_V`` for rows in the unit ball
+    (softmax constant of :prf:ref:`lem-sa-softmax-l1`).
 
     Product rule: the values ``X W_V`` move by ``C_V`` (the ``1``) and the attention weights by
     ``softmax_constant * occurrences * C_QK`` in l1, each weight multiplying a value row of norm ``<= C_V``.
