@@ -41,8 +41,21 @@ def toc_files(node) -> list[str]:
 def executed_chapters(root: Path = ROOT) -> list[str]:
     """Docnames (``book/part1/rademacher``) of the toc's pages that execute (a jupytext header)."""
     toc = yaml.safe_load((root / "_toc.yml").read_text(encoding="utf-8"))
-    return [f for f in dict.fromkeys(toc_files(toc))
-            if "jupytext" in (root / f"{f}.md").read_text(encoding="utf-8")[:500]]
+    return [f for f in dict.fromkeys(toc_files(toc)) if is_notebook((root / f"{f}.md").read_text(encoding="utf-8"))]
+
+
+def is_notebook(text: str) -> bool:
+    r"""A MyST notebook: front matter with a ``kernelspec`` (jupytext header).
+
+    >>> is_notebook("---\nkernelspec: {name: python3}\n---\n# A")
+    True
+    >>> is_notebook("# Intro\n\nWe use jupytext.")
+    False
+    """
+    if not text.startswith("---\n"):
+        return False
+    end = text.find("\n---", 4)
+    return end > 0 and "kernelspec" in text[4:end]
 
 
 def stale(site: Path, root: Path = ROOT) -> list[str]:
