@@ -129,7 +129,8 @@ def claims_index_html(table, *, formats: dict | None = None, numeric: tuple[str,
     ``table`` is a DataFrame with one row per claim and at least the columns ``label`` and ``chapter``.
     The ``label`` cell becomes a link to the statement, the ``chapter`` column is dropped (the link
     carries it; it is the link's tooltip), a ``code`` column with links to the implementing API entries
-    is inserted after ``label``, and each row gets ``id="claim-<label>"``. Other cells are escaped text,
+    is inserted after ``label``, and each row gets ``id="claim-<label>"``. Headers show ``_`` as spaces
+(so that they can wrap). Other cells are escaped text,
     formatted with ``formats[column]`` (a format string) when given; ``numeric`` columns are right-aligned.
 
     >>> import pandas as pd
@@ -148,7 +149,7 @@ def claims_index_html(table, *, formats: dict | None = None, numeric: tuple[str,
     formats = dict(formats or {})
     columns = [c for c in table.columns if c != "chapter"]
     columns.insert(columns.index("label") + 1, "code")
-    head = "".join(f"<th>{_esc(c)}</th>" for c in columns)
+    head = "".join(f"<th>{_esc(c.replace('_', ' '))}</th>" for c in columns)  # headers wrap at spaces
     rows = []
     for rec in table.to_dict("records"):
         label, chapter = rec["label"], rec["chapter"]
