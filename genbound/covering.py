@@ -37,7 +37,7 @@ ALLOCATION_WEIGHT_EXPONENT = 2.0 / 3.0
 ALLOCATION_OUTER_POWER = 3.0
 #: ``2`` in ``K = floor(2 B^2 a^2 log(2n) / eps^2) + 1`` (:func:`genbound.symbolic.rademacher.sup_norm_atoms`).
 SUP_NORM_HOEFFDING_COEF = 2.0
-#: The leading constant of Zhang's Theorem 4 as recalled (unverified): ``36``.
+#: The leading constant ``36`` of Zhang's Theorem 4, as recalled (unverified).
 ZHANG_CONSTANT = 36.0
 
 

@@ -115,7 +115,8 @@ def schatten_power(svals, p, *, rank_tol: float = DEFAULT_RANK_TOL) -> torch.Ten
 def schatten_norm(svals, p, *, rank_tol: float = DEFAULT_RANK_TOL) -> torch.Tensor:
     """Schatten quasi-norm ``||W||_{S_p} = (sum_i s_i**p)**(1/p)`` for ``p`` in ``(0, 2]``; rank at ``p = 0``.
 
-    It is a norm for ``p >= 1`` and a quasi-norm for ``0 < p < 1``.
+    It is a norm for ``p >= 1`` and a quasi-norm for ``0 < p < 1``; it decreases in ``p``
+    (:prf:ref:`lem-schatten-order`).
 
     >>> import torch
     >>> schatten_norm(torch.tensor([3.0, 4.0]), 1).item(), schatten_norm(torch.tensor([3.0, 4.0]), 0).item()
@@ -146,12 +147,12 @@ def frobenius_norm(svals) -> torch.Tensor:
 
 
 def nuclear_norm(svals) -> torch.Tensor:
-    """``||W||_* = sum_i s_i`` (equal to ``||W||_{S_1}``)."""
+    """``||W||_* = sum_i s_i`` (equal to ``||W||_{S_1}``; the chain of :prf:ref:`lem-norm-chain`)."""
     return _svals(svals).sum(dim=-1)
 
 
 def stable_rank(svals, *, rank_tol: float = DEFAULT_RANK_TOL) -> torch.Tensor:
-    """Stable rank ``||W||_F**2 / ||W||_2**2``; always ``<= rank``.
+    """Stable rank ``||W||_F**2 / ||W||_2**2``; always ``<= rank`` (:prf:ref:`lem-stable-rank`).
 
     Like every spectral quantity with a rank in it, singular values at or below the numerical-rank
     threshold are zeros first, so a matrix of numerical rank 0 has stable rank 0.

@@ -88,12 +88,16 @@ def log_c_p(p) -> torch.Tensor:
 
 
 def c_p(p) -> torch.Tensor:
-    """The constant ``c_p = ((p+2)/p) (p/2)**(2/(p+2))`` of :prf:ref:`lem-sa-threshold-optimum`; ``c_0 = 1``."""
+    """The constant ``c_p = ((p+2)/p) (p/2)**(2/(p+2))`` of :prf:ref:`lem-sa-threshold-optimum`; ``c_0 = 1``
+    (range: :prf:ref:`lem-sa-cp-range`)."""
     return log_c_p(p).exp()
 
 
 def threshold_objective(tau, spow, scale, N, p) -> torch.Tensor:
     """``sqrt(N M) tau**(-p/2) + S N tau`` for threshold ``tau > 0`` (all arguments broadcast).
+
+    The first term bounds the head of the spectrum through the count of :prf:ref:`lem-spectral-counting`,
+    the second the residual (:prf:ref:`lem-truncation-residual`, :prf:ref:`lem-sa-residual-width`).
 
     >>> float(threshold_objective(1.0, 4.0, 2.0, 1, 2.0))  # 2 * 1 + 2 * 1
     4.0
@@ -135,7 +139,8 @@ def log_per_matrix_term(log_spow, log_scale, N, p, *, with_cp: bool = True) -> t
 
 
 def per_matrix_term(spow, scale, N, p, *, with_cp: bool = True) -> torch.Tensor:
-    """``c_p M**(1/(p+2)) S**(p/(p+2)) N**((p+1)/(p+2))``: the infimum of :func:`threshold_objective`.
+    """``c_p M**(1/(p+2)) S**(p/(p+2)) N**((p+1)/(p+2))``: the infimum of :func:`threshold_objective`
+    (:prf:ref:`lem-sa-count-markov`).
 
     ``spow`` is ``M = ||W||_{S_p}^p`` (the rank at ``p = 0``), ``scale`` is ``S > 0``, ``N`` the width.
     With ``with_cp=False`` this is the summand ``T(p)`` of the authors' code. Book:
@@ -398,7 +403,8 @@ def reference_transformer(X, layers) -> torch.Tensor:
 
 
 def head_lipschitz(c_qk, c_v) -> torch.Tensor:
-    """``C_V (1 + 4 C_QK)``: input-Lipschitz constant of one head (rows in the unit ball, max-row norm).
+    """``C_V (1 + 4 C_QK)``: input-Lipschitz constant of one head (rows in the unit ball, max-row norm;
+    :prf:ref:`lem-sa-attention-input-lipschitz`).
 
     The 4 is the softmax constant 2 times the 2 from ``X`` appearing twice in the scores
     (:func:`genbound.symbolic.sakai_imaizumi.head_lipschitz`).
@@ -413,7 +419,8 @@ def layer_lipschitz(c_qk, c_v, c_in, c_out, *, L_phi: float = GELU_LIPSCHITZ) ->
 
 
 def layer_alphas(factors) -> torch.Tensor:
-    """``alpha_l = prod_{k > l} factors_k`` (``alpha_L = 1``) from per-layer Lipschitz factors ``(..., L)``.
+    """``alpha_l = prod_{k > l} factors_k`` (``alpha_L = 1``) from per-layer Lipschitz factors ``(..., L)``
+    (:prf:ref:`lem-sa-layer-peeling`).
 
     >>> import torch
     >>> layer_alphas(torch.tensor([2.0, 3.0, 5.0])).tolist()
@@ -427,7 +434,8 @@ def layer_alphas(factors) -> torch.Tensor:
 
 
 def gamma_derived(kind: str, c_v, c_in, c_out, *, L_phi: float = GELU_LIPSCHITZ) -> torch.Tensor:
-    """Sensitivity of one reference layer's output to one of its matrices (derived in :ref:`ch-sa-deep`).
+    """Sensitivity of one reference layer's output to one of its matrices (derived in :ref:`ch-sa-deep`,
+    :prf:ref:`lem-sa-matrix-sensitivity`).
 
     ``QK``: ``2 L_phi C_V C_in C_out``; ``V``: ``L_phi C_in C_out``; ``M_in``: ``L_phi C_out``; ``M_out``:
     ``C_in`` (GELU satisfies ``|phi(x)| <= |x|``). The authors' code drops ``L_phi`` and uses ``1`` for M_out.

@@ -61,11 +61,17 @@ def singular_values(W, *, device=None, dtype=None, driver: str | None = None) ->
 
     Parameters
     ----------
-    W : tensor, array or nested list, at least 2-D, finite.
-    device : ``None``/``"auto"`` (CUDA if available), ``"cpu"``, ``"cuda"``.
-    dtype : ``None`` (float64) or ``"float32"``.
-    driver : optional cuSOLVER driver for CUDA (``"gesvd"``, ``"gesvdj"``, ``"gesvda"``); ignored on CPU.
+    W
+        A tensor, array or nested list, at least 2-D, finite.
+    device
+        ``None``/``"auto"`` (CUDA if available), ``"cpu"``, ``"cuda"``.
+    dtype
+        ``None`` (float64) or ``"float32"``.
+    driver
+        Optional cuSOLVER driver for CUDA (``"gesvd"``, ``"gesvdj"``, ``"gesvda"``); ignored on CPU.
 
+    Examples
+    --------
     >>> singular_values([[1.0, 0.0], [0.0, -2.0]]).tolist()
     [2.0, 1.0]
     >>> singular_values(torch.zeros(4, 2, 3)).shape

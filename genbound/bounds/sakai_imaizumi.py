@@ -325,7 +325,7 @@ def spectral_adaptive_bound(weights, *, L_phi: float = L_PHI, grid_m: int | None
                             progress: bool = False) -> SpectralBoundReport:
     """The spectrum-adaptive post hoc proxy ``B_ours`` of Sakai & Imaizumi (2026), :ref:`ch-sakai-trained`.
 
-    ``weights`` is a :class:`~genbound.weights.TransformerWeights`, anything :func:`load_weights`
+    ``weights`` is a :class:`~genbound.weights.TransformerWeights`, anything :func:`~genbound.weights.load_weights`
     accepts, or precomputed :class:`~genbound.weights.Spectra`. All grid points of all matrices are
     evaluated at once in log space. See the module docstring for the definitions and the two modes.
 

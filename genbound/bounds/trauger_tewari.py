@@ -92,6 +92,8 @@ class CoverTerm:
 
     ``rho`` is its sensitivity in the perturbation inequality, ``radius`` its ``||.||_{1,1}`` radius,
     ``log_atoms = log(2 d_in d_out)`` (Maurey's dictionary), ``factor`` 2 when the cover must be proper.
+    The covers of :prf:ref:`lem-tt-cover-value`, :prf:ref:`lem-tt-cover-qk` and
+    :prf:ref:`lem-tt-cover-readout`.
     """
 
     name: str
@@ -224,7 +226,8 @@ def tt_sensitivities(layers: Sequence[LayerRadii], *, B_X: float, B_w: float, L_
 def sensitivities_raw(spec, *, B_X, B_w, L_sigma=1.0, kappa=KAPPA_DEFAULT, bias=False, row_norm=False):
     """The formulas behind :func:`tt_sensitivities`, without validation, for floats **or** tensors
     (the claims evaluate them on batches with autograd). ``spec``: per layer ``(S_QK, S_V, S_C)`` with
-    per-head sequences and ``S_C = None`` for no dense map. Returns ``(rho, row_bounds, lipschitz)``."""
+    per-head sequences and ``S_C = None`` for no dense map. Returns ``(rho, row_bounds, lipschitz)``.
+    One layer without dense map: the coefficients of :prf:ref:`lem-tt-single-perturbation`."""
     Bs = [B_X]
     for S_QK, S_V, S_C in spec:
         R = L_sigma * sum(S_V) * _aug(Bs[-1], bias)
@@ -250,7 +253,9 @@ def sensitivities_raw(spec, *, B_X, B_w, L_sigma=1.0, kappa=KAPPA_DEFAULT, bias=
 
 
 def tt_perturbation_bound(sens: Sensitivities, eta: dict[str, float]) -> float:
-    """``sum_j rho_j eta_j`` for operator-norm errors ``eta`` (missing names count as 0)."""
+    """``sum_j rho_j eta_j`` for operator-norm errors ``eta`` (missing names count as 0).
+
+    No sequence length enters (:prf:ref:`prop-tt-uniform-T` checks it on random models)."""
     unknown = set(eta) - set(sens.rho)
     if unknown:
         raise ParameterError(f"eta has names that are not maps of this network: {sorted(unknown)}")

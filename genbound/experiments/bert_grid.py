@@ -52,7 +52,7 @@ __all__ = ["PAD", "CLS", "TOKEN_A", "TOKEN_B", "DEPTHS", "WIDTHS", "GridConfig",
            "bert_config", "train_bert", "train_grid", "model_spectra", "spectra_from_arrays", "save_spectra",
            "load_spectra", "DEFAULT_SPECTRA_FILE"]
 
-#: Special token ids of the synthetic task: padding, the classification token, and the two counted tokens.
+#: Special token ids of the synthetic task (padding, the classification token, and the two counted tokens).
 PAD, CLS, TOKEN_A, TOKEN_B = 0, 1, 2, 3
 #: Default depths and widths of the grid.
 DEPTHS = (2, 4, 6, 8)
@@ -193,8 +193,8 @@ MAX_RETRIES = 2
 def train_grid(work, *, depths=DEPTHS, widths=WIDTHS, cfg: GridConfig = GridConfig(), log=print) -> None:
     """Train every grid point not yet saved under ``work`` and save it there (``save_pretrained``).
 
-    Retry rule: a point whose test accuracy is below :data:`MIN_TEST_ACC` is trained again, from the same
-    seed, with the learning rate halved, up to :data:`MAX_RETRIES` times; ``metrics.json`` records the
+    Retry rule: a point whose test accuracy is below ``MIN_TEST_ACC`` is trained again, from the same
+    seed, with the learning rate halved, up to ``MAX_RETRIES`` times; ``metrics.json`` records the
     learning rate used and every attempt's accuracy.
     """
     work = Path(work)

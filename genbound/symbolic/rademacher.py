@@ -72,7 +72,8 @@ def verify_gap_constants() -> bool:
 
 
 def verify_chernoff_exponent() -> bool:
-    """``min_lambda (-lambda t + lambda^2 c^2 / 8) = -2 t^2 / c^2`` (Hoeffding's lemma then Chernoff)."""
+    """``min_lambda (-lambda t + lambda^2 c^2 / 8) = -2 t^2 / c^2`` (Hoeffding's lemma then Chernoff;
+    the exponent of :prf:ref:`lem-mcdiarmid`)."""
     expo = -lam * t + lam**2 * c**2 / 8
     crit = sp.solve(sp.diff(expo, lam), lam)
     return (len(crit) == 1 and sp.simplify(expo.subs(lam, crit[0]) + 2 * t**2 / c**2) == 0

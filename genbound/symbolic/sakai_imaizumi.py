@@ -200,7 +200,8 @@ def head_sensitivity(perturbed: str, softmax_constant=None):
 
 def head_lipschitz(softmax_constant=None):
     """Input-Lipschitz constant of one head: :func:`head_sensitivity` for a perturbation of ``X``,
-    ``C_V (1 + 4 C_QK)`` with the authors' softmax constant 2 (the 4 = 2 x :data:`SCORE_OCCURRENCES`)."""
+    ``C_V (1 + 4 C_QK)`` with the authors' softmax constant 2 (the 4 = 2 x :data:`SCORE_OCCURRENCES`;
+    softmax constant of :prf:ref:`lem-sa-softmax-l1`)."""
     return head_sensitivity("X", softmax_constant)
 
 

@@ -32,7 +32,8 @@ S_V, S_QK, B, kappa = sp.symbols("S_V S_QK B kappa", positive=True)
 
 def verify_linf_l1_identity() -> bool:
     """With ``P = sum_{s_i = +1} p_i`` and ``a = p.s = 2P - 1``:
-    ``P (1 - a) + (1 - P)(1 + a) = 1 - a^2``, and ``1 - a^2 <= 1`` with equality iff ``a = 0``."""
+    ``P (1 - a) + (1 - P)(1 + a) = 1 - a^2``, and ``1 - a^2 <= 1`` with equality iff ``a = 0``
+    (:prf:ref:`lem-softmax-linf-l1`)."""
     av = 2 * P - 1
     lhs = P * (1 - av) + (1 - P) * (1 + av)
     ident = sp.simplify(sp.expand(lhs - (1 - av**2))) == 0
@@ -40,7 +41,7 @@ def verify_linf_l1_identity() -> bool:
     return bool(ident and maxed)
 
 
-#: The tight l_inf -> l_1 Lipschitz constant of softmax: the maximum of ``1 - a^2`` over ``a in [-1, 1]``.
+#: The tight l_inf -> l_1 Lipschitz constant of softmax, the maximum of ``1 - a^2`` over ``a in [-1, 1]``.
 KAPPA_LINF_L1 = sp.maximum(1 - a**2, a, sp.Interval(-1, 1))
 #: The constant used by Edelman et al. (their Corollary A.7, via secondary sources): the triangle-inequality
 #: bound :func:`softmax_triangle_constant` (a test checks they agree).
@@ -50,7 +51,7 @@ KAPPA_EDELMAN = sp.Integer(2)
 def verify_l2_half() -> bool:
     """Two steps: Popoviciu's ``Var <= (M - m)^2/4`` for a two-point law (the extremal case), and
     ``(M - m)^2 <= 2(M^2 + m^2) <= 2``; the value 1/2 is attained at ``p = (1/2, 1/2)``,
-    ``v = (1, -1)/sqrt(2)``."""
+    ``v = (1, -1)/sqrt(2)`` (:prf:ref:`lem-softmax-l2`)."""
     q, M, mm = sp.symbols("q M mm", real=True)
     var_two_point = q * M**2 + (1 - q) * mm**2 - (q * M + (1 - q) * mm) ** 2
     popoviciu = sp.maximum(sp.factor(var_two_point), q, sp.Interval(0, 1))
@@ -63,7 +64,7 @@ def verify_l2_half() -> bool:
     return bool(ok_pop and ok_sq and attained)
 
 
-#: The l2 -> l2 constant: ``(M - m)^2/4`` at ``M = -m = 1/sqrt(2)``.
+#: The l2 -> l2 constant, ``(M - m)^2/4`` at ``M = -m = 1/sqrt(2)``.
 KAPPA_L2 = sp.Rational(1, 2)
 
 
@@ -135,7 +136,8 @@ def score_occurrences() -> int:
 
 
 def attention_lipschitz():
-    """``S_V (1 + 2 kappa B^2 S_QK)``, derived: :func:`attention_sensitivity` for a perturbation of ``X``."""
+    """``S_V (1 + 2 kappa B^2 S_QK)``, derived: :func:`attention_sensitivity` for a perturbation of ``X``
+    (:prf:ref:`lem-attention-maxrow-lipschitz`)."""
     return attention_sensitivity("X")
 
 

@@ -35,7 +35,7 @@ __all__ = ["L_sigma", "kappa", "B_X", "B_w", "T", "m", "layer_lipschitz", "layer
 L_sigma, kappa, B_X, B_w = sp.symbols("L_sigma kappa B_X B_w", positive=True)
 T, m = sp.symbols("T m", positive=True, integer=True)
 
-#: Cost of making a cover proper (its elements inside the class): cover at eps/2, then move each centre
+#: Cost of making a cover proper (its elements inside the class); cover at eps/2, then move each centre
 #: to a class member within eps/2 of it.
 PROPER_FACTOR = sp.Integer(2)
 #: The multiclass margin v_y - max_{i != y} v_i is 2-Lipschitz in the l_inf norm.

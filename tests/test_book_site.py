@@ -1,0 +1,193 @@
+"""The book as readers use it: executed notebooks linked, claims index links, the browser check's logic.
+
+The pure parts of ``tools/check_browser.py`` and ``tools/notebooks.py`` are tested on small synthetic
+sites; the claims-index links against the book's files. When a built book is present (``make book``
+ran), every chapter page is also checked to link its executed notebook with outputs and the claims
+index to link every label to its statement; without one those two tests are skipped (CI runs
+``make check-browser`` after the build, which checks the same on the real pages).
+"""
+
+import json
+import pathlib
+import re
+import sys
+
+import pytest
+
+from genbound import claims
+from genbound.claims._links import claims_index_html, implementing_objects, statement_href
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tools"))
+import check_browser as cb  # noqa: E402
+import notebooks as nbtool  # noqa: E402
+
+SITE = ROOT / "_build" / "html"
+BASE = "http://127.0.0.1:8000/"
+HEADER = "---\njupytext:\n  text_representation: {extension: .md}\nkernelspec: {name: python3}\n---\n"
+
+
+def _nb(path: pathlib.Path, outputs: int) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    cell = {"cell_type": "code", "source": "1", "metadata": {}, "execution_count": 1,
+            "outputs": [{"output_type": "stream", "name": "stdout", "text": "1\n"}] * outputs}
+    path.write_text(json.dumps({"cells": [cell], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}))
+
+
+# ---- tools/check_browser.py -----------------------------------------------------------------------
+
+def test_site_pages_skip_theme_and_copies(tmp_path):
+    for rel in ("index.html", "book/a.html", "_static/x.html", "_sources/book/a.html", "_notebooks/x.html"):
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text("<html></html>")
+    assert cb.site_pages(tmp_path) == ["book/a.html", "index.html"]
+
+
+def test_redirect_target_and_screenshot_name(tmp_path):
+    page = tmp_path / "index.html"
+    page.write_text('<meta http-equiv="Refresh" content="0; url=book/intro.html" />')
+    assert cb.redirect_target(page) == "book/intro.html"
+    page.write_text("<html><body>no redirect</body></html>")
+    assert cb.redirect_target(page) is None
+    assert cb.screenshot_name("book/part1/rademacher.html") == "book__part1__rademacher.png"
+
+
+def _result(links, ids=()):
+    return {"links": [{"href": BASE + h, "raw": h, "text": h} for h in links], "ids": list(ids)}
+
+
+def test_check_links_finds_missing_pages_and_anchors(tmp_path):
+    for rel in ("book/a.html", "book/b.html", "_notebooks/book/a.ipynb"):
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text("x")
+    results = {
+        "book/a.html": _result(["book/b.html#here", "book/b.html#gone", "book/c.html", "_notebooks/book/a.ipynb"],
+                               ids=["top"]),
+        "book/b.html": _result(["book/a.html#top"], ids=["here"]),
+    }
+    problems = cb.check_links(results, tmp_path, BASE)
+    assert set(problems) == {"book/a.html"}
+    text = "\n".join(problems["book/a.html"])
+    assert "missing anchor: 'book/b.html#gone'" in text and "missing file: 'book/c.html'" in text
+    assert "#here" not in text and "a.ipynb" not in text
+
+
+def test_check_links_ignores_other_hosts(tmp_path):
+    results = {"book/a.html": {"links": [{"href": "https://example.org/x#y", "raw": "x", "text": ""}],
+                               "ids": []}}
+    assert cb.check_links(results, tmp_path, BASE) == {}
+
+
+def test_check_notebook_links(tmp_path):
+    _nb(tmp_path / "_notebooks/book/part1/good.ipynb", outputs=2)
+    _nb(tmp_path / "_notebooks/book/part1/empty.ipynb", outputs=0)
+    results = {
+        "book/part1/good.html": _result(["_notebooks/book/part1/good.ipynb"]),
+        "book/part1/empty.html": _result(["_notebooks/book/part1/empty.ipynb"]),
+        "book/part1/none.html": _result(["book/intro.html"]),
+        "book/intro.html": _result([]),  # not a chapter: no notebook needed
+    }
+    problems = cb.check_notebook_links(results, tmp_path, BASE)
+    assert set(problems) == {"book/part1/empty.html", "book/part1/none.html"}
+    assert "no outputs" in problems["book/part1/empty.html"][0]
+    assert "no link" in problems["book/part1/none.html"][0]
+
+
+def test_notebook_outputs_counts_code_cell_outputs(tmp_path):
+    _nb(tmp_path / "a.ipynb", outputs=3)
+    assert cb.notebook_outputs(tmp_path / "a.ipynb") == 3
+    assert cb.notebook_outputs(tmp_path / "missing.ipynb") == 0
+
+
+# ---- tools/notebooks.py ---------------------------------------------------------------------------
+
+def _mini_book(root: pathlib.Path) -> None:
+    (root / "book/part1").mkdir(parents=True)
+    (root / "_toc.yml").write_text("format: jb-book\nroot: book/intro\nchapters:\n  - file: book/part1/a\n")
+    (root / "book/intro.md").write_text("# Intro\n")
+    (root / "book/part1/a.md").write_text(HEADER + "# A\n")
+
+
+def test_make_notebooks_copies_executed_chapters(tmp_path):
+    _mini_book(tmp_path)
+    site = tmp_path / "_build/html"
+    assert nbtool.executed_chapters(tmp_path) == ["book/part1/a"]
+    assert nbtool.stale(site, tmp_path) == ["book/part1/a"]  # not built yet
+    _nb(site / "_notebooks/book/part1/a.ipynb", outputs=1)
+    assert nbtool.stale(site, tmp_path) == []
+    written = nbtool.copy_notebooks(site, tmp_path / "notebooks", tmp_path)
+    assert written == [tmp_path / "notebooks/part1/a.ipynb"]
+    assert cb.notebook_outputs(written[0]) == 1
+
+
+def test_is_notebook_reads_the_front_matter_only():
+    assert nbtool.is_notebook(HEADER + "# A")
+    assert not nbtool.is_notebook("# Intro\n\nChapters are jupytext notebooks with a kernelspec.")
+    assert not nbtool.is_notebook("---\ntitle: x\n---\nkernelspec: {name: python3}")
+
+
+def test_make_notebooks_refuses_unexecuted_notebooks(tmp_path):
+    _mini_book(tmp_path)
+    site = tmp_path / "_build/html"
+    _nb(site / "_notebooks/book/part1/a.ipynb", outputs=0)
+    with pytest.raises(SystemExit, match="no outputs"):
+        nbtool.copy_notebooks(site, tmp_path / "notebooks", tmp_path)
+
+
+# ---- the claims index -----------------------------------------------------------------------------
+
+API_MODULES = set(re.findall(r"automodule:: (\S+)", (ROOT / "book/api.md").read_text(encoding="utf-8")))
+
+
+@pytest.mark.parametrize("claim", claims.all_claims(), ids=lambda c: c.label)
+def test_claim_links_point_to_existing_targets(claim):
+    href = statement_href(claim.label, claim.chapter)
+    page, anchor = href.split("#")
+    source = ROOT / "book" / page.replace(".html", ".md")
+    assert source.is_file() and anchor == claim.label
+    assert re.search(rf"^:label:\s*{re.escape(claim.label)}\s*$", source.read_text(encoding="utf-8"), re.M)
+    for qualname, is_module in implementing_objects(claim.label):
+        module = qualname if is_module else qualname.rsplit(".", 1)[0]
+        assert module in API_MODULES, f"{qualname} is linked from the index but {module} is not in book/api.md"
+
+
+def test_most_claims_link_an_implementing_function():
+    """Statements no function computes are textbook facts used in proofs; keep that list short."""
+    check_only = sorted(c.label for c in claims.all_claims() if not implementing_objects(c.label))
+    assert len(check_only) <= 5, check_only
+
+
+def test_claims_index_html_escapes_and_keeps_extra_columns():
+    import pandas as pd
+
+    t = pd.DataFrame([{"label": "lem-massart", "chapter": "book/part1/rademacher.md", "note": "a<b",
+                       "worst_ratio": 0.25}])
+    out = claims_index_html(t, formats={"worst_ratio": "{:.3f}"}, numeric=("worst_ratio",))
+    assert "<th>note</th>" in out and "a&lt;b" in out and '<td class="num">0.250</td>' in out
+    assert "<th>chapter</th>" not in out and 'href="api.html#genbound.rademacher.massart_bound"' in out
+
+
+# ---- the built book (skipped without one) ----------------------------------------------------------
+
+needs_build = pytest.mark.skipif(not (SITE / "book" / "claims_index.html").is_file(),
+                                 reason="no built book in _build/html (run make book)")
+
+
+@needs_build
+def test_every_chapter_page_links_its_executed_notebook():
+    chapters = sorted((ROOT / "book").glob("part*/*.md"))
+    assert chapters
+    for md in chapters:
+        doc = md.relative_to(ROOT).with_suffix("").as_posix()
+        html = (SITE / f"{doc}.html").read_text(encoding="utf-8")
+        href = f"../../_notebooks/{doc}.ipynb"
+        assert f'href="{href}"' in html, f"{doc}.html does not link {href}"
+        assert cb.notebook_outputs(SITE / "_notebooks" / f"{doc}.ipynb") > 0, f"{doc}: no outputs"
+
+
+@needs_build
+def test_claims_index_links_every_label_to_its_statement():
+    html = (SITE / "book" / "claims_index.html").read_text(encoding="utf-8")
+    for c in claims.all_claims():
+        assert f'href="{statement_href(c.label, c.chapter)}"' in html, c.label
+        assert f'id="claim-{c.label}"' in html, c.label
