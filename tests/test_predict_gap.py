@@ -153,4 +153,14 @@ def test_saved_family_meets_the_issue():
     for m in pg.MEASURES:
         ref = kendalltau(fit[m], fit["gap"], variant="b").statistic
         assert abs(tab.loc[m, "kendall_tau"] - ref) < 1e-6
+        # Psi from scratch: per axis, the mean tau over groups that share everything else
+        per_axis = []
+        for ax in pg.AXES:
+            others = ["task", "seed", *[a for a in pg.AXES if a != ax]]
+            taus = [kendalltau(g[m], g["gap"], variant="b").statistic
+                    for _, g in fit.groupby(others) if len(g) >= 2]
+            taus = [t for t in taus if np.isfinite(t)]
+            if taus:
+                per_axis.append(np.mean(taus))
+        assert abs(tab.loc[m, "granulated_psi"] - np.mean(per_axis)) < 1e-6
     assert (pg.SAVED_FAMILY.with_suffix(".md")).exists()
