@@ -32,7 +32,7 @@ from ..errors import ParameterError
 __all__ = ["GRID_BASE", "PRIOR_NORMALISER", "grid_point", "prior", "union_delta", "round_radii",
            "round_layer_radii"]
 
-#: Grid ratio: radii are rounded up to powers of 2.
+#: The grid ratio; radii are rounded up to powers of 2.
 GRID_BASE = 2.0
 #: ``c`` in ``pi(i) = c / ((|i|+1)(|i|+2))``; equals :func:`genbound.symbolic.radius_grid.prior_normaliser`
 #: (a test compares them).

@@ -286,9 +286,9 @@ class Claim:
     """An executable statement of the book.
 
     ``label`` is the label of the ``{prf:lemma}``/``{prf:theorem}``/... block in the book; ``chapter`` the
-    book file that states it; ``provenance`` one of :data:`PROVENANCES`. ``loose_reason`` says why the
+    book file that states it; ``provenance`` one of ``PROVENANCES``. ``loose_reason`` says why the
     search cannot come within a factor of two of the bound (required when the worst ratio is below
-    :data:`LOOSE_THRESHOLD`; ``None`` otherwise). ``mutants``: wrong versions the check must reject.
+    ``LOOSE_THRESHOLD``; ``None`` otherwise). ``mutants``: wrong versions the check must reject.
     ``source`` is the older name of ``provenance`` and is accepted as an alias (both end up equal).
     """
 

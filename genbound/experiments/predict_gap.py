@@ -417,7 +417,7 @@ def read_family(path=None):
 
 # ---------------------------------------------------------------------------------------------- statistics
 def kendall_tau_b(x, y) -> float:
-    """Kendall's tau-b of two sequences (``nan`` when either is constant), via :func:`scipy.stats.kendalltau`.
+    """Kendall's tau-b of two sequences (``nan`` when either is constant), via ``scipy.stats.kendalltau``.
 
     >>> kendall_tau_b([1, 2, 3], [1, 3, 2])
     0.3333333333333333

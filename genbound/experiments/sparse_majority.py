@@ -202,7 +202,7 @@ def _check_task(seq_len, s) -> tuple[int, int]:
 
 
 # ---------------------------------------------------------------------------------------------- config
-#: Training protocols: ``"adam"`` (full-batch Adam, the CPU default) and ``"original"`` (the authors' SGD).
+#: The training protocols, ``"adam"`` (full-batch Adam, the CPU default) and ``"original"`` (the authors' SGD).
 PROTOCOLS = ("adam", "original")
 
 
@@ -280,7 +280,7 @@ class SparseMajorityConfig:
 
     @property
     def eval_interval(self) -> int:
-        """Validation cadence: ``eval_every``, or 250 steps (adam) / 10 epochs (original)."""
+        """The validation cadence, ``eval_every`` or else 250 steps (adam) or 10 epochs (original)."""
         if self.eval_every is not None:
             return int(self.eval_every)
         return 250 if self.protocol == "adam" else 10

@@ -4,8 +4,8 @@ The theorems of Part II hold for radii fixed before the sample is drawn. To eval
 norms of a *trained* network, every radius is rounded up to the grid ``{base^i : i in Z}`` and the
 confidence ``delta`` is shared among the grid points with the prior ``pi(i) = c / ((|i|+1)(|i|+2))``.
 :func:`prior_normaliser` derives the ``c`` that makes ``pi`` a probability on ``Z`` by summing the series,
-and :func:`union_confidence` the confidence term after the union bound, by solving
-``sum over grid tuples of delta * prod_j pi(i_j) = delta`` for nothing but the product prior.
+and :func:`verify_prior_sums_to_one` checks that the shares ``delta * prod_j pi(i_j)`` of all grid
+tuples add up to ``delta``.
 
 >>> prior_normaliser()
 2/3

@@ -43,7 +43,7 @@ def verify_linf_l1_identity() -> bool:
 
 #: The tight l_inf -> l_1 Lipschitz constant of softmax, the maximum of ``1 - a^2`` over ``a in [-1, 1]``.
 KAPPA_LINF_L1 = sp.maximum(1 - a**2, a, sp.Interval(-1, 1))
-#: The constant used by Edelman et al. (their Corollary A.7, via secondary sources): the triangle-inequality
+#: The constant used by Edelman et al. (their Corollary A.7, via secondary sources), the triangle-inequality
 #: bound :func:`softmax_triangle_constant` (a test checks they agree).
 KAPPA_EDELMAN = sp.Integer(2)
 
@@ -84,7 +84,7 @@ def softmax_triangle_constant():
 def bound_terms(expr, bounds: dict) -> sp.Expr:
     """Triangle inequality and submultiplicativity, applied mechanically: expand ``expr`` into a sum of
     products and replace every factor by its bound (``bounds`` maps symbols to nonnegative bounds; a
-    derivative of an activation ``phi`` by ``L_phi`` and ``phi(u)`` by ``|u|``, see :func:`layer_bound`).
+    derivative of an activation ``phi`` by ``L_phi`` and ``phi(u)`` by ``|u|``, see ``layer_bound``).
     For matrices the same count holds with norms, since ``||A B|| <= ||A|| ||B||``."""
     terms = sp.Add.make_args(sp.expand(expr))
     return sp.Add(*[sp.Abs(t.subs(bounds)) for t in terms])
