@@ -216,7 +216,7 @@ class SpectralBoundReport:
     ``value``: ``B_ours = sum_matrices min_p T(p) + sqrt(L)``. ``table``: one row per matrix (columns
     ``layer, head, kind, rows, cols, rank, spectral_norm, frobenius_norm, nuclear_norm, norm_21, alpha,
     log_alpha, gamma, scale, log_scale, p_opt, contribution, route``; ``head = -1`` for ``M_in``/``M_out``;
-    ``route`` says how the matrix's spectrum was computed, see :attr:`~genbound.weights.Spectra.routes`;
+    ``route`` says how the matrix's spectrum was computed, see ``Spectra.routes``;
     ``alpha``/``scale`` may be ``inf`` in float64, their logs are finite). ``p`` is the grid and
     ``log_terms`` the ``(matrices, P)`` tensor of ``log T(p)`` with rows in table order (per layer:
     ``QK`` and ``V`` of head 0, of head 1, ..., then ``M_in``, ``M_out``, as in the authors'

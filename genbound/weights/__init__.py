@@ -6,7 +6,7 @@ and computes from it, layer by layer, the :class:`Spectra` (singular values and 
 that every bound of Part III needs. Book: :ref:`ch-sakai-trained` (the trained-transformer chapter of
 Part III) and :ref:`ch-schatten`.
 
-Five architectures, in three families (one small module each under :mod:`genbound.weights.families`):
+Five architectures, in three families (one small module each under ``genbound.weights.families``):
 BERT, RoBERTa and ELECTRA (``families/bert.py``), DistilBERT (``families/distilbert.py``) and GPT-2
 (``families/gpt2.py``, fused ``c_attn`` in ``Conv1D`` orientation). Llama-family models are recognised
 and refused with the reason (``families/llama.py``).
@@ -36,11 +36,11 @@ core ``R_1 R_2^T``, and its column norms are those of ``R_1 B`` (``Q_1`` has ort
 ``svdvals``. A feed-forward matrix goes through :func:`genbound.spectra.certified_singular_values`:
 the square roots of its Gram matrix's eigenvalues when an a posteriori bound certifies every singular
 value to relative accuracy ``1e-10``, else a Householder QR of its tall orientation and the SVD of the
-``N x N`` triangle (backward stable, as accurate as a full SVD). :attr:`Spectra.routes` records the
+``N x N`` triangle (backward stable, as accurate as a full SVD). ``Spectra.routes`` records the
 route of every matrix. ``method="dense"`` is the authors' pipeline: every product is formed densely
 and a full float64 SVD is taken; rank-deficient products then carry a round-off "noise floor".
 
-Checkpoints are validated before anything is read (:mod:`genbound.weights.files`: every bad file is a
+Checkpoints are validated before anything is read (``genbound.weights.files``: every bad file is a
 :class:`~genbound.errors.CheckpointError` naming it, and ``.bin`` files are never unpickled beyond
 tensors), and read lazily, tensor by tensor, so the peak memory of :meth:`TransformerWeights.spectra`
 stays near one layer, not the whole model.

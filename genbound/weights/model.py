@@ -226,7 +226,7 @@ class TransformerWeights:
         full SVD). ``progress=True`` shows a tqdm bar over layers on stderr. Results are cached per
         ``(device, method, ff_route)`` on this object. ``svd_driver`` picks the cuSOLVER driver on
         CUDA (``"gesvd"``, ``"gesvdj"``; default torch's choice); it is ignored on the CPU. The route
-        each layer's matrices took is in :attr:`Spectra.routes`.
+        each layer's matrices took is in ``Spectra.routes``.
         """
         method = _check_method(method)
         if ff_route not in FF_ROUTES:
