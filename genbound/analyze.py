@@ -2,7 +2,7 @@
 
 Book: :ref:`ch-sakai-trained`. ``genbound analyze PATH`` loads a checkpoint folder (``config.json`` +
 ``model.safetensors``, a sharded ``model.safetensors.index.json`` or ``pytorch_model.bin``) of one of
-five architectures (BERT, RoBERTa, ELECTRA, DistilBERT, GPT-2; :mod:`genbound.weights.families`)
+five architectures (BERT, RoBERTa, ELECTRA, DistilBERT, GPT-2; ``genbound.weights.families``)
 layer by layer, and prints the spectrum-adaptive proxy of Sakai & Imaizumi (2026) and their
 Edelman-style proxy, with a per-layer summary. ``--json`` prints one object::
 
@@ -11,7 +11,7 @@ Edelman-style proxy, with a per-layer summary. ``--json`` prints one object::
 ``routes`` counts the matrices by the route their spectrum took (``qr-core`` for heads; ``gram``,
 ``qr-svd`` or ``svd`` for feed-forward matrices, :func:`genbound.spectra.certified_singular_values`;
 ``dense-svd`` in ``--mode authors``). Every bad file, config or option ends in one line
-``genbound: error: ...`` on stderr and exit code 2 (:mod:`genbound.weights.files`).
+``genbound: error: ...`` on stderr and exit code 2 (``genbound.weights.files``).
 
 ``edelman`` is ``null`` when the proxy exceeds float64 (``edelman_overflow`` is then ``true``);
 ``edelman_log`` is always finite. ``--csv FILE`` writes the per-matrix table, ``--plot FILE`` a figure
