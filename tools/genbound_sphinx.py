@@ -134,8 +134,9 @@ def dedupe_scripts(app, pagename, templatename, context, doctree) -> None:
     seen, kept = set(), []
     for js in context.get("script_files") or []:
         attrs = getattr(js, "attributes", {}) or {}
-        key = (str(getattr(js, "filename", js)), attrs.get("body"), attrs.get("src"))
-        if key not in seen:  # same file or same inline body: the same script (priorities may differ)
+        # the second copy has filename "" where the first has None
+        key = (str(getattr(js, "filename", js) or ""), attrs.get("body"), attrs.get("src"))
+        if key not in seen:  # same file or same inline body: the same script
             seen.add(key)
             kept.append(js)
     if kept:
