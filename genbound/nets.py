@@ -13,9 +13,9 @@ Inputs are sequences ``X`` in ``R^{T x d}`` (rows are tokens, any ``T >= 1``); `
    u_i = \\sum_{h=1}^{H} \\sum_{t=1}^{T} \\operatorname{softmax}_t\\big(s\\,(z_i W_Q^h + b_Q^h)\\cdot
         (z_t W_K^h + b_K^h)\\big)\\,\\big((z_t W_V^h + b_V^h) W_O^h\\big) + b_O,
 
-   y_i = \\sigma(u_i)\\,W_C + b_C \\quad(\\text{or } y_i=\\sigma(u_i) \\text{ when ``dense=False``}),
+   y_i = \\sigma(u_i)\\,W_C + b_C \\quad(\\text{or } y_i=\\sigma(u_i) \\text{ when } \\texttt{dense=False}),
 
-   z^{(l)}_i = \\Pi(y_i) = y_i / \\max(1, \\|y_i\\|_2) \\quad(\\text{or } z^{(l)}_i = y_i \\text{ when ``row_norm=False``}),
+   z^{(l)}_i = \\Pi(y_i) = y_i / \\max(1, \\|y_i\\|_2) \\quad(\\text{or } z^{(l)}_i = y_i \\text{ when } \\texttt{row\\_norm=False}),
 
 and the output is the readout of one row of the last layer, ``f(X) = z^(L)_{cls} w + b_w`` in
 ``R^{out_dim}``. Here ``s`` is the score scale (default ``1/sqrt(d_head)``, as in Keras' and PyTorch's

@@ -45,6 +45,10 @@ CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic"
                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 SKIP_DIRS = ("_static", "_sources", "_notebooks", "_images")
 VIEWPORT = {"width": 1280, "height": 900}
+# Console errors that are no fault of a page: a failed request is reported by its HTTP status instead
+# (same site) or as a blocked request (other hosts); pydata-sphinx-theme logs "invalid theme mode" on
+# a reader's first visit (empty localStorage) and then sets "auto".
+CONSOLE_NOISE = ("Failed to load resource", "Got invalid theme mode")
 
 # Runs in the page after load. Returns what the checks need; see the module docstring.
 PAGE_PROBE = r"""
@@ -240,7 +244,7 @@ def render_all(site: Path, screens: Path, chromium: str, full_page: bool) -> tup
                 page = ctx.new_page()
                 page.on("pageerror", lambda e, pp=page_problems: pp.append(f"JavaScript error: {e}"))
                 page.on("console", lambda m, pp=page_problems: pp.append(f"console error: {m.text}")
-                        if m.type == "error" and "Failed to load resource" not in m.text else None)
+                        if m.type == "error" and not m.text.startswith(CONSOLE_NOISE) else None)
                 page.on("response", lambda resp, pp=page_problems: pp.append(
                     f"HTTP {resp.status} for {resp.url.removeprefix(base)}")
                         if resp.status >= 400 and resp.url.startswith(base) else None)

@@ -131,9 +131,16 @@ def dedupe_scripts(app, pagename, templatename, context, doctree) -> None:
     ``env-before-read-docs``, which Jupyter Book emits twice; the second copy is a JavaScript error
     ("Identifier 'THEBE_JS_URL' has already been declared") on every page.
     """
-    scripts = context.get("script_files")
-    if scripts:
-        context["script_files"] = list(dict.fromkeys(scripts))
+    seen, kept = set(), []
+    for js in context.get("script_files") or []:
+        attrs = getattr(js, "attributes", {}) or {}
+        # the second copy has filename "" where the first has None
+        key = (str(getattr(js, "filename", js) or ""), attrs.get("body"), attrs.get("src"))
+        if key not in seen:  # same file or same inline body: the same script
+            seen.add(key)
+            kept.append(js)
+    if kept:
+        context["script_files"] = kept
 
 
 def copy_notebooks(app, exception) -> None:
