@@ -17,19 +17,32 @@ from ..errors import ParameterError
 __all__ = ["add_parser", "parse_int_list", "parse_float_list"]
 
 
+def _parse_list(text: str, name: str, conv, kind: str) -> list:
+    try:
+        out = [conv(t) for t in str(text).split(",") if t.strip()]
+    except ValueError:
+        raise ParameterError(f"{name} must be a comma-separated list of {kind}, got {text!r}") from None
+    if not out:
+        raise ParameterError(f"{name} is empty")
+    return out
+
+
 def parse_int_list(text: str, name: str) -> list[int]:
     """``"16,32,64"`` -> ``[16, 32, 64]``; raises :class:`~genbound.errors.ParameterError` on bad input.
 
     >>> parse_int_list("16, 64", "--seq-lens")
     [16, 64]
     """
-    try:
-        out = [int(t) for t in str(text).split(",") if t.strip()]
-    except ValueError:
-        raise ParameterError(f"{name} must be a comma-separated list of integers, got {text!r}") from None
-    if not out:
-        raise ParameterError(f"{name} is empty")
-    return out
+    return _parse_list(text, name, int, "integers")
+
+
+def parse_float_list(text: str, name: str) -> list[float]:
+    """``"1e-3,3e-3"`` -> ``[0.001, 0.003]``; raises :class:`~genbound.errors.ParameterError` on bad input.
+
+    >>> parse_float_list("0, 0.1", "--weight-decays")
+    [0.0, 0.1]
+    """
+    return _parse_list(text, name, float, "numbers")
 
 
 def add_parser(sub) -> None:
@@ -117,21 +130,6 @@ def _add_predict_gap(psub) -> None:
     pg.add_argument("--threads", type=int, default=1, help="torch CPU threads (default 1)")
     pg.add_argument("--progress", action="store_true", help="show a progress bar even when not a terminal")
     pg.set_defaults(func=_run_predict_gap)
-
-
-def parse_float_list(text: str, name: str) -> list[float]:
-    """``"1e-3,3e-3"`` -> ``[0.001, 0.003]``; raises :class:`~genbound.errors.ParameterError` on bad input.
-
-    >>> parse_float_list("0, 0.1", "--weight-decays")
-    [0.0, 0.1]
-    """
-    try:
-        out = [float(t) for t in str(text).split(",") if t.strip()]
-    except ValueError:
-        raise ParameterError(f"{name} must be a comma-separated list of numbers, got {text!r}") from None
-    if not out:
-        raise ParameterError(f"{name} is empty")
-    return out
 
 
 def _run_predict_gap(args) -> int:
