@@ -20,6 +20,7 @@ __all__ = [
     "ArchitectureError",
     "CheckpointError",
     "DeviceError",
+    "ResultsFileError",
 ]
 
 
@@ -54,3 +55,10 @@ class CheckpointError(InputError):
 
 class DeviceError(GenboundError):
     """An unknown or unavailable compute device was requested."""
+
+
+class ResultsFileError(InputError):
+    """An experiment's results file cannot be used: not a genbound results file (random bytes, another
+    experiment's file, an empty file), a row that does not match its columns, a duplicate key, a resume
+    whose configuration differs from the one recorded in the file, or a path that cannot be written.
+    The message names the file (and the line or the fields)."""

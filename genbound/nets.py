@@ -57,7 +57,7 @@ from .device import resolve_device, resolve_dtype
 from .errors import ArchitectureError, ParameterError, ShapeError
 
 __all__ = ["ACTIVATIONS", "activation_lipschitz", "row_projection", "EffectiveWeights",
-           "ReferenceTransformer", "matrix_norms", "forward_effective", "augment"]
+           "ReferenceTransformer", "matrix_norms", "forward_effective", "augment", "stack_parameters"]
 
 
 def _leaky(x: torch.Tensor) -> torch.Tensor:
@@ -171,7 +171,8 @@ def forward_effective(QK, V, C, w, X, *, bias: bool = False, activation: str = "
 
 
 class _Layer(nn.Module):
-    """One multi-head self-attention layer followed by sigma, the dense map and (optionally) Pi."""
+    """The parameters of one layer (multi-head self-attention, sigma, the dense map); the computation is
+    :meth:`ReferenceTransformer.forward_stacked`, the one forward pass of the class."""
 
     def __init__(self, d, H, dh, *, bias, dense, gen, dtype, device):
         super().__init__()
@@ -190,26 +191,40 @@ class _Layer(nn.Module):
         else:
             self.b_Q = self.b_K = self.b_V = self.b_O = self.b_C = None
 
-    def attention(self, Z: torch.Tensor, scale: float) -> torch.Tensor:
-        """``u_i`` of the module docstring for every row: ``(B, T, d) -> (B, T, d)``, all heads at once."""
-        q = torch.einsum("btd,hde->bhte", Z, self.W_Q)
-        k = torch.einsum("btd,hde->bhte", Z, self.W_K)
-        v = torch.einsum("btd,hde->bhte", Z, self.W_V)
-        if self.b_Q is not None:
-            q = q + self.b_Q[None, :, None, :]
-            k = k + self.b_K[None, :, None, :]
-            v = v + self.b_V[None, :, None, :]
-        A = torch.softmax(scale * q @ k.transpose(-1, -2), dim=-1)        # (B, H, T, T)
-        U = torch.einsum("bhte,hef->btf", A @ v, self.W_O)                 # sum over heads
-        return U + self.b_O if self.b_O is not None else U
 
-    def forward(self, Z, scale, sigma, row_norm):
-        Y = sigma(self.attention(Z, scale))
-        if self.W_C is not None:
-            Y = Y @ self.W_C
-            if self.b_C is not None:
-                Y = Y + self.b_C
-        return row_projection(Y) if row_norm else Y
+def _plus(x: torch.Tensor, b: torch.Tensor | None, index=(slice(None), None)) -> torch.Tensor:
+    """``x + b[index]`` (a stacked bias broadcast to ``x``; default ``b[:, None]``), or ``x`` without bias."""
+    return x if b is None else x + b[index]
+
+
+_HEAD_ROWS = (slice(None), None, slice(None), None)      # b[:, None, :, None]: (K, 1, H, 1, e)
+_ROWS = (slice(None), None, None)                        # b[:, None, None]: (K, 1, 1, d)
+_SAME = (slice(None),)                                   # b as it is
+
+
+def stack_parameters(nets, *, dtype=None, device=None, requires_grad: bool = False) -> dict[str, torch.Tensor]:
+    """The parameters of ``K`` networks of one architecture stacked along a new leading model axis,
+    keyed by their ``named_parameters`` names (``"layers.0.W_Q"``, ..., ``"w"``, ``"b_w"``): the input
+    of :meth:`ReferenceTransformer.forward_stacked`. ``dtype``/``device``: of the first network by
+    default; with ``requires_grad`` the stacked tensors are leaves that require gradients.
+
+    >>> nets = [ReferenceTransformer(4, seed=s) for s in (0, 1)]
+    >>> P = stack_parameters(nets)
+    >>> P["layers.0.W_Q"].shape, bool(P["w"][1].equal(nets[1].w))
+    (torch.Size([2, 1, 4, 4]), True)
+    """
+    nets = list(nets)
+    if not nets:
+        raise ParameterError("stack_parameters needs at least one network")
+    names = [n for n, _ in nets[0].named_parameters()]
+    out = {}
+    for name in names:
+        ts = [dict(net.named_parameters())[name].detach() for net in nets]
+        t = torch.stack(ts)
+        t = t.to(dtype=resolve_dtype(dtype) if dtype is not None else t.dtype,
+                 device=resolve_device(device) if device is not None else t.device)
+        out[name] = t.requires_grad_(True) if requires_grad else t
+    return out
 
 
 class ReferenceTransformer(nn.Module):
@@ -271,10 +286,143 @@ class ReferenceTransformer(nn.Module):
     def forward_rows(self, X) -> torch.Tensor:
         """All rows of the last layer, ``Z^(L)``: ``(batch, T, d)`` (or ``(T, d)`` for one sequence)."""
         Z, single = self._check_input(X)
-        sigma = ACTIVATIONS[self.activation][0]
-        for layer in self.layers:
-            Z = layer(Z, self.score_scale, sigma, self.row_norm)
+        Z = self.forward_stacked(self._own_stack(), Z[None], all_rows=True)[0]
         return Z[0] if single else Z
+
+    def _own_stack(self) -> dict[str, torch.Tensor]:
+        """This module's parameters as a stack of one model (views: gradients reach the parameters)."""
+        return {n: p[None] for n, p in self.named_parameters()}
+
+    # ------------------------------------------------------------------ stacked modes
+    def forward_stacked(self, params: dict[str, torch.Tensor], X: torch.Tensor, *,
+                        all_rows: bool = False) -> torch.Tensor:
+        """The forward pass of ``K`` models of **this architecture** at once (the one forward pass of
+        the class: :meth:`forward` is this with ``K = 1`` and the module's own parameters).
+
+        ``params``: stacked parameters keyed by ``named_parameters`` names, each with a leading model
+        axis ``K`` (:func:`stack_parameters`); ``X``: ``(K, n, T, d)``, model ``k`` on its own inputs
+        ``X[k]``. Returns the logits ``(K, n, out_dim)`` of row :attr:`cls_index` (at the last layer
+        only that row's query is formed), or with ``all_rows`` the last layer ``Z^(L)``
+        ``(K, n, T, d)``. The architecture (depth, heads, biases, dense map, activation, ``Pi``, score
+        scale) is read from ``self``; its own parameter values are not used.
+        """
+        sigma = ACTIVATIONS[self.activation][0]
+        s = self.score_scale
+        Z = X
+        for l in range(self.n_layers):
+            pre = f"layers.{l}."
+            g = lambda name: params.get(pre + name)                          # noqa: E731
+            last = l == self.n_layers - 1 and not all_rows
+            if last:                                                          # the read-out row only
+                T = Z.shape[-2]
+                if not -T <= self.cls_index < T:
+                    raise ShapeError(f"cls_index {self.cls_index} is outside a sequence of length T = {T}")
+                z = Z[:, :, self.cls_index]                                   # (K, n, d)
+                q = _plus(torch.einsum("knd,khde->knhe", z, g("W_Q")), g("b_Q"))
+                k = _plus(torch.einsum("kntd,khde->knhte", Z, g("W_K")), g("b_K"), _HEAD_ROWS)
+                v = _plus(torch.einsum("kntd,khde->knhte", Z, g("W_V")), g("b_V"), _HEAD_ROWS)
+                A = torch.softmax(s * torch.einsum("knhe,knhte->knht", q, k), dim=-1)
+                u = _plus(torch.einsum("knht,knhte,khef->knf", A, v, g("W_O")), g("b_O"))
+                y = sigma(u)
+                if self.dense:
+                    y = _plus(torch.einsum("knf,kfg->kng", y, g("W_C")), g("b_C"))
+                y = row_projection(y) if self.row_norm else y
+                return _plus(torch.einsum("kng,kgo->kno", y, params["w"]), params.get("b_w"))
+            q = _plus(torch.einsum("kntd,khde->knhte", Z, g("W_Q")), g("b_Q"), _HEAD_ROWS)
+            k = _plus(torch.einsum("kntd,khde->knhte", Z, g("W_K")), g("b_K"), _HEAD_ROWS)
+            v = _plus(torch.einsum("kntd,khde->knhte", Z, g("W_V")), g("b_V"), _HEAD_ROWS)
+            A = torch.softmax(s * q @ k.transpose(-1, -2), dim=-1)                 # (K, n, H, T, T)
+            U = _plus(torch.einsum("knhte,khef->kntf", A @ v, g("W_O")), g("b_O"), _ROWS)
+            Y = sigma(U)
+            if self.dense:
+                Y = _plus(torch.einsum("kntf,kfg->kntg", Y, g("W_C")), g("b_C"), _ROWS)
+            Z = row_projection(Y) if self.row_norm else Y
+        return Z
+
+    def forward_stacked_tokens(self, params: dict[str, torch.Tensor], bits: torch.Tensor,
+                               tokens: torch.Tensor, encoding: torch.Tensor) -> torch.Tensor:
+        """The structured ``[CLS]`` mode of :meth:`forward_stacked`, for inputs built from two tokens.
+
+        Input ``k, i`` is the sequence with rows ``x_t = e_{b_t} + PE_t`` (``t < T``, ``b = bits[k, i]``
+        of 0/1) and the ``[CLS]`` row ``e_cls + PE_T`` last: ``tokens`` ``(K, 3, d)`` holds the rows
+        ``e_0, e_1, e_cls`` of each model, ``encoding`` ``(T + 1, d)`` the positions. Returns the
+        logits ``(K, n, out_dim)`` of the read-out row, which must be the ``[CLS]`` row (``cls_index``
+        ``-1`` or ``T``). It equals ``forward_stacked(params, X)`` on the embedded inputs ``X`` (a test
+        compares them on every depth); for one layer it never forms the ``n x T`` attention matrix nor
+        the embedded sequences:
+
+        * the ``[CLS]`` query ``q`` is the same for every sequence, so the score of row ``t`` is
+          ``u . x_t`` with ``u = s W_K q`` (the key bias adds a constant that softmax ignores), and
+          ``u . x_t = u . e_0 + delta b_t + u . PE_t`` with ``delta = u . (e_1 - e_0)``;
+        * hence ``exp(score_t - c) = w_t alpha_{b_t}`` with a **sequence-independent** weight
+          ``w_t = exp(u . PE_t + u . e_0 + delta_+ - c)`` and ``alpha_b = exp(delta b - delta_+)``
+          (``delta_+ = max(delta, 0)``; the shift ``c`` is the largest score any row can have, so every
+          factor is at most 1 and nothing overflows);
+        * because ``b_t`` is 0 or 1, the attention-weighted input splits into the rows holding a 0 and
+          the rows holding a 1: ``sum_t w_t alpha_{b_t} x_t = alpha_0 ((1 - b) W_0) + alpha_1 (b W_1)``
+          with the **sequence-independent** ``(T x d)`` matrices ``W_j = [w_t (e_j + PE_t)]_t``, and the
+          normaliser likewise with ``w`` in place of ``W_j``. Both are sums of nonnegative weights, so
+          nothing cancels in float32. (An earlier form, a shared term plus ``(alpha_1 - alpha_0) b W``,
+          is a difference that can cancel when ``alpha_1 << alpha_0``; one run of a first sweep ended
+          with a non-finite loss under it, cause not isolated.)
+
+        Two batched matrix products ``(K, n, T) @ (K, T, H (d + 1))`` do all heads at once. The
+        normaliser is at least ``min(alpha_0, alpha_1) max_t w_t``, which underflows only for scores
+        about 80 apart in float32; the training loops stop a run whose loss is not finite. Deeper
+        models need every row of the first layer, so for ``n_layers > 1`` the inputs are embedded and
+        :meth:`forward_stacked` is called. Computed in the dtype of ``params``.
+        """
+        P = params
+        dt = P["w"].dtype
+        T = bits.shape[-1]
+        if self.cls_index not in (-1, T):
+            raise ShapeError(f"the structured mode reads out the [CLS] row (index -1 or T = {T}); "
+                             f"cls_index is {self.cls_index}")
+        if self.n_layers > 1:
+            E = tokens.to(dt)
+            X = E[torch.arange(E.shape[0], device=E.device)[:, None, None], bits.long()]   # (K, n, T, d)
+            cls = E[:, 2][:, None, None, :].expand(-1, bits.shape[1], 1, -1)
+            X = torch.cat([X, cls], dim=2) + encoding.to(dt)
+            return self.forward_stacked(P, X)
+        g = lambda name: P.get("layers.0." + name)                                # noqa: E731
+        sigma = ACTIVATIONS[self.activation][0]
+        score_scale = self.score_scale
+        b = bits.to(dt)
+        E = tokens.to(dt)
+        pe = encoding.to(dt)
+        K, n, T = b.shape
+        x_cls = E[:, 2] + pe[-1]                                                       # (K, d)
+        q = _plus(torch.einsum("kd,khde->khe", x_cls, g("W_Q")), g("b_Q"), _SAME)            # (K, H, dh)
+        u = score_scale * torch.einsum("khe,khde->khd", q, g("W_K"))                   # (K, H, d)
+        eu = torch.einsum("kjd,khd->khj", E, u)                                        # (K, H, 3)
+        pu = torch.einsum("td,khd->kht", pe, u)                                        # (K, H, T+1)
+        delta = eu[..., 1] - eu[..., 0]                                                # (K, H)
+        dplus = torch.clamp(delta, min=0.0)
+        s_cls = eu[..., 2] + pu[..., T]                                                # (K, H)
+        top = pu[..., :T].max(-1).values + eu[..., 0] + dplus
+        shift = torch.maximum(top, s_cls).detach()
+        w = torch.exp(pu[..., :T] + (eu[..., 0] + dplus - shift)[..., None])           # (K, H, T)
+        c = torch.exp(s_cls - shift)                                                   # (K, H)
+        a0, a1 = torch.exp(-dplus), torch.exp(delta - dplus)                           # (K, H)
+        # sum_t w_t alpha_{b_t} x_t = alpha_0 sum_t (1 - b_t) w_t (e_0 + PE_t) + alpha_1 sum_t b_t w_t (e_1 + PE_t):
+        # two sums of nonnegative weights, no cancellation (the normaliser rides along as a last column)
+        H, d = w.shape[1], pe.shape[1]
+        cols = [torch.cat([w[..., None] * (E[:, None, j, None, :] + pe[:T]), w[..., None]], dim=-1)
+                for j in (0, 1)]                                                       # 2 x (K, H, T, d+1)
+        flat = [cj.permute(0, 2, 1, 3).reshape(K, T, H * (d + 1)) for cj in cols]
+        s0 = torch.bmm(1 - b, flat[0]).view(K, n, H, d + 1)                           # tokens equal to 0
+        s1 = torch.bmm(b, flat[1]).view(K, n, H, d + 1)                               # tokens equal to 1
+        x_cls_h = c[..., None] * (E[:, None, 2] + pe[T])                               # (K, H, d)
+        num = a0[:, None, :, None] * s0 + a1[:, None, :, None] * s1                   # (K, n, H, d+1)
+        Z = num[..., d] + c[:, None]                                                   # (K, n, H)
+        xbar = (num[..., :d] + x_cls_h[:, None]) / Z[..., None]                        # (K, n, H, d)
+        v = _plus(torch.einsum("knhd,khde->knhe", xbar, g("W_V")), g("b_V"))
+        o = _plus(torch.einsum("knhe,khef->knf", v, g("W_O")), g("b_O"))
+        y = sigma(o)
+        if self.dense:
+            y = _plus(torch.einsum("knf,kfg->kng", y, g("W_C")), g("b_C"))
+        y = row_projection(y) if self.row_norm else y
+        return _plus(torch.einsum("kng,kgo->kno", y, P["w"]), P.get("b_w"))
 
     def readout(self, z: torch.Tensor) -> torch.Tensor:
         """``z w + b_w`` for rows ``z`` of shape ``(..., d)``."""
@@ -283,11 +431,9 @@ class ReferenceTransformer(nn.Module):
 
     def forward(self, X) -> torch.Tensor:
         """``f(X)``: the readout of row ``cls_index`` of the last layer, ``(batch, T, d) -> (batch, out_dim)``."""
-        Z = self.forward_rows(X)
-        T = Z.shape[-2]
-        if not -T <= self.cls_index < T:
-            raise ShapeError(f"cls_index {self.cls_index} is outside a sequence of length T = {T}")
-        return self.readout(Z[..., self.cls_index, :])
+        X, single = self._check_input(X)
+        out = self.forward_stacked(self._own_stack(), X[None])[0]
+        return out[0] if single else out
 
     def predict_at(self, X, positions) -> torch.Tensor:
         """Masked-token prediction: the readout at row ``positions[b]`` of sequence ``b`` (``(batch, out_dim)``)."""

@@ -119,7 +119,8 @@ def test_bad_family_csv(tmp_path, edit, match, capsys):
     pg.run_family(pg.FamilyConfig(**{**TINY.__dict__, "weight_decays": (0.0,), "seeds": 1}), csv_path=path,
                   progress=False)
     bad = tmp_path / "bad.csv"
-    edit(pd.read_csv(path)).to_csv(bad, index=False)
+    header = "".join(ln for ln in path.read_text().splitlines(keepends=True) if ln.startswith("#"))
+    bad.write_text(header + edit(pd.read_csv(path, comment="#")).to_csv(index=False))
     before = bad.read_bytes()
     with pytest.raises(GenboundError, match=match):
         pg.read_family(bad)

@@ -1,5 +1,6 @@
 """Tests of the sparse-majority experiment (genbound.experiments.sparse_majority and its CLI)."""
 
+import dataclasses
 import json
 import math
 
@@ -195,7 +196,6 @@ def test_bounds_use_the_radius_grid():
     radii with the shrunken delta."""
     from genbound.bounds.radius_grid import round_layer_radii, round_radii, union_delta
     from genbound.bounds.trauger_tewari import layer_radii_from_model, trauger_tewari_bound
-    from genbound.rademacher import generalization_gap_bound
 
     net = sm.build_model(seed=0)
     grid = sm.bounds_for(net, m=300, seq_len=20, delta=0.05, B_X=9.0)
@@ -205,7 +205,10 @@ def test_bounds_use_the_radius_grid():
     (B_w,), iw = round_radii([float(net.weight_norms()["w"]["l11"])])
     d2 = union_delta(0.05, idx + iw)
     tt = trauger_tewari_bound(layers, B_X=9.0, B_w=B_w, d=64, m=300, delta=d2, out_dim=2, bias=True)
-    assert grid[0] == pytest.approx(generalization_gap_bound(tt.dudley.value, m=300, delta=d2), rel=1e-12)
+    assert grid[0] == tt.value                  # the certified value of genbound.bounds, not a copy
+    # and bounds_for is exactly the .value of the bound results it reports
+    tt_r, ed_r = sm.bound_results(net, m=300, seq_len=20, delta=0.05, B_X=9.0)
+    assert grid == (tt_r.value, ed_r.value) and ed_r.T == 21
 
 
 def test_sample_size_needed_brackets_the_target():
@@ -290,11 +293,16 @@ def test_csv_roundtrip(tmp_path):
     cfg = sm.SparseMajorityConfig(**TINY)
     res = sm.run_seq_len(11, [0], cfg, device="cpu", progress=False)
     path = tmp_path / "s.csv"
-    sm.write_csv(res, path, append=True)
-    sm.write_csv(res, path, append=True)
+    sm.write_csv(res, path, config=cfg)
+    with pytest.raises(GenboundError, match="already in the file"):       # the same run twice
+        sm.write_csv(res, path, config=cfg, append=True)
+    res2 = sm.run_seq_len(11, [1], cfg, device="cpu", progress=False)
+    sm.write_csv(res2, path, config=cfg, append=True)
     df = sm.read_csv(path)
-    assert len(df) == 2 and df["seq_len"].tolist() == [11, 11]
-    assert df["l11_norm_sum"].iloc[0] == pytest.approx(res[0].l11_norm_sum)
+    assert len(df) == 2 and df["seq_len"].tolist() == [11, 11] and df["seed"].tolist() == [0, 1]
+    # every value reads back exactly (floats written with repr), typed
+    assert df["l11_norm_sum"].iloc[0] == res[0].l11_norm_sum and df["fitted"].dtype == bool
+    assert sm.read_sweep(path).config == dataclasses.asdict(cfg)
 
 
 def test_gap_slope_recovers_a_known_slope():

@@ -3,8 +3,10 @@
 ``genbound experiment sparse-majority --seq-lens 16,32,64 --seeds 2 [--device auto] [--json]`` trains
 one model per sequence length and seed (:mod:`genbound.experiments.sparse_majority`) and prints one
 record per run: a table, or with ``--json`` a JSON array of objects with at least the keys of
-:data:`~genbound.experiments.sparse_majority.RESULT_KEYS`. ``--csv PATH`` appends every record to a CSV
-file as soon as its run finishes (a partial sweep stays usable).
+:data:`~genbound.experiments.sparse_majority.RESULT_KEYS`. ``--csv PATH`` writes a results file
+(:mod:`genbound.experiments.results`): the full configuration in its header, every stack of runs
+appended whole as soon as it finishes; the same command resumes it, and a different configuration is
+refused (a partial sweep stays usable).
 """
 
 from __future__ import annotations
@@ -65,8 +67,10 @@ def add_parser(sub) -> None:
     sm.add_argument("--first-seed", type=int, default=0, help="first seed (seeds first..first+n-1)")
     sm.add_argument("--device", default="auto", help="auto, cpu, cuda or cuda:N")
     sm.add_argument("--json", action="store_true", help="print a JSON array instead of a table")
-    sm.add_argument("--csv", default=None, help="append every record to this CSV file as runs finish; "
-                    "runs already in the file (same seq_len and seed) are skipped, so a killed sweep resumes")
+    sm.add_argument("--csv", default=None, help="a results file: created with the full configuration in "
+                    "its header, every stack of runs appended whole as it finishes; rerun with the same "
+                    "file to resume (finished (seq_len, seed) rows are skipped; a different configuration "
+                    "is refused, naming the fields)")
     sm.add_argument("--protocol", default=dflt.protocol,
                     help="'adam' (default: full-batch Adam with warm-up and cosine decay, stops at the "
                          "first step that fits the training set; fits on a CPU) or 'original' (the "
@@ -117,8 +121,9 @@ def _add_predict_gap(psub) -> None:
                     "bootstrap interval, and the granulated tau Psi.")
     pg.add_argument("--saved", action="store_true",
                     help=f"summarise a saved family (default {SAVED_FAMILY.name}) instead of training")
-    pg.add_argument("--csv", default=None, help="the family CSV (train: append here and resume; "
-                    "--saved: read this file; default: the saved family shipped with genbound)")
+    pg.add_argument("--csv", default=None, help="the family's results file (train: created with the full "
+                    "configuration, or resumed when it records the same; --saved: read this file; "
+                    "default: the saved family shipped with genbound)")
     pg.add_argument("--json", action="store_true", help="print one JSON object")
     pg.add_argument("--tasks", default=",".join(dflt.tasks), help="comma-separated tasks")
     pg.add_argument("--seeds", type=int, default=dflt.seeds, help=f"seeds per point (default {dflt.seeds})")
@@ -140,7 +145,7 @@ def _run_predict_gap(args) -> int:
     if args.boot < 1:
         raise ParameterError(f"--boot must be >= 1, got {args.boot}")
     if args.saved:
-        df = pg.read_family(args.csv)
+        df = pg.read_family(args.csv, report=_warn)
         out = pg.summary(df, csv_path=args.csv or pg.SAVED_FAMILY, n_boot=args.boot)
         if args.json:
             print(json.dumps(_jsonable_tree(out)))
@@ -163,7 +168,7 @@ def _run_predict_gap(args) -> int:
                           weight_decays=tuple(parse_float_list(args.weight_decays, "--weight-decays"))
                           ).validated()
     torch.set_num_threads(args.threads)
-    recs = pg.run_family(cfg, csv_path=args.csv, progress=True if args.progress else None)
+    recs = pg.run_family(cfg, csv_path=args.csv, progress=True if args.progress else None, report=_warn)
     if args.json:
         print(json.dumps([_jsonable(r.row()) for r in recs]))
     else:
@@ -181,11 +186,17 @@ def _jsonable_tree(obj):
     return obj
 
 
+def _warn(msg: str) -> None:
+    import sys
+
+    print(f"genbound: warning: {msg}", file=sys.stderr, flush=True)
+
+
 def _run_sparse_majority(args) -> int:
     import torch
 
     from ..device import resolve_device
-    from .sparse_majority import RESULT_KEYS, SparseMajorityConfig, _check_task, run_sweep, write_csv
+    from .sparse_majority import RESULT_KEYS, SparseMajorityConfig, _check_task, open_sweep, run_sweep
 
     seq_lens = parse_int_list(args.seq_lens, "--seq-lens")
     if args.seeds < 1:
@@ -204,48 +215,25 @@ def _run_sparse_majority(args) -> int:
 
     for T in seq_lens:                      # fail before printing or writing anything
         _check_task(T, cfg.s)
-    done = _finished_runs(args.csv, cfg.protocol) if args.csv else set()
+    # the results file: created with the full configuration, or resumed only when it records the same
+    writer = open_sweep(args.csv, cfg, device=device, report=_warn) if args.csv else None
+    done = writer.done if writer is not None else set()
 
     def on_result(r):
-        if args.csv:
-            write_csv([r], args.csv, append=True)
         if not args.json:
             print(_row(r), flush=True)
 
     if not args.json:
         print(_header(), flush=True)
     results = run_sweep(seq_lens, seeds, cfg, device=device, progress=True if args.progress else None,
-                        on_result=on_result, skip=lambda T, sd: (T, sd) in done)
+                        on_result=on_result, skip=lambda T, sd: (T, sd) in done,
+                        on_stack=writer.append if writer is not None else None)
     if args.json:
         recs = [r.to_dict(with_norms=True) for r in results]
         for rec in recs:
             assert all(k in rec for k in RESULT_KEYS)
         print(json.dumps([_jsonable(r) for r in recs], indent=1))
     return 0
-
-
-def _finished_runs(path, protocol: str) -> set[tuple[int, int]]:
-    """``(seq_len, seed)`` of the rows already in the CSV at ``path`` (empty if it does not exist).
-
-    A file that cannot be read as a sweep CSV, or that holds runs of another protocol, is an error:
-    appending to it would mix incompatible rows."""
-    from pathlib import Path
-
-    from .sparse_majority import read_csv
-
-    p = Path(path)
-    if not p.exists() or p.stat().st_size == 0:
-        return set()
-    try:
-        df = read_csv(p)
-        rows = {(int(t), int(sd)) for t, sd in zip(df["seq_len"], df["seed"])}
-        protocols = set(df["protocol"].astype(str))
-    except Exception as exc:                # any parse failure: name the file, never a traceback
-        raise ParameterError(f"--csv {path}: not a sparse-majority sweep CSV ({type(exc).__name__}: {exc})"
-                             ) from None
-    if protocols - {protocol}:
-        raise ParameterError(f"--csv {path} holds runs of protocol {sorted(protocols)}, not {protocol!r}")
-    return rows
 
 
 def _jsonable(rec: dict) -> dict:

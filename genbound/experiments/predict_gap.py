@@ -25,7 +25,7 @@ Mahoney 2021).
 
 from __future__ import annotations
 
-import csv
+import functools
 import itertools
 import math
 import sys
@@ -40,7 +40,8 @@ from .._validate import check_positive_int, check_real
 from ..errors import GenboundError, ParameterError
 
 __all__ = ["TASKS", "AXES", "MEASURES", "SAVED_FAMILY", "FamilyConfig", "TaskData", "make_task_data",
-           "stacked_logits", "ModelRecord", "measures_for", "train_config", "run_family", "read_family",
+           "stacked_logits", "ModelRecord", "measures_for", "train_config", "run_family", "SCHEMA",
+           "open_family", "read_family",
            "kendall_tau_b", "kendall_table", "granulated_psi", "conditional_taus", "summary"]
 
 #: The two tasks. ``sparse-majority``: Part II's task at ``T = 16`` (``s = 9``) with embeddings of the
@@ -182,23 +183,28 @@ def _build(width: int, n_classes: int, seed: int):
                                 activation="relu", bias=True, dense=True, cls_index=-1, seed=int(seed))
 
 
+@functools.lru_cache(maxsize=16)
+def _architecture(width: int, n_classes: int, score_scale: float):
+    """A network of the family's architecture (its parameter values are never used): the model class
+    whose stacked mode :meth:`~genbound.nets.ReferenceTransformer.forward_stacked` trains the family."""
+    from ..nets import ReferenceTransformer
+
+    return ReferenceTransformer(width, n_layers=1, n_heads=2, d_head=width // 2, out_dim=n_classes,
+                                activation="relu", bias=True, dense=True, cls_index=-1,
+                                score_scale=score_scale, device="cpu").requires_grad_(False)
+
+
 def stacked_logits(P: dict[str, torch.Tensor], X: torch.Tensor, score_scale: float) -> torch.Tensor:
-    """Logits ``(K, n, classes)`` of ``K`` stacked one-layer ``ReferenceTransformer`` models (biases,
-    dense map, ReLU, read out at the last row) on their own inputs ``X`` ``(K, n, T, d)``.
+    """Logits ``(K, n, classes)`` of ``K`` stacked one-layer ``ReferenceTransformer`` models of the
+    family (biases, dense map, ReLU, read out at the last row) on their own inputs ``X`` ``(K, n, T, d)``.
 
     ``P`` holds the modules' parameters stacked along a leading axis, keyed by their
-    ``named_parameters`` names. Only the last row's query is needed (a test checks equality with
-    ``ReferenceTransformer.forward``).
+    ``named_parameters`` names (:func:`genbound.nets.stack_parameters`). This is the stacked mode of
+    the model class, :meth:`genbound.nets.ReferenceTransformer.forward_stacked` (a test checks
+    equality with ``ReferenceTransformer.forward``).
     """
-    pre = "layers.0."
-    z = X[:, :, -1]                                                                   # (K, n, d)
-    q = torch.einsum("knd,khde->knhe", z, P[pre + "W_Q"]) + P[pre + "b_Q"][:, None]
-    k = torch.einsum("kntd,khde->knhte", X, P[pre + "W_K"]) + P[pre + "b_K"][:, None, :, None]
-    v = torch.einsum("kntd,khde->knhte", X, P[pre + "W_V"]) + P[pre + "b_V"][:, None, :, None]
-    A = torch.softmax(score_scale * torch.einsum("knhe,knhte->knht", q, k), dim=-1)
-    u = torch.einsum("knht,knhte,khef->knf", A, v, P[pre + "W_O"]) + P[pre + "b_O"][:, None]
-    y = torch.einsum("knf,kfg->kng", torch.relu(u), P[pre + "W_C"]) + P[pre + "b_C"][:, None]
-    return torch.einsum("kng,kgo->kno", y, P["w"]) + P["b_w"][:, None]
+    arch = _architecture(int(X.shape[-1]), int(P["w"].shape[-1]), float(score_scale))
+    return arch.forward_stacked(P, X)
 
 
 # ---------------------------------------------------------------------------------------------- measures
@@ -207,25 +213,23 @@ def measures_for(net, init, *, m: int, seq_len: int, B_X: float, delta: float, m
     """Every measure of :data:`MEASURES` for one trained network ``net`` (``init``: its initial weights).
 
     * ``tt_bound``, ``edelman_bound``: :func:`~genbound.experiments.sparse_majority.bounds_for` (Part II,
-      radii rounded to the grid of :prf:ref:`thm-radius-union`, uniform input radius ``B_X``);
+      the certified values, radii rounded to the grid of :prf:ref:`thm-radius-union`, uniform input
+      radius ``B_X``);
     * ``spectral_adaptive``: Sakai-Imaizumi's ``B_ours`` on the four-matrix form
       (:meth:`~genbound.nets.ReferenceTransformer.proxy_weights`), the Schatten index chosen per matrix;
       ``spectral_p0`` and ``spectral_pmax``: the same sum with every matrix at the smallest (rank) and
-      the largest index of the grid (no adaptive choice); ``edelman_proxy``: the norm-based proxy;
+      the largest index of the grid (no adaptive choice); ``edelman_proxy``: the norm-based proxy
+      (all four from :func:`~genbound.experiments.sparse_majority.spectral_measures`);
     * ``n_params``; ``frobenius_sum``: sum of the Frobenius norms of the weight tensors;
       ``spectral_product``: ``(sum_h ||V_h||_op) ||C||_op ||w||_op`` of the effective maps (the product
       of spectral norms along the value path); ``l11_norm_sum``; ``l11_dist_from_init`` and
       ``fro_dist_from_init``: entrywise l1 and Frobenius distance of all parameters from initialisation;
       ``stable_rank_mean``: mean stable rank ``||A||_F^2 / ||A||_op^2`` of the effective maps.
     """
-    from ..bounds.sakai_imaizumi import edelman_proxy, spectral_adaptive_bound
-    from .sparse_majority import bounds_for
+    from .sparse_majority.bounds import bounds_for, spectral_measures
 
     tt, ed = bounds_for(net, m=m, seq_len=seq_len, delta=delta, B_X=B_X, margin=margin)
-    W = net.proxy_weights()
-    sa = spectral_adaptive_bound(W, L_phi=net.L_sigma)
-    lt = sa.log_terms
-    at = lambda j: float(lt[:, j].exp().sum()) + math.sqrt(sa.n_layers)
+    spec = spectral_measures(net)
     params = dict(net.named_parameters())
     p0 = dict(init.named_parameters())
     mats = [p for n, p in params.items() if p.ndim >= 2]
@@ -235,8 +239,7 @@ def measures_for(net, init, *, m: int, seq_len: int, B_X: float, delta: float, m
     sr = [float(torch.linalg.matrix_norm(A) ** 2) / max(op(A) ** 2, 1e-300) for A in maps]
     diff = [params[n] - p0[n] for n in params]
     return {
-        "tt_bound": tt, "edelman_bound": ed, "spectral_adaptive": sa.value, "spectral_p0": at(0),
-        "spectral_pmax": at(lt.shape[1] - 1), "edelman_proxy": edelman_proxy(W, L_phi=net.L_sigma).value,
+        "tt_bound": tt, "edelman_bound": ed, **spec,
         "n_params": float(sum(p.numel() for p in params.values())),
         "frobenius_sum": float(sum(torch.linalg.vector_norm(p) for p in mats)),
         "spectral_product": sum(op(E.V[0, h]) for h in range(E.V.shape[1])) * op(E.C[0]) * op(E.w),
@@ -299,18 +302,19 @@ def train_config(point: dict, seeds: Sequence[int], config: FamilyConfig, *, pro
                               n_test=cfg.n_test)
         datas.append(data)
         nets.append(_build(point["width"], data.n_classes, _model_seed(point, sd)))
-    names = [n for n, _ in nets[0].named_parameters()]
-    P = {n: torch.stack([dict(net.named_parameters())[n].detach() for net in nets]).float() for n in names}
+    from ..nets import stack_parameters
+
+    P = stack_parameters(nets, dtype=torch.float32)
     Xtr = torch.stack([d.X_train for d in datas]).float()
     ytr = torch.stack([d.y_train for d in datas])
-    scale = nets[0].score_scale
+    arch = nets[0]                            # the architecture; the stacked mode trains all seeds at once
 
     def loss_logits(Pa, idx):
-        z = stacked_logits(Pa, Xtr[idx], scale)
+        z = arch.forward_stacked(Pa, Xtr[idx])
         return torch.nn.functional.cross_entropy(z.transpose(1, 2), ytr[idx], reduction="none").mean(-1), z
 
     def confirm(Pk, k):
-        z = stacked_logits({n: v[None] for n, v in Pk.items()}, datas[k].X_train[None], scale)
+        z = arch.forward_stacked({n: v[None] for n, v in Pk.items()}, datas[k].X_train[None])
         return bool((z[0].argmax(-1) == datas[k].y_train).all())
 
     proto = AdamProtocol(lr=point["lr"], steps=cfg.steps, warmup=cfg.warmup,
@@ -338,15 +342,17 @@ def train_config(point: dict, seeds: Sequence[int], config: FamilyConfig, *, pro
 
 
 def run_family(config: FamilyConfig | None = None, *, csv_path=None, progress: bool | None = None,
-               on_record: Callable[[ModelRecord], None] | None = None) -> list[ModelRecord]:
-    """Train the whole family; with ``csv_path``, append every stack's records as soon as it finishes
-    and skip the models already in the file (a killed run loses at most one stack). Returns the
-    records trained in this call."""
+               on_record: Callable[[ModelRecord], None] | None = None,
+               report: Callable[[str], None] | None = None) -> list[ModelRecord]:
+    """Train the whole family; with ``csv_path``, a results file (:mod:`genbound.experiments.results`):
+    created with every field of ``config`` and the environment in its header, or resumed when it
+    records the same configuration (otherwise refused, naming the fields that differ). Every stack's
+    records are appended in one whole write as soon as it finishes and the models already in the file
+    are skipped (a killed run loses at most one stack; an unfinished last row is ``report``-ed and
+    re-run). Returns the records trained in this call."""
     cfg = (config or FamilyConfig()).validated()
-    done = set()
-    if csv_path is not None and Path(csv_path).exists() and Path(csv_path).stat().st_size > 0:
-        df = read_family(csv_path)
-        done = {_key(r) for r in df.to_dict("records")}
+    writer = open_family(csv_path, cfg, report=report) if csv_path is not None else None
+    done = writer.done if writer is not None else set()
     out = []
     points = cfg.grid()
     from tqdm import tqdm
@@ -357,8 +363,8 @@ def run_family(config: FamilyConfig | None = None, *, csv_path=None, progress: b
         if not seeds:
             continue
         recs = train_config(point, seeds, cfg, progress=False)
-        if csv_path is not None:
-            _append(recs, csv_path)
+        if writer is not None:
+            writer.append(recs)
         for r in recs:
             out.append(r)
             if on_record is not None:
@@ -371,47 +377,50 @@ def _key(r: dict) -> tuple:
             int(r["seed"]))
 
 
-def _append(records: Sequence[ModelRecord], path) -> None:
-    path = Path(path)
-    cols = _columns()
-    new = not path.exists() or path.stat().st_size == 0
-    with path.open("a", newline="") as fh:
-        w = csv.DictWriter(fh, fieldnames=cols)
-        if new:
-            w.writeheader()
-        for r in records:
-            w.writerow(r.row())
+_TYPES = {"int": int, "float": float, "bool": bool, "str": str}
 
 
-def read_family(path=None):
-    """The saved family (default :data:`SAVED_FAMILY`) as a DataFrame, validated: every column present,
-    at least one row, known tasks, finite measures (a :class:`~genbound.errors.GenboundError` naming
-    the problem otherwise). The file is only read."""
-    import pandas as pd
+def _schema():
+    from .results import Schema
+
+    cols = tuple((f.name, _TYPES[f.type if isinstance(f.type, str) else f.type.__name__])
+                 for f in fields(ModelRecord) if f.name != "measures") + tuple((m, float) for m in MEASURES)
+    return Schema("predict-gap", cols, key=("task", "width", "lr", "weight_decay", "n_train", "seed"))
+
+
+#: The columns of the family's results file (:class:`ModelRecord`, measures flattened), keyed by the
+#: task, the four axes and the seed.
+SCHEMA = _schema()
+
+
+def open_family(path, config: FamilyConfig, *, report: Callable[[str], None] | None = None):
+    """Open (create or resume) the family's results file at ``path`` for ``config``:
+    :func:`~genbound.experiments.results.open_results` with every field of ``config`` and the
+    environment; ``append`` takes :class:`ModelRecord` objects."""
+    from .results import environment, open_results
+
+    return open_results(path, SCHEMA, asdict(config.validated()), environment=environment(device="cpu"),
+                        report=report, to_row=lambda r: r.row())
+
+
+def read_family(path=None, *, report: Callable[[str], None] | None = None):
+    """The saved family (default :data:`SAVED_FAMILY`) as a DataFrame, read by
+    :func:`~genbound.experiments.results.read_results` (the one reader of results files: every row
+    checked against the columns, unique keys, an unfinished last row reported and left out) and
+    validated: at least one row, known tasks, finite measures (a :class:`~genbound.errors.GenboundError`
+    naming the problem otherwise). The file is only read."""
+    from .results import read_results
 
     path = Path(SAVED_FAMILY if path is None else path)
-    if not path.exists():
-        raise GenboundError(f"{path}: no such family CSV")
-    try:
-        df = pd.read_csv(path, comment="#")
-    except Exception as exc:
-        raise GenboundError(f"{path}: not a readable CSV ({type(exc).__name__}: {exc})") from None
-    missing = [c for c in _columns() if c not in df.columns]
-    if missing:
-        raise GenboundError(f"{path}: missing column(s) {missing}")
+    df = read_results(path, SCHEMA, report=report).frame()
     if len(df) == 0:
         raise GenboundError(f"{path}: the family is empty")
     bad_tasks = sorted(set(df["task"]) - set(TASKS))
     if bad_tasks:
         raise GenboundError(f"{path}: unknown task(s) {bad_tasks}")
     for col in (*MEASURES, "gap", "train_acc", "test_acc"):
-        vals = pd.to_numeric(df[col], errors="coerce")
-        if not vals.notna().all() or not vals.map(math.isfinite).all():
-            raise GenboundError(f"{path}: column {col!r} has a non-finite or non-numeric value")
-        df[col] = vals
-    df["fitted"] = df["fitted"].astype(str).str.lower().map({"true": True, "false": False})
-    if df["fitted"].isna().any():
-        raise GenboundError(f"{path}: column 'fitted' must hold True/False")
+        if not df[col].map(math.isfinite).all():
+            raise GenboundError(f"{path}: column {col!r} has a non-finite value")
     return df
 
 

@@ -1,0 +1,103 @@
+"""Every bound the sparse-majority experiment reports, in one place: the Part II theorems evaluated by
+:mod:`genbound.bounds` on a trained network (part of :mod:`genbound.experiments.sparse_majority`;
+:mod:`genbound.experiments.predict_gap` uses it too). Nothing here re-assembles a bound: each number
+is a field of a result of :mod:`genbound.bounds`, except the two fixed-index sums of
+:func:`spectral_measures`, which add up the per-matrix terms of a spectrum-adaptive report.
+
+This is the one module of the experiments that calls :mod:`genbound.bounds`, so that what the
+experiments report (``value``; later ``trivial``, ``capacity``, ``samples_needed``) changes here."""
+
+from __future__ import annotations
+
+import math
+
+__all__ = ["bound_results", "bounds_for", "sample_size_needed", "spectral_measures"]
+
+
+def bound_results(net, *, m: int, seq_len: int, delta: float, B_X: float, margin: float = 1.0,
+                  radius_grid: bool = True):
+    """The two Part II bound results of ``net`` (float64), as :mod:`genbound.bounds` returns them:
+    :func:`~genbound.bounds.trauger_tewari.trauger_tewari_bound_from_model` and
+    :func:`~genbound.bounds.edelman.edelman_bound_from_model` (the latter for ``seq_len + 1`` rows,
+    the ``[CLS]`` row included), with ``m`` training sequences, input radius ``B_X``, confidence
+    ``delta``, ramp ``margin`` and, with ``radius_grid`` (default), the union over a grid of radii of
+    :prf:ref:`thm-radius-union` (valid at norms read off a trained network)."""
+    from ...bounds.edelman import edelman_bound_from_model
+    from ...bounds.trauger_tewari import trauger_tewari_bound_from_model
+
+    tt = trauger_tewari_bound_from_model(net, m=m, delta=delta, B_X=B_X, margin=margin,
+                                         radius_grid=radius_grid)
+    ed = edelman_bound_from_model(net, m=m, T=seq_len + 1, delta=delta, B_X=B_X, margin=margin,
+                                  radius_grid=radius_grid)
+    return tt, ed
+
+
+def bounds_for(net, *, m: int, seq_len: int, delta: float, B_X: float, margin: float = 1.0,
+               radius_grid: bool = True) -> tuple[float, float]:
+    """The certified values (``.value``) of the Trauger-Tewari and the Edelman-type bound of ``net``
+    (:func:`bound_results`); returns two floats.
+
+    Each bounds ``P[error] - (empirical ramp risk at margin)`` with probability ``1 - delta``: it is
+    ``2 R + 3 sqrt(log(2/delta') / (2m))`` with ``R`` Dudley's bound on the Rademacher complexity of the
+    ramp-loss class, capped at the trivial ``R <= 1/2`` as :mod:`genbound.bounds` computes it (so two
+    bounds that both reach the cap read the same trivial value, up to their ``delta'``). With
+    ``radius_grid`` (default) every radius is rounded up to a power of 2 and ``delta' = delta prod
+    pi(i_j)`` (:prf:ref:`thm-radius-union`); without it, ``delta' = delta`` and the radii are the
+    network's own norms (valid only for radii fixed in advance). Anything above 1 is vacuous.
+    """
+    tt, ed = bound_results(net, m=m, seq_len=seq_len, delta=delta, B_X=B_X, margin=margin,
+                           radius_grid=radius_grid)
+    return tt.value, ed.value
+
+
+def sample_size_needed(net, *, seq_len: int, delta: float, B_X: float, margin: float = 1.0,
+                       target: float = 0.5, max_log10: float = 40.0, tol: float = 0.05,
+                       radius_grid: bool = True) -> tuple[float, float]:
+    """``m*``: the smallest sample size at which each bound (Trauger-Tewari, Edelman-type), evaluated
+    with ``net``'s norms **held fixed**, falls to ``target``; bisection on ``log10 m`` to ``tol`` decades
+    (the returned ``m*`` satisfies the target; ``m* / 10**tol`` does not).
+
+    With ``radius_grid`` (default) the bounds are those of :prf:ref:`thm-radius-union`, so that a
+    network trained on ``m*`` samples with these norms would carry the guarantee. Returns two floats
+    (``inf`` when not reached by ``10**max_log10``).
+    """
+    def value(i, m):
+        return bound_results(net, m=m, seq_len=seq_len, delta=delta, B_X=B_X, margin=margin,
+                             radius_grid=radius_grid)[i].value
+
+    out = []
+    for i in (0, 1):
+        lo, hi = math.log10(2.0), float(max_log10)
+        if value(i, int(10**hi)) > target:
+            out.append(math.inf)
+            continue
+        while hi - lo > tol:
+            mid = (lo + hi) / 2
+            lo, hi = (lo, mid) if value(i, int(10**mid)) <= target else (mid, hi)
+        out.append(float(int(10**hi)))
+    return out[0], out[1]
+
+
+def spectral_measures(net) -> dict:
+    """The Part III proxies of ``net`` on its four-matrix form
+    (:meth:`~genbound.nets.ReferenceTransformer.proxy_weights`), each from the report that
+    :mod:`genbound.bounds.sakai_imaizumi` returns:
+
+    * ``spectral_adaptive``: ``value`` of :func:`~genbound.bounds.sakai_imaizumi.spectral_adaptive_bound`
+      (the Schatten index chosen per matrix);
+    * ``spectral_p0``, ``spectral_pmax``: the same report's per-matrix terms ``exp(log_terms)`` at the
+      smallest (rank) and the largest index of its grid, summed, plus ``sqrt(L)`` (the sum that
+      ``value`` minimises per matrix, read at one fixed index);
+    * ``edelman_proxy``: ``value`` of :func:`~genbound.bounds.sakai_imaizumi.edelman_proxy`.
+    """
+    from ...bounds.sakai_imaizumi import edelman_proxy, spectral_adaptive_bound
+
+    W = net.proxy_weights()
+    sa = spectral_adaptive_bound(W, L_phi=net.L_sigma)
+    lt = sa.log_terms
+
+    def at(j):      # the fixed-index sum of the report (a candidate for a report method in bounds/)
+        return float(lt[:, j].exp().sum()) + math.sqrt(sa.n_layers)
+
+    return {"spectral_adaptive": sa.value, "spectral_p0": at(0), "spectral_pmax": at(lt.shape[1] - 1),
+            "edelman_proxy": edelman_proxy(W, L_phi=net.L_sigma).value}

@@ -1,0 +1,80 @@
+"""The sweep's results file (:mod:`genbound.experiments.results`): its schema, writing, resuming and
+reading, and the saved sweep (part of :mod:`genbound.experiments.sparse_majority`)."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, fields
+from pathlib import Path
+from typing import Callable, Iterable
+
+from ..results import Schema, environment, open_results, read_results
+from .config import SparseMajorityConfig
+
+__all__ = ["SAVED_SWEEP", "SCHEMA", "csv_columns", "open_sweep", "write_csv", "read_csv", "read_sweep"]
+
+#: The saved larger sweep (a results file) and its notes (command, machine, wall time) beside it.
+SAVED_SWEEP = Path(__file__).resolve().parents[2] / "data" / "sparse_majority_sweep.csv"
+
+_TYPES = {"int": int, "float": float, "bool": bool, "str": str}
+
+
+def _schema() -> Schema:
+    from .runs import RunResult
+
+    cols = tuple((f.name, _TYPES[f.type if isinstance(f.type, str) else f.type.__name__])
+                 for f in fields(RunResult) if f.name != "l11_norms")
+    return Schema("sparse-majority", cols, key=("seq_len", "seed"))
+
+
+#: The columns of a sweep's results file (the fields of :class:`RunResult` but the per-tensor norms),
+#: keyed by ``(seq_len, seed)``.
+SCHEMA = _schema()
+
+
+def csv_columns() -> list[str]:
+    """The columns of a sweep's results file, in writing order."""
+    return SCHEMA.names
+
+
+def _row(r) -> dict:
+    d = r.to_dict()
+    return {c: d[c] for c in SCHEMA.names}
+
+
+def open_sweep(path, config: SparseMajorityConfig, *, device="cpu",
+               report: Callable[[str], None] | None = None):
+    """Open (create or resume) the sweep's results file at ``path`` for runs with ``config`` on
+    ``device``: :func:`~genbound.experiments.results.open_results` with every field of ``config``
+    and the environment. The returned writer's ``append`` takes run records (:class:`RunResult`)
+    and ``done`` holds the ``(seq_len, seed)`` already finished. A file recorded with another
+    configuration or environment is refused, naming the fields that differ."""
+    cfg = config.validated()
+    return open_results(path, SCHEMA, asdict(cfg), environment=environment(device=device), report=report,
+                        to_row=_row)
+
+
+def write_csv(results: Iterable, path, *, config: SparseMajorityConfig, append: bool = False,
+              device="cpu") -> Path:
+    """Write run records to a results file for ``config`` (a new file; with ``append``, resume an
+    existing one, which must record the same configuration): all records in one whole write."""
+    path = Path(path)
+    if not append and path.exists():
+        from ...errors import ResultsFileError
+
+        raise ResultsFileError(f"{path}: exists; pass append=True to resume it, or write to a new file")
+    open_sweep(path, config, device=device).append(list(results))
+    return path
+
+
+def read_sweep(path=None, *, report: Callable[[str], None] | None = None):
+    """The sweep's results file (default :data:`SAVED_SWEEP`) as a
+    :class:`~genbound.experiments.results.ResultsTable` (rows, header with the configuration)."""
+    return read_results(SAVED_SWEEP if path is None else path, SCHEMA, report=report)
+
+
+def read_csv(path=None):
+    """The sweep (default :data:`SAVED_SWEEP`, the saved sweep) as a pandas DataFrame, one row per
+    finished run, read by :func:`~genbound.experiments.results.read_results` (the one reader of
+    results files: an unfinished last row is reported and left out; a file that is not a sweep's
+    results file raises :class:`~genbound.errors.ResultsFileError`)."""
+    return read_sweep(path).frame()
