@@ -162,12 +162,18 @@ def tt_row_bounds(layers: Sequence[LayerRadii], *, B_X: float, L_sigma: float = 
     >>> tt_row_bounds([LayerRadii((1.0,), (1.0,), (3.0,), (2.0,))], B_X=0.5)
     (0.5, 1.0)
     """
-    Bs = [check_real(B_X, "B_X", lo=0.0)]
-    for lay in layers:
-        R = L_sigma * sum(lay.S_V) * _aug(Bs[-1], bias)
-        Y = R if not lay.dense else lay.S_C * _aug(R, bias)
+    spec = [(lay.S_QK, lay.S_V, lay.S_C) for lay in layers]
+    return tuple(_row_bounds(spec, check_real(B_X, "B_X", lo=0.0), L_sigma=L_sigma, bias=bias, row_norm=row_norm))
+
+
+def _row_bounds(spec, B_X, *, L_sigma, bias, row_norm):
+    """The one implementation of :func:`tt_row_bounds` (floats or tensors)."""
+    Bs = [B_X]
+    for _, S_V, S_C in spec:
+        R = L_sigma * sum(S_V) * _aug(Bs[-1], bias)
+        Y = R if S_C is None else S_C * _aug(R, bias)
         Bs.append(1.0 if row_norm else Y)
-    return tuple(Bs)
+    return Bs
 
 
 def tt_layer_lipschitz(lay: LayerRadii, B: float, *, L_sigma: float = 1.0, kappa: float = KAPPA_DEFAULT) -> float:
@@ -177,8 +183,13 @@ def tt_layer_lipschitz(lay: LayerRadii, B: float, *, L_sigma: float = 1.0, kappa
     >>> tt_layer_lipschitz(LayerRadii((1.0,), (0.5,), (1.0,), (2.0,)), 1.0)
     4.0
     """
-    c = 1.0 if not lay.dense else lay.S_C
-    return L_sigma * c * sum(sv * (1 + 2 * kappa * B * B * sq) for sv, sq in zip(lay.S_V, lay.S_QK))
+    return _lipschitz(lay.S_QK, lay.S_V, lay.S_C, B, L_sigma=L_sigma, kappa=kappa)
+
+
+def _lipschitz(S_QK, S_V, S_C, B, *, L_sigma, kappa):
+    """The one implementation of :func:`tt_layer_lipschitz` (floats or tensors; ``S_C = None``: no dense map)."""
+    c = 1.0 if S_C is None else S_C
+    return L_sigma * c * sum(sv * (1 + 2 * kappa * B * B * sq) for sv, sq in zip(S_V, S_QK))
 
 
 def _check_common(layers, B_X, B_w, L_sigma, kappa):
@@ -227,16 +238,10 @@ def sensitivities_raw(spec, *, B_X, B_w, L_sigma=1.0, kappa=KAPPA_DEFAULT, bias=
     (the claims evaluate them on batches with autograd). ``spec``: per layer ``(S_QK, S_V, S_C)`` with
     per-head sequences and ``S_C = None`` for no dense map. Returns ``(rho, row_bounds, lipschitz)``.
     One layer without dense map: the coefficients of :prf:ref:`lem-tt-single-perturbation`."""
-    Bs = [B_X]
-    for S_QK, S_V, S_C in spec:
-        R = L_sigma * sum(S_V) * _aug(Bs[-1], bias)
-        Y = R if S_C is None else S_C * _aug(R, bias)
-        Bs.append(1.0 if row_norm else Y)
+    Bs = _row_bounds(spec, B_X, L_sigma=L_sigma, bias=bias, row_norm=row_norm)
     lips = []
     for i, (S_QK, S_V, S_C) in enumerate(spec):
-        Bt = _aug(Bs[i], bias)
-        c = 1.0 if S_C is None else S_C
-        lips.append(L_sigma * c * sum(sv * (1 + 2 * kappa * Bt * Bt * sq) for sv, sq in zip(S_V, S_QK)))
+        lips.append(_lipschitz(S_QK, S_V, S_C, _aug(Bs[i], bias), L_sigma=L_sigma, kappa=kappa))
     rho = {}
     for i, (S_QK, S_V, S_C) in enumerate(spec):
         P = math.prod(lips[i + 1:])
