@@ -404,3 +404,12 @@ def test_public_names_keep_their_signatures():
     assert list(p)[:7] == ["layers", "B_X", "B_w", "d", "m", "delta", "margin"]
     p = inspect.signature(genbound.edelman_bound).parameters
     assert list(p)[:8] == ["layer", "B_X", "B_w21", "S_w", "d", "m", "T", "delta"]
+
+
+def test_capacity_drops_where_the_proper_cover_factor_switches():
+    """Documented exception (cor-tt-capacity): S_C reaching B_C turns the factor 2 of a proper cover into 1."""
+    kw = dict(B_X=1.0, B_w=1.0, d=8, m=300, delta=0.05)
+    below = tt.trauger_tewari_bound([LayerRadii((1.0,), (1.0,), (1.0,), (1.0,), 1.0, 0.99)], **kw)
+    at = tt.trauger_tewari_bound([LayerRadii((1.0,), (1.0,), (1.0,), (1.0,), 1.0, 1.0)], **kw)
+    assert at.capacity < below.capacity
+    assert {t.name: t.factor for t in below.log_cover.terms}["C[1]"] == 2.0
