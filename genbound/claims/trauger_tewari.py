@@ -184,6 +184,7 @@ COVER_HALVED = scaled(cov, "maurey_log_cover", 0.5, name="cover-halved",
 
 register(Claim(
     label="lem-tt-cover-readout",
+    covers=("genbound.covering.maurey_log_cover",),
     statement="{h -> w.h : ||w||_1 <= B_w} on ||h||_2 <= R: log N_unif(eps) <= ceil(R^2 B_w^2/eps^2) log(2k)",
     chapter=CH_COVERS, provenance="reconstructed",
     numeric=FunctionCheck(_maurey_ratio_fn(lambda: (7,), lambda D: torch.linalg.vector_norm(D, dim=-1))),
@@ -192,6 +193,7 @@ register(Claim(
 
 register(Claim(
     label="lem-tt-cover-value",
+    covers=("genbound.covering.maurey_log_cover",),
     statement="{x -> W^T x : ||W||_{1,1} <= B} on ||x||_2 <= B_X, l2 outputs: "
               "log N_unif(eps) <= ceil(B_X^2 B^2/eps^2) log(2 d k), certified by ||W - W_hat||_op <= eps/B_X",
     chapter=CH_COVERS, provenance="reconstructed",
@@ -208,6 +210,7 @@ def _qk_sup(D):
 
 register(Claim(
     label="lem-tt-cover-qk",
+    covers=("genbound.covering.maurey_log_cover",),
     statement="{(x, z) -> x^T W z : ||W||_{1,1} <= B_QK} on ||x||_2, ||z||_2 <= B_X: "
               "log N_unif(eps) <= ceil(B_X^4 B_QK^2/eps^2) log(2 d^2), uniformly over all positions and T",
     chapter=CH_COVERS, provenance="reconstructed",
@@ -450,6 +453,7 @@ def _single_ratio(**p):
 
 register(Claim(
     label="lem-tt-single-perturbation",
+    covers=("genbound.bounds.trauger_tewari.sensitivities_raw",),
     statement="one layer, H heads, no dense map: |f(X) - f_hat(X)| <= rho_w ||w - w_hat|| + sum_h rho_V ||V_h - V_hat_h||_op "
               "+ sum_h rho_QK^h ||W_QK^h - W_hat_QK^h||_op with rho_w = L_sigma B_X sum_h S_V^h, rho_V = B_w L_sigma B_X, "
               "rho_QK^h = B_w L_sigma S_V^h kappa B_X^3 (kappa = 1), for every X of every length (checked at T = 12 "
@@ -481,6 +485,7 @@ def _lip_ratio(QK, V, C, X, Z2):
 
 register(Claim(
     label="lem-tt-layer-lipschitz",
+    covers=("genbound.bounds.trauger_tewari.sensitivities_raw", "genbound.bounds.trauger_tewari.tt_layer_lipschitz"),
     statement="one layer (H heads, sigma, dense map, biases, Pi) is Lipschitz in the max-row norm on rows of norm <= B "
               "with constant L_sigma S_C sum_h S_V^h (1 + 2 kappa (B^2+1) S_QK^h), independent of T",
     chapter=CH_MULTI, provenance="reconstructed",
@@ -501,6 +506,7 @@ def _multi_ratio(**p):
 
 register(Claim(
     label="lem-tt-multilayer-perturbation",
+    covers=("genbound.bounds.trauger_tewari.sensitivities_raw", "genbound.bounds.trauger_tewari.tt_row_bounds"),
     statement="L layers: ||f(X) - f_hat(X)|| <= sum_j rho_j ||W_j - W_hat_j||_op with the unrolled sensitivities "
               "(products of per-layer Lipschitz constants), for every X of every length; with and without Pi",
     chapter=CH_MULTI, provenance="reconstructed",
@@ -733,6 +739,7 @@ def _uniform_T_ratios(seed, lengths, n_models, batch, ascent_steps, ascent_lr, a
 
 register(Claim(
     label="prop-tt-uniform-T",
+    covers=("genbound.bounds.trauger_tewari.tt_sensitivities", "genbound.bounds.trauger_tewari.layer_radii_from_model"),
     statement="on random ReferenceTransformer models and perturbed copies, |f(X) - f_hat(X)| <= the T-free perturbation "
               "bound for sequences of every length T in {1, 8, 128, 1024}",
     chapter=CH_MULTI, provenance="reconstructed",
