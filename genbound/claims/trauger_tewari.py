@@ -1117,6 +1117,15 @@ def _capacity_fn():
 
 
 @lru_cache(maxsize=None)
+def _integral_fn():
+    """``int_alpha^{c/2} (sqrt(A)/eps + sqrt(Lambda)) d eps`` (sympy), lambdified."""
+    from ..symbolic import dudley as sd
+
+    expr = sym.sp.integrate(sym.sp.sqrt(sd.A) / sd.eps + sym.sp.sqrt(sd.Lam), (sd.eps, sd.alpha, sd.c / 2))
+    return sym.sp.lambdify((sd.A, sd.Lam, sd.alpha, sd.c), expr, modules="math")
+
+
+@lru_cache(maxsize=None)
 def _tt_loss_cover_fn(L, H, dense, bias, row_norm, multiclass):
     A, Lam, names = sym.tt_loss_cover(L, H, dense=dense, bias=bias, row_norm=row_norm, multiclass=multiclass)
     keys = tuple(names)
@@ -1163,6 +1172,9 @@ def tt_capacity_ratios(seed: int, n: int = 12) -> tuple[float, float, float, int
         r_t = d.value / bound
         tight = max(tight, r_t, 1 / r_t)
         Lam = 10 ** rng.uniform(-2, 3)
+        dl = rad_mod.dudley_inverse_square(A, Lam, m=m, diameter=c)
+        if 0 < dl.alpha < c / 2:        # the reported integral is the statement's integral at the cut-off
+            sym_err = max(sym_err, _rel(dl.integral, _integral_fn()(A, Lam, dl.alpha, c)))
         sym_err = max(sym_err, _rel(rad_mod.inverse_square_capacity(A, Lam, diameter=c), fc(A, Lam, c)),
                       _rel(rad_mod.inverse_square_log_factor(A, m=m, diameter=c), fl(A, m, c)))
         trials += 1
