@@ -46,6 +46,10 @@ _LAZY = {
     "trauger_tewari_bound_from_model": "genbound.bounds.trauger_tewari",
     "edelman_bound": "genbound.bounds.edelman",
     "edelman_bound_from_model": "genbound.bounds.edelman",
+    "LayerRadii": "genbound.bounds.trauger_tewari",
+    "TTBound": "genbound.bounds.trauger_tewari",
+    "EdelmanLayerRadii": "genbound.bounds.edelman",
+    "EdelmanBound": "genbound.bounds.edelman",
     # Part I: the learning-theory toolkit
     "generalization_gap_bound": "genbound.rademacher",
     "dudley_bound": "genbound.rademacher",

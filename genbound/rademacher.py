@@ -33,7 +33,7 @@ from .errors import ParameterError
 __all__ = ["GAP_RADEMACHER_COEF", "GAP_CONFIDENCE_COEF", "DUDLEY_ALPHA_COEF", "DUDLEY_INTEGRAL_COEF",
            "INVERSE_SQUARE_ALPHA_COEF", "PARAMETRIC_ALPHA_DENOM", "MCDIARMID_EXPONENT_COEF", "mcdiarmid_tail",
            "generalization_gap_bound", "DudleyResult", "dudley_bound", "dudley_objective",
-           "dudley_inverse_square", "dudley_parametric", "RademacherEstimate",
+           "dudley_inverse_square", "inverse_square_capacity", "inverse_square_log_factor", "dudley_parametric", "RademacherEstimate",
            "empirical_rademacher_linear", "rademacher_finite_exact", "massart_bound",
            "l1_linear_massart_bound", "l2_linear_bound", "ramp_loss"]
 
@@ -243,6 +243,39 @@ def dudley_inverse_square(A: float, Lambda: float, *, m: int, diameter: float) -
     alpha = c / 2 if denom <= 0 else min(k3 * sA / denom, c / 2)
     value = objective(alpha)
     return DudleyResult(value, alpha, (value - k4 * alpha) * sm / k12, m, c, "inverse-square")
+
+
+def inverse_square_capacity(A: float, Lambda: float, *, diameter: float) -> float:
+    """``12 (sqrt(A) + (c/2) sqrt(Lambda))``: the ``m``-free capacity of a class with
+    ``log N(eps) <= A/eps^2 + Lambda`` at diameter ``c`` (book: :prf:ref:`cor-tt-capacity`; derived in
+    :func:`genbound.symbolic.dudley.capacity_derivation`). For every ``m``,
+    :func:`dudley_inverse_square` is at most ``capacity * inverse_square_log_factor(A, m, c) / sqrt(m)``,
+    with equality when ``Lambda = 0`` and ``3 sqrt(A)/sqrt(m) <= c/2``.
+
+    >>> inverse_square_capacity(1.0, 4.0, diameter=1.0)
+    24.0
+    """
+    A = check_real(A, "A", lo=0.0)
+    Lambda = check_real(Lambda, "Lambda", lo=0.0)
+    c = check_real(diameter, "diameter", lo=0.0, lo_open=True)
+    return DUDLEY_INTEGRAL_COEF * (math.sqrt(A) + c / 2 * math.sqrt(Lambda))
+
+
+def inverse_square_log_factor(A: float, *, m: int, diameter: float) -> float:
+    """``max(1, 1 + log(c sqrt(m) / (6 sqrt(A))))`` (``1`` when ``A = 0``): the logarithmic factor of
+    :func:`inverse_square_capacity`; the ``6`` is ``2 * 3`` of the cut-off ``alpha_0 = 3 sqrt(A)/sqrt(m)``
+    reaching ``c/2``.
+
+    >>> inverse_square_log_factor(1.0, m=36, diameter=1.0)
+    1.0
+    >>> round(inverse_square_log_factor(1.0, m=3600, diameter=1.0), 12) == round(1 + math.log(10), 12)
+    True
+    """
+    A = check_real(A, "A", lo=0.0)
+    m, c = _check_dudley_args(m, diameter)
+    if A == 0.0:
+        return 1.0
+    return max(1.0, 1.0 + math.log(c * math.sqrt(m) / (2 * INVERSE_SQUARE_ALPHA_COEF * math.sqrt(A))))
 
 
 def _parametric_antiderivative(e: float, C: float) -> float:

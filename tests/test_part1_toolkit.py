@@ -340,3 +340,43 @@ def test_allocation_split_equals_allocate_scales():
                             ({}, 1.0, "empty"), ({"a": 1.0}, 0.0, "eps")]:
         with pytest.raises(GenboundError, match=msg):
             allocation_split(radii, eps)
+
+
+# ------------------------------------------------------------------ two-sided: published right sides = statements
+def test_published_right_sides_equal_their_sympy_statements():
+    from genbound.claims import toolkit
+
+    for seed in (0, 1):
+        eq = toolkit.part1_equalities(seed)
+        assert set(eq) >= {"massart", "l1", "l2", "mcdiarmid", "gap", "maurey", "sup_norm", "zhang", "euclid",
+                           "allocation"}
+        assert max(eq.values()) <= toolkit.EQUALITY_RTOL, eq
+
+
+def test_a_loosened_right_side_fails_its_claim():
+    from genbound import claims, rademacher
+    from genbound.claims import Mutant
+    from genbound.claims._core import _times
+
+    loose = Mutant("massart-doubled", "massart_bound doubled (a looser, still true, bound)",
+                   ((rademacher, "massart_bound", lambda old: _times(old, 2.0)),))
+    with loose.applied():
+        r = claims.get("lem-massart").check(0, stop_on_fail=True)
+    assert not r.passed                 # the inequality alone would pass it (ratio 0.41)
+
+
+def test_smallest_m_bisection_and_bad_target():
+    import math
+
+    import pytest
+
+    from genbound.bounds._result import smallest_m
+    from genbound.errors import GenboundError
+
+    assert smallest_m(lambda m: 10.0 / m, 0.5) == 20
+    assert smallest_m(lambda m: 10.0 / math.sqrt(m), 0.1) == 10**4
+    assert smallest_m(lambda m: 0.0, 1.0) == 1
+    assert smallest_m(lambda m: 1.0, 0.5, max_m=100) == math.inf
+    for bad in (0.0, 1.01, -1.0, math.nan):
+        with pytest.raises(GenboundError, match="target"):
+            smallest_m(lambda m: 0.0, bad)

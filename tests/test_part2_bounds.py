@@ -221,3 +221,195 @@ def test_sensitivities_are_the_derived_head_sensitivities():
     assert sp.simplify(rho[ev[0]] - st.B_w * st.L_sigma * ss.attention_sensitivity("V").subs(to)) == 0
     lip = st.layer_lipschitz(sv, sq, st.B_X)
     assert sp.simplify(lip - st.L_sigma * ss.attention_lipschitz().subs(to)) == 0
+
+
+# ------------------------------------------------------------------ what a bound result says about itself
+import dataclasses  # noqa: E402
+import json  # noqa: E402
+
+from genbound.bounds.edelman import EdelmanLayerRadii  # noqa: E402
+from genbound.errors import GenboundError  # noqa: E402
+
+
+def _issue_case(s, m=300):
+    lay = LayerRadii((s, s), (s, s), (s, s), (s, s), s, s)
+    return tt.trauger_tewari_bound([lay], B_X=9.0, B_w=s, d=64, m=m, delta=0.05)
+
+
+def _issue_case_ed(s, m=300, T=20):
+    lay = EdelmanLayerRadii((s, s), (s, s), (s, s), s, s)
+    return ed.edelman_bound(lay, B_X=9.0, B_w21=s, S_w=s, d=64, m=m, T=T, delta=0.05)
+
+
+def test_issue_case_is_trivial_with_equal_values_and_different_capacity():
+    cap_value = generalization_gap_bound(0.5, m=300, delta=0.05)     # 2 * 1/2 + 3 sqrt(log 40 / 600)
+    for make in (_issue_case, _issue_case_ed):
+        rs = {s: make(s) for s in (0.01, 1.0, 100.0)}
+        assert {r.value for r in rs.values()} == {cap_value}
+        assert all(r.trivial for r in rs.values())
+        assert rs[0.01].capacity < rs[1.0].capacity < rs[100.0].capacity
+    assert _issue_case(1.0).value == 1.2352300827099056
+
+
+def test_trivial_flag_follows_the_cap():
+    r = _issue_case(0.01)
+    big = r.at(10**12)
+    assert not big.trivial and big.dudley.alpha < big.dudley.diameter / 2 and big.value < 1
+    assert big.capacity == r.capacity                       # m-free
+    for m in (10, 10**4, 10**8, 10**12):
+        x = r.at(m)
+        assert x.trivial == (x.rademacher >= 0.5 or x.value >= 1 or x.dudley.alpha >= 0.125)
+
+
+def _bump(rec, field, i, factor):
+    v = getattr(rec, field)
+    if isinstance(v, tuple):
+        v = tuple(x * factor if j == i else x for j, x in enumerate(v))
+    else:
+        v = v * factor
+    return dataclasses.replace(rec, **{field: v})
+
+
+@pytest.mark.parametrize("s", [0.01, 1.0, 100.0])
+def test_tt_capacity_grows_with_every_radius(s):
+    base = [LayerRadii((s, s), (s, s), (s, s), (s, s), s, s) for _ in range(2)]
+    kw = dict(B_X=9.0, B_w=s, d=64, m=300, delta=0.05)
+    c0 = tt.trauger_tewari_bound(base, **kw).capacity
+    for l in range(2):
+        for field in ("B_QK", "S_QK", "B_V", "S_V", "B_C", "S_C"):
+            for i in range(2 if field[0] in "BS" and field[-1] != "C" else 1):
+                layers = list(base)
+                layers[l] = _bump(base[l], field, i, 1.5)
+                c1 = tt.trauger_tewari_bound(layers, **kw).capacity
+                if field == "S_QK" and l == 0:
+                    # the first layer's query-key spectral radius enters only that layer's input-Lipschitz
+                    # constant, which multiplies the errors of layers before it: there are none, so the
+                    # bound does not depend on it (S_QK of later layers enters the earlier rho's)
+                    assert c1 == c0
+                else:
+                    assert c1 > c0, (l, field, i)
+    for name in ("B_X", "B_w"):
+        assert tt.trauger_tewari_bound(base, **{**kw, name: kw[name] * 1.5}).capacity > c0
+
+
+@pytest.mark.parametrize("s", [0.01, 100.0])
+def test_edelman_capacity_grows_with_every_radius(s):
+    base = EdelmanLayerRadii((s, s), (s, s), (s, s), s, s)
+    kw = dict(B_X=9.0, B_w21=s, S_w=s, d=64, m=300, T=20, delta=0.05)
+    c0 = ed.edelman_bound(base, **kw).capacity
+    for field in ("F_QK", "B_V21", "S_V", "B_C21", "S_C"):
+        for i in range(1 if field in ("B_C21", "S_C") else 2):
+            assert ed.edelman_bound(_bump(base, field, i, 1.5), **kw).capacity > c0, (field, i)
+    for name in ("B_X", "B_w21", "S_w"):
+        assert ed.edelman_bound(base, **{**kw, name: kw[name] * 1.5}).capacity > c0
+
+
+def test_rademacher_below_capacity_and_tight_without_lambda():
+    for s in (0.01, 0.3, 1.0, 10.0):
+        for m in (10, 10**4, 10**8, 10**12):
+            r = _issue_case(s, m)
+            assert r.rademacher <= r.capacity * r.log_factor / math.sqrt(m) * (1 + 1e-12)
+    from genbound.rademacher import inverse_square_capacity, inverse_square_log_factor
+
+    for A, m in ((1.0, 10**4), (30.0, 10**9), (1e-3, 10**2)):
+        d = dudley_inverse_square(A, 0.0, m=m, diameter=0.5)
+        bound = inverse_square_capacity(A, 0.0, diameter=0.5) * inverse_square_log_factor(
+            A, m=m, diameter=0.5) / math.sqrt(m)
+        assert d.value == pytest.approx(bound, rel=1e-12)
+
+
+def test_capacity_constants_equal_sympy():
+    from genbound.rademacher import inverse_square_capacity, inverse_square_log_factor
+    from genbound.symbolic import dudley as sd
+
+    cap, ell, _ = sd.capacity_derivation()
+    assert sd.verify_capacity_bound()
+    for A, Lam, c, m in ((2.0, 3.0, 0.5, 10**6), (0.1, 50.0, 2.0, 10**3)):
+        assert inverse_square_capacity(A, Lam, diameter=c) == pytest.approx(
+            float(cap.subs({sd.A: A, sd.Lam: Lam, sd.c: c})), rel=1e-14)
+        assert inverse_square_log_factor(A, m=m, diameter=c) == pytest.approx(
+            max(1.0, float(ell.subs({sd.A: A, sd.m: m, sd.c: c}))), rel=1e-14)
+
+
+def test_samples_needed_is_the_smallest_m():
+    r = _issue_case(0.3)
+    for target in (0.9, 0.5, 0.1):
+        m = r.samples_needed(target)
+        assert r.at(m).value <= target < r.at(m - 1).value
+    m = r.samples_needed(0.5, tol=0.05)
+    assert r.at(m).value <= 0.5 < r.at(int(m / 10**0.05)).value
+    assert r.samples_needed(0.5, max_m=1000) == math.inf
+    e = _issue_case_ed(0.3)
+    m = e.samples_needed(0.5, tol=0.05)
+    assert e.at(m).value <= 0.5 < e.at(int(m / 10**0.05)).value
+
+
+@pytest.mark.parametrize("target", [0.0, -0.1, 1.5, math.nan, math.inf])
+def test_samples_needed_rejects_bad_target(target):
+    for r in (_issue_case(1.0), _issue_case_ed(1.0)):
+        with pytest.raises(GenboundError, match="target"):
+            r.samples_needed(target)
+
+
+def test_to_dict_is_json_ready():
+    r = _issue_case(1.0)
+    d = r.to_dict(m_star_target=0.5)
+    assert d["trivial"] is True and d["value"] == r.value and d["capacity"] == r.capacity
+    assert d["m_star"] == r.samples_needed(0.5) and d["m"] == 300 and d["delta"] == 0.05
+    json.dumps(d, allow_nan=False)
+    e = _issue_case_ed(1.0).to_dict()
+    assert e["T"] == 20 and "m_star" not in e and e["trivial"] is True
+    json.dumps(e, allow_nan=False)
+
+
+@pytest.mark.parametrize("bad", [-1.0, math.nan, math.inf])
+def test_bad_radius_names_the_argument(bad):
+    with pytest.raises(GenboundError, match=r"B_V\[1\]"):
+        LayerRadii((1.0, 1.0), (1.0, 1.0), (1.0, bad), (1.0, 1.0))
+    with pytest.raises(GenboundError, match="S_C"):
+        LayerRadii((1.0,), (1.0,), (1.0,), (1.0,), 1.0, bad)
+    with pytest.raises(GenboundError, match=r"F_QK\[0\]"):
+        EdelmanLayerRadii((bad,), (1.0,), (1.0,))
+    with pytest.raises(GenboundError, match="B_X"):
+        tt.trauger_tewari_bound(
+            [LayerRadii((1.0,), (1.0,), (1.0,), (1.0,))], B_X=bad, B_w=1.0, d=4, m=10, delta=0.05)
+    with pytest.raises(GenboundError, match="S_w"):
+        ed.edelman_bound(EdelmanLayerRadii((1.0,), (1.0,), (1.0,)), B_X=1.0, B_w21=1.0, S_w=bad, d=4, m=10, T=5,
+                         delta=0.05)
+
+
+@pytest.mark.parametrize("m", [0, -3])
+def test_bad_m_names_the_argument(m):
+    with pytest.raises(GenboundError, match=r"\bm\b"):
+        _issue_case(1.0, m=m)
+    with pytest.raises(GenboundError, match=r"\bm\b"):
+        _issue_case_ed(1.0, m=m)
+
+
+@pytest.mark.parametrize("delta", [0.0, 1.0, 1.5, -0.1, math.nan])
+def test_bad_delta_names_the_argument(delta):
+    lay = LayerRadii((1.0,), (1.0,), (1.0,), (1.0,))
+    with pytest.raises(GenboundError, match="delta"):
+        tt.trauger_tewari_bound([lay], B_X=1.0, B_w=1.0, d=4, m=10, delta=delta)
+    with pytest.raises(GenboundError, match="delta"):
+        ed.edelman_bound(EdelmanLayerRadii((1.0,), (1.0,), (1.0,)), B_X=1.0, B_w21=1.0, S_w=1.0, d=4, m=10, T=5,
+                         delta=delta)
+
+
+def test_public_names_keep_their_signatures():
+    import genbound
+
+    assert genbound.LayerRadii is LayerRadii and genbound.EdelmanLayerRadii is EdelmanLayerRadii
+    p = inspect.signature(genbound.trauger_tewari_bound).parameters
+    assert list(p)[:7] == ["layers", "B_X", "B_w", "d", "m", "delta", "margin"]
+    p = inspect.signature(genbound.edelman_bound).parameters
+    assert list(p)[:8] == ["layer", "B_X", "B_w21", "S_w", "d", "m", "T", "delta"]
+
+
+def test_capacity_drops_where_the_proper_cover_factor_switches():
+    """Documented exception (cor-tt-capacity): S_C reaching B_C turns the factor 2 of a proper cover into 1."""
+    kw = dict(B_X=1.0, B_w=1.0, d=8, m=300, delta=0.05)
+    below = tt.trauger_tewari_bound([LayerRadii((1.0,), (1.0,), (1.0,), (1.0,), 1.0, 0.99)], **kw)
+    at = tt.trauger_tewari_bound([LayerRadii((1.0,), (1.0,), (1.0,), (1.0,), 1.0, 1.0)], **kw)
+    assert at.capacity < below.capacity
+    assert {t.name: t.factor for t in below.log_cover.terms}["C[1]"] == 2.0

@@ -31,9 +31,11 @@ from dataclasses import dataclass
 
 from .._validate import check_positive_int, check_real
 from ..errors import ArchitectureError, ParameterError
-from ..covering import ZHANG_CONSTANT, allocation_split
+from ..covering import ZHANG_CONSTANT, allocation_split, allocation_value
 from ..covering import zhang_log_cover as _zhang_part1
-from ..rademacher import DudleyResult, dudley_bound, generalization_gap_bound
+from ..rademacher import (DudleyResult, dudley_bound, generalization_gap_bound, inverse_square_capacity,
+                          inverse_square_log_factor, INVERSE_SQUARE_ALPHA_COEF)
+from ._result import BoundResultMixin
 from .trauger_tewari import KAPPA_DEFAULT, TRIVIAL_RADEMACHER, CoverTerm, _aug, loss_lipschitz
 
 __all__ = ["EdelmanLayerRadii", "ZhangTerm", "EdelmanCover", "EdelmanBound", "zhang_log_cover",
@@ -107,19 +109,45 @@ class ZhangTerm:
         """``sqrt(eps_j^2 log N_j(eps_j))``: the constant that plays ``c_j`` in the allocation."""
         return math.sqrt(max(self.log_cover(eps_j), 0.0)) * eps_j
 
+    @property
+    def c0(self) -> float:
+        """``sqrt(36) rho a b``: the ``m``-free constant of Zhang's bound (``log N <= c0^2 l(eta) / eps_j^2``
+        with ``l`` its logarithm)."""
+        return math.sqrt(ZHANG_CONSTANT) * self.rho * self.a * self.b
+
+    def log_term(self, eps_j: float) -> float:
+        """Zhang's logarithm ``log(2 (4 rho a b / eps_j + 3) n + 1)`` at ``eps_j`` (``0`` for a zero term)."""
+        if self.rho == 0 or self.a * self.b == 0:
+            return 0.0
+        return math.log(2 * (4 * self.rho * self.a * self.b / eps_j + 3) * self.n + 1)
+
 
 @dataclass(frozen=True)
 class EdelmanCover:
     """``log N(eps)`` of the Edelman-type chain: BFT terms ``c_j^2/eps_j^2 + Lambda_j`` plus Zhang terms,
-    with the split ``eps_j`` chosen by the allocation lemma, iterated because Zhang's log factor depends on
-    its own scale (any split with ``sum eps_j = eps`` is valid; the iteration only makes it good)."""
+    at a split ``eps_j`` with ``sum eps_j = eps`` (any such split is valid). Two splits are tried and the
+    smaller cover kept: the allocation lemma iterated (Zhang's log factor depends on its own scale), and
+    the fixed split ``eps_j = eps C_j^{2/3} / sum_i C_i^{2/3}`` at the ``m``-free constants ``C_j`` (``c_j``,
+    and ``c0`` of the Zhang terms) that :prf:ref:`cor-edelman-capacity` uses."""
 
     terms: tuple[CoverTerm, ...]
     zhang: tuple[ZhangTerm, ...]
     iterations: int = 4
 
+    def _total(self, sc: dict[str, float]) -> float:
+        total = sum(t.c**2 / sc[t.name] ** 2 + t.log_atoms for t in self.terms)
+        return total + sum(z.log_cover(sc[z.name]) for z in self.zhang if sc[z.name] > 0)
+
+    def fixed_scales(self, eps: float) -> dict[str, float]:
+        """The split at the ``m``-free constants: ``eps_j = eps C_j^{2/3} / sum_i C_i^{2/3}``."""
+        eps = check_real(eps, "eps", lo=0.0, lo_open=True)
+        cs = {t.name: t.c for t in self.terms}
+        cs.update({z.name: z.c0 for z in self.zhang})
+        return allocation_split(cs, eps)
+
     def scales(self, eps: float) -> dict[str, float]:
-        """The split ``eps_j`` (allocation lemma, as :func:`genbound.covering.allocate_scales`, iterated)."""
+        """The split ``eps_j``: the better (smaller cover) of the allocation lemma iterated (as
+        :func:`genbound.covering.allocate_scales`) and :meth:`fixed_scales`."""
         eps = check_real(eps, "eps", lo=0.0, lo_open=True)
         cs = {t.name: t.c for t in self.terms}
         cs.update({z.name: z.c(eps) for z in self.zhang})
@@ -127,12 +155,30 @@ class EdelmanCover:
         for _ in range(self.iterations):
             sc = allocation_split(cs, eps)
             cs.update({z.name: z.c(sc[z.name]) for z in self.zhang if sc[z.name] > 0})
-        return allocation_split(cs, eps)
+        it = allocation_split(cs, eps)
+        fx = self.fixed_scales(eps)
+        return it if self._total(it) <= self._total(fx) else fx
 
     def __call__(self, eps: float) -> float:
-        sc = self.scales(eps)
-        total = sum(t.c**2 / sc[t.name] ** 2 + t.log_atoms for t in self.terms)
-        return total + sum(z.log_cover(sc[z.name]) for z in self.zhang if sc[z.name] > 0)
+        return self._total(self.scales(eps))
+
+    @property
+    def A0(self) -> float:
+        """``(sum_j C_j^{2/3})^3`` over the maps (``C_j = c_j``) and the score classes (``C_j = c0``): the
+        ``m``-free part of ``log N(eps) <= A0 l(eps) / eps^2 + Lambda`` (:prf:ref:`cor-edelman-capacity`)."""
+        costs = [t.c**2 for t in self.terms] + [z.c0**2 for z in self.zhang]
+        return float(allocation_value(costs, 1.0)) if any(costs) else 0.0
+
+    @property
+    def Lambda(self) -> float:
+        """``sum_j log_atoms_j`` over the maps (the ceilings of Maurey's atom counts)."""
+        return sum(t.log_atoms for t in self.terms)
+
+    def log_factor(self, eps: float) -> float:
+        """``l(eps) = max(1, max_h log(2 (4 rho a b / eps_h + 3) n + 1))`` at the fixed split ``eps_h`` of
+        :meth:`fixed_scales`: non-increasing in ``eps``; ``log N(eps) <= A0 l(eps)/eps^2 + Lambda``."""
+        sc = self.fixed_scales(eps)
+        return max([1.0] + [z.log_term(sc[z.name]) for z in self.zhang if sc[z.name] > 0])
 
     def scaled(self, lipschitz: float) -> "EdelmanCover":
         """The cover of ``g o f`` for an ``lipschitz``-Lipschitz ``g``."""
@@ -191,9 +237,19 @@ def edelman_log_cover(layer: EdelmanLayerRadii, *, B_X: float, B_w21: float, S_w
 
 
 @dataclass(frozen=True)
-class EdelmanBound:
+class EdelmanBound(BoundResultMixin):
     """An Edelman-type bound: ``value`` (generalization gap of the ramp loss), ``rademacher`` (Dudley,
-    numerical infimum), ``log_cover``, ``dudley``, the norms used, and ``m``, ``T``, ``delta``, ``margin``."""
+    numerical infimum), ``log_cover``, ``dudley``, the norms used, and ``m``, ``T``, ``delta``, ``margin``.
+
+    What the value is (:prf:ref:`cor-edelman-capacity`): ``trivial``, ``capacity`` (free of ``m`` and
+    ``T``; ``rademacher <= capacity * log_factor / sqrt(m)`` with the ``log(mT)`` in ``log_factor``),
+    :meth:`samples_needed`, :meth:`at`, :meth:`to_dict`.
+
+    >>> lay = EdelmanLayerRadii((1.0,), (1.0,), (1.0,))
+    >>> r = edelman_bound(lay, B_X=1.0, B_w21=1.0, S_w=1.0, d=4, m=300, T=10, delta=0.05)
+    >>> r.trivial, r.capacity == r.at(10**8).capacity
+    (True, True)
+    """
 
     value: float
     rademacher: float
@@ -206,6 +262,35 @@ class EdelmanBound:
     margin: float
     loss_lipschitz: float
 
+    @property
+    def loss_cover(self) -> EdelmanCover:
+        """The cover of the ramp-loss class (every sensitivity times ``loss_lipschitz``)."""
+        return self.log_cover.scaled(self.loss_lipschitz)
+
+    @property
+    def capacity(self) -> float:
+        """``12 (sqrt(A0) + (c/2) sqrt(Lambda))`` of the loss cover at ``c = 1/2``
+        (:func:`genbound.rademacher.inverse_square_capacity`); free of ``m`` and ``T``."""
+        cov = self.loss_cover
+        return inverse_square_capacity(cov.A0, cov.Lambda, diameter=self.dudley.diameter)
+
+    @property
+    def log_factor(self) -> float:
+        """``sqrt(l(alpha_0)) max(1, 1 + log(c sqrt(m) / (6 sqrt(A0))))`` with ``alpha_0 = min(3 sqrt(A0) /
+        sqrt(m), c/2)`` and ``l`` Zhang's logarithm (:meth:`EdelmanCover.log_factor`, where ``log(mT)``
+        enters): ``rademacher <= capacity * log_factor / sqrt(m)``."""
+        cov, c = self.loss_cover, self.dudley.diameter
+        a0 = min(INVERSE_SQUARE_ALPHA_COEF * math.sqrt(cov.A0) / math.sqrt(self.m), c / 2)
+        ell = cov.log_factor(a0) if a0 > 0 else 1.0
+        return math.sqrt(ell) * inverse_square_log_factor(cov.A0, m=self.m, diameter=c)
+
+    def at(self, m: int) -> "EdelmanBound":
+        """The same bound (every radius, ``T``, ``delta`` and ``margin`` held fixed) at sample size ``m``."""
+        n = self.norms
+        return edelman_bound(n["layer"], B_X=n["B_X"], B_w21=n["B_w21"], S_w=n["S_w"], d=n["d"], m=m, T=self.T,
+                             delta=self.delta, margin=self.margin, out_dim=n["out_dim"], L_sigma=n["L_sigma"],
+                             kappa=n["kappa"], bias=n["bias"], row_norm=n["row_norm"])
+
 
 def edelman_bound(layer: EdelmanLayerRadii, *, B_X: float, B_w21: float, S_w: float, d: int, m: int, T: int,
                   delta: float, margin: float = 1.0, out_dim: int = 1, L_sigma: float = 1.0,
@@ -213,6 +298,7 @@ def edelman_bound(layer: EdelmanLayerRadii, *, B_X: float, B_w21: float, S_w: fl
     """Generalization bound of :prf:ref:`thm-edelman-type` for sequences of length ``T`` (``<= T`` also
     fine: the cover only grows with ``n = m T``). ``2 R + 3 sqrt(log(2/delta)/(2m))`` with ``R`` Dudley's
     bound (numerical infimum over ``alpha``) for the ramp-loss class, capped at ``1/2``."""
+    delta = check_real(delta, "delta", lo=0.0, hi=1.0, lo_open=True, hi_open=True)
     Lloss = loss_lipschitz(margin, out_dim)
     cover = edelman_log_cover(layer, B_X=B_X, B_w21=B_w21, S_w=S_w, d=d, m=m, T=T, out_dim=out_dim,
                               L_sigma=L_sigma, kappa=kappa, bias=bias, row_norm=row_norm)

@@ -31,15 +31,14 @@ from typing import Sequence
 from .._validate import check_positive_int, check_real
 from ..errors import ArchitectureError, ParameterError
 from ..covering import allocation_split, allocation_value
-from ..rademacher import DudleyResult, dudley_inverse_square, generalization_gap_bound
+from ..rademacher import (DudleyResult, dudley_inverse_square, generalization_gap_bound, inverse_square_capacity,
+                          inverse_square_log_factor)
+from ._result import LOSS_RANGE, TRIVIAL_RADEMACHER, BoundResultMixin
 
 __all__ = ["LayerRadii", "CoverTerm", "InverseSquareCover", "Sensitivities", "TTBound", "tt_row_bounds",
            "tt_layer_lipschitz", "tt_sensitivities", "sensitivities_raw", "tt_perturbation_bound", "tt_log_cover",
            "trauger_tewari_bound", "layer_radii_from_model", "trauger_tewari_bound_from_model",
-           "loss_lipschitz", "KAPPA_DEFAULT", "TRIVIAL_RADEMACHER"]
-
-#: ``R_S(G) = R_S(G - 1/2) <= 1/2`` for any class of ``[0, 1]``-valued losses (the trivial cap on Dudley).
-TRIVIAL_RADEMACHER = 0.5
+           "loss_lipschitz", "KAPPA_DEFAULT", "TRIVIAL_RADEMACHER", "LOSS_RANGE"]
 
 #: Softmax l_inf -> l_1 constant (tight; :mod:`genbound.symbolic.softmax`).
 KAPPA_DEFAULT = 1.0
@@ -163,12 +162,18 @@ def tt_row_bounds(layers: Sequence[LayerRadii], *, B_X: float, L_sigma: float = 
     >>> tt_row_bounds([LayerRadii((1.0,), (1.0,), (3.0,), (2.0,))], B_X=0.5)
     (0.5, 1.0)
     """
-    Bs = [check_real(B_X, "B_X", lo=0.0)]
-    for lay in layers:
-        R = L_sigma * sum(lay.S_V) * _aug(Bs[-1], bias)
-        Y = R if not lay.dense else lay.S_C * _aug(R, bias)
+    spec = [(lay.S_QK, lay.S_V, lay.S_C) for lay in layers]
+    return tuple(_row_bounds(spec, check_real(B_X, "B_X", lo=0.0), L_sigma=L_sigma, bias=bias, row_norm=row_norm))
+
+
+def _row_bounds(spec, B_X, *, L_sigma, bias, row_norm):
+    """The one implementation of :func:`tt_row_bounds` (floats or tensors)."""
+    Bs = [B_X]
+    for _, S_V, S_C in spec:
+        R = L_sigma * sum(S_V) * _aug(Bs[-1], bias)
+        Y = R if S_C is None else S_C * _aug(R, bias)
         Bs.append(1.0 if row_norm else Y)
-    return tuple(Bs)
+    return Bs
 
 
 def tt_layer_lipschitz(lay: LayerRadii, B: float, *, L_sigma: float = 1.0, kappa: float = KAPPA_DEFAULT) -> float:
@@ -178,8 +183,13 @@ def tt_layer_lipschitz(lay: LayerRadii, B: float, *, L_sigma: float = 1.0, kappa
     >>> tt_layer_lipschitz(LayerRadii((1.0,), (0.5,), (1.0,), (2.0,)), 1.0)
     4.0
     """
-    c = 1.0 if not lay.dense else lay.S_C
-    return L_sigma * c * sum(sv * (1 + 2 * kappa * B * B * sq) for sv, sq in zip(lay.S_V, lay.S_QK))
+    return _lipschitz(lay.S_QK, lay.S_V, lay.S_C, B, L_sigma=L_sigma, kappa=kappa)
+
+
+def _lipschitz(S_QK, S_V, S_C, B, *, L_sigma, kappa):
+    """The one implementation of :func:`tt_layer_lipschitz` (floats or tensors; ``S_C = None``: no dense map)."""
+    c = 1.0 if S_C is None else S_C
+    return L_sigma * c * sum(sv * (1 + 2 * kappa * B * B * sq) for sv, sq in zip(S_V, S_QK))
 
 
 def _check_common(layers, B_X, B_w, L_sigma, kappa):
@@ -228,16 +238,10 @@ def sensitivities_raw(spec, *, B_X, B_w, L_sigma=1.0, kappa=KAPPA_DEFAULT, bias=
     (the claims evaluate them on batches with autograd). ``spec``: per layer ``(S_QK, S_V, S_C)`` with
     per-head sequences and ``S_C = None`` for no dense map. Returns ``(rho, row_bounds, lipschitz)``.
     One layer without dense map: the coefficients of :prf:ref:`lem-tt-single-perturbation`."""
-    Bs = [B_X]
-    for S_QK, S_V, S_C in spec:
-        R = L_sigma * sum(S_V) * _aug(Bs[-1], bias)
-        Y = R if S_C is None else S_C * _aug(R, bias)
-        Bs.append(1.0 if row_norm else Y)
+    Bs = _row_bounds(spec, B_X, L_sigma=L_sigma, bias=bias, row_norm=row_norm)
     lips = []
     for i, (S_QK, S_V, S_C) in enumerate(spec):
-        Bt = _aug(Bs[i], bias)
-        c = 1.0 if S_C is None else S_C
-        lips.append(L_sigma * c * sum(sv * (1 + 2 * kappa * Bt * Bt * sq) for sv, sq in zip(S_V, S_QK)))
+        lips.append(_lipschitz(S_QK, S_V, S_C, _aug(Bs[i], bias), L_sigma=L_sigma, kappa=kappa))
     rho = {}
     for i, (S_QK, S_V, S_C) in enumerate(spec):
         P = math.prod(lips[i + 1:])
@@ -315,12 +319,27 @@ def loss_lipschitz(margin: float, out_dim: int) -> float:
 
 
 @dataclass(frozen=True)
-class TTBound:
+class TTBound(BoundResultMixin):
     """A Trauger-Tewari-type bound: ``value`` (bound on the gap between the ramp risk and its empirical
     mean, which also bounds ``P[misclassified] - empirical ramp risk``), ``rademacher`` (Dudley bound on
     the empirical Rademacher complexity of the ramp-loss class), ``log_cover`` (of the predictor class),
     ``dudley``, ``sensitivities``, the norms used (``norms``) and the setting (``m``, ``delta``,
-    ``margin``, ``loss_lipschitz``). ``complexity = sqrt(A)`` is the ``C`` of ``log N <= C^2/eps^2 + Lambda``."""
+    ``margin``, ``loss_lipschitz``). ``complexity = sqrt(A)`` is the ``C`` of ``log N <= C^2/eps^2 + Lambda``.
+
+    What the value is (:prf:ref:`cor-tt-capacity`): ``trivial`` (the value is the trivial cap and cannot
+    see the weights), ``capacity`` (``m``-free: ``rademacher <= capacity * log_factor / sqrt(m)``),
+    :meth:`samples_needed` (the smallest ``m`` reaching a target), :meth:`at` and :meth:`to_dict`.
+
+    >>> lay = LayerRadii((1.0,), (1.0,), (1.0,), (1.0,))
+    >>> r = trauger_tewari_bound([lay], B_X=1.0, B_w=1.0, d=4, m=300, delta=0.05)
+    >>> r.trivial, r.at(10**6).trivial
+    (True, False)
+    >>> r.capacity == r.at(10**6).capacity
+    True
+    >>> m = r.samples_needed(0.9)
+    >>> r.at(m).value <= 0.9 < r.at(m - 1).value
+    True
+    """
 
     value: float
     rademacher: float
@@ -337,6 +356,29 @@ class TTBound:
     def complexity(self) -> float:
         return math.sqrt(self.log_cover.A)
 
+    @property
+    def loss_A(self) -> float:
+        """``A`` of the ramp-loss class: ``loss_lipschitz^2 * log_cover.A``."""
+        return self.loss_lipschitz**2 * self.log_cover.A
+
+    @property
+    def capacity(self) -> float:
+        """``12 (L_loss sqrt(A) + (c/2) sqrt(Lambda))`` at the loss diameter ``c = 1/2``
+        (:func:`genbound.rademacher.inverse_square_capacity`); free of ``m`` and of ``T``."""
+        return inverse_square_capacity(self.loss_A, self.log_cover.Lambda, diameter=self.dudley.diameter)
+
+    @property
+    def log_factor(self) -> float:
+        """``max(1, 1 + log(c sqrt(m) / (6 L_loss sqrt(A))))``: ``rademacher <= capacity * log_factor / sqrt(m)``."""
+        return inverse_square_log_factor(self.loss_A, m=self.m, diameter=self.dudley.diameter)
+
+    def at(self, m: int) -> "TTBound":
+        """The same bound (every radius, ``delta`` and ``margin`` held fixed) at sample size ``m``."""
+        n = self.norms
+        return trauger_tewari_bound(n["layers"], B_X=n["B_X"], B_w=n["B_w"], d=n["d"], m=m, delta=self.delta,
+                                    margin=self.margin, out_dim=n["out_dim"], L_sigma=n["L_sigma"],
+                                    kappa=n["kappa"], bias=n["bias"], row_norm=n["row_norm"])
+
 
 def trauger_tewari_bound(layers: Sequence[LayerRadii], *, B_X: float, B_w: float, d: int, m: int, delta: float,
                          margin: float = 1.0, out_dim: int = 1, L_sigma: float = 1.0,
@@ -350,6 +392,7 @@ def trauger_tewari_bound(layers: Sequence[LayerRadii], *, B_X: float, B_w: float
     capped at the trivial ``1/2``.
     """
     m = check_positive_int(m, "m")
+    delta = check_real(delta, "delta", lo=0.0, hi=1.0, lo_open=True, hi_open=True)
     Lloss = loss_lipschitz(margin, out_dim)
     cover = tt_log_cover(layers, B_X=B_X, B_w=B_w, d=d, out_dim=out_dim, L_sigma=L_sigma, kappa=kappa,
                          bias=bias, row_norm=row_norm)

@@ -290,6 +290,8 @@ class Claim:
     search cannot come within a factor of two of the bound (required when the worst ratio is below
     ``LOOSE_THRESHOLD``; ``None`` otherwise). ``mutants``: wrong versions the check must reject.
     ``source`` is the older name of ``provenance`` and is accepted as an alias (both end up equal).
+    ``covers``: dotted names of the package functions whose published numbers the checks evaluate
+    (``"genbound.bounds.trauger_tewari.tt_log_cover"``).
     """
 
     label: str
@@ -303,6 +305,7 @@ class Claim:
     loose_reason: str | None = None
     mutants: tuple[Mutant, ...] = ()
     source: str = ""
+    covers: tuple[str, ...] = ()
 
     def __post_init__(self):
         if self.source and self.provenance and self.source != self.provenance:

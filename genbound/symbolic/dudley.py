@@ -29,7 +29,7 @@ __all__ = ["alpha", "eps", "m", "c", "A", "Lam", "k", "C", "DUDLEY_ALPHA_COEF", 
            "inverse_square_objective", "inverse_square_alpha", "inverse_square_value",
            "parametric_antiderivative", "parametric_alpha", "parametric_objective",
            "verify_parametric_antiderivative", "verify_dudley_telescoping", "verify_inverse_square_convex",
-           "verify_sqrt_split", "log_m_rate"]
+           "verify_sqrt_split", "log_m_rate", "capacity_derivation", "verify_capacity_bound"]
 
 alpha, eps, m, c, A, Lam, k, C = sp.symbols("alpha epsilon m c A Lambda k C", positive=True)
 
@@ -156,3 +156,42 @@ def parametric_alpha():
     eq = sp.Eq(DUDLEY_ALPHA_COEF, DUDLEY_INTEGRAL_COEF / sp.sqrt(m) * sp.sqrt(k * sp.log(C / alpha)))
     sol = sp.solve(eq, alpha)
     return sp.simplify(sol[0])
+
+
+def capacity_derivation():
+    """The ``m``-free capacity of a class with ``log N(eps) <= A/eps^2 + Lambda`` (:prf:ref:`cor-tt-capacity`).
+
+    Premises: the objective :func:`inverse_square_objective` and its minimiser at ``Lambda = 0``,
+    ``alpha_0 = 3 sqrt(A)/sqrt(m)`` (:func:`inverse_square_alpha`). Steps: (1) drop the ``- alpha`` of the
+    ``Lambda`` term (the objective only grows); (2) evaluate at ``alpha_0`` (any ``alpha`` in ``(0, c/2]``
+    bounds the infimum) and multiply by ``sqrt(m)``: ``E(m)``; (3) ``m_0`` is the sample size at which
+    ``alpha_0 = c/2``; the capacity is ``E(m_0)`` and the log factor ``1 + log sqrt(m/m_0)``.
+    Returns ``(capacity, log_factor, E)``.
+
+    >>> cap, ell, _ = capacity_derivation()
+    >>> cap
+    12*sqrt(A) + 6*sqrt(Lambda)*c
+    >>> sp.simplify(sp.expand_log(ell - 1 - sp.log(c * sp.sqrt(m) / (6 * sp.sqrt(A))), force=True))
+    0
+    """
+    a0 = sp.simplify(inverse_square_alpha().subs(Lam, 0))
+    relaxed = inverse_square_objective() + DUDLEY_INTEGRAL_COEF / sp.sqrt(m) * sp.sqrt(Lam) * alpha
+    E = sp.expand(sp.simplify(sp.sqrt(m) * relaxed.subs(alpha, a0)))
+    m0 = sp.solve(sp.Eq(a0, c / 2), m)[0]
+    capacity = sp.expand(sp.simplify(E.subs(m, m0)))
+    log_factor = 1 + sp.log(sp.sqrt(m / m0))
+    return capacity, sp.expand_log(sp.simplify(log_factor), force=True), E
+
+
+def verify_capacity_bound() -> bool:
+    """``capacity * log_factor - E(m) = 6 c sqrt(Lambda) log sqrt(m/m_0)``, nonnegative for ``m >= m_0``
+    (where ``alpha_0 <= c/2``); for ``m < m_0`` the log factor is taken as 1 and the cap ``4 (c/2)`` is below
+    ``12 sqrt(A)/sqrt(m)``. Also: with ``Lambda = 0`` the bound is attained (``E`` equals the optimum)."""
+    cap, ell, E = capacity_derivation()
+    m0 = 36 * A / c**2
+    gap = sp.simplify(sp.expand_log(cap * ell - E, force=True))
+    want = sp.expand_log(6 * c * sp.sqrt(Lam) * sp.log(sp.sqrt(m / m0)), force=True)
+    exact = sp.simplify(sp.expand_log(E.subs(Lam, 0) - sp.sqrt(m) * inverse_square_value().subs(Lam, 0),
+                                      force=True))
+    below = sp.simplify(4 * c / 2 - 12 * sp.sqrt(A) / sp.sqrt(m)).subs(m, m0 / 4)
+    return sp.simplify(gap - want) == 0 and exact == 0 and bool(below < 0)

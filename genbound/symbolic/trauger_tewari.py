@@ -30,7 +30,8 @@ __all__ = ["L_sigma", "kappa", "B_X", "B_w", "T", "m", "layer_lipschitz", "layer
            "unrolled_sensitivities", "verify_unrolling", "cover_constant", "single_layer_C1",
            "single_layer_C1_factored", "verify_single_layer_factorisation", "verify_bias_absorption",
            "zhang_log_cover", "edelman_single_layer_sensitivities", "aug",
-           "MARGIN_LIPSCHITZ_MULTICLASS", "PROPER_FACTOR"]
+           "MARGIN_LIPSCHITZ_MULTICLASS", "PROPER_FACTOR", "LOSS_DIAMETER", "tt_bound_value",
+           "edelman_bound_parts", "zhang_smooth_log_cover", "ZHANG_LEADING", "tt_loss_cover"]
 
 L_sigma, kappa, B_X, B_w = sp.symbols("L_sigma kappa B_X B_w", positive=True)
 T, m = sp.symbols("T m", positive=True, integer=True)
@@ -38,6 +39,9 @@ T, m = sp.symbols("T m", positive=True, integer=True)
 #: Cost of making a cover proper (its elements inside the class); cover at eps/2, then move each centre
 #: to a class member within eps/2 of it.
 PROPER_FACTOR = sp.Integer(2)
+#: The leading constant of Zhang's cover as recalled (:func:`zhang_log_cover`); ``sqrt`` of it multiplies
+#: ``rho a b`` in the ``m``-free constant of a score class.
+ZHANG_LEADING = sp.Integer(36)
 #: The multiclass margin v_y - max_{i != y} v_i is 2-Lipschitz in the l_inf norm.
 MARGIN_LIPSCHITZ_MULTICLASS = sp.Integer(2)
 
@@ -181,7 +185,7 @@ def zhang_log_cover(a, b, eta, n):
     """Zhang (2002, Thm 4, ``p = q = 2``), natural logs: ``36 a^2 b^2/eta^2 log(2 ceil(4ab/eta + 2) n + 1)``
     for linear functionals of ``l2``-norm ``<= b`` on ``n`` points of ``l2``-norm ``<= a``, in ``l_inf``
     over the points. (Recalled form; the constants are not verified against the paper.)"""
-    return 36 * a**2 * b**2 / eta**2 * sp.log(2 * sp.ceiling(4 * a * b / eta + 2) * n + 1)
+    return ZHANG_LEADING * a**2 * b**2 / eta**2 * sp.log(2 * sp.ceiling(4 * a * b / eta + 2) * n + 1)
 
 
 def edelman_single_layer_sensitivities(H: int = 1, *, dense: bool = True, bias: bool = False):
@@ -202,3 +206,138 @@ def edelman_single_layer_sensitivities(H: int = 1, *, dense: bool = True, bias: 
         rho["C"] = S_w
     rho["w"] = sp.Integer(1)
     return rho
+
+
+#: The ramp loss lies in ``[0, 1]``: within ``1/2`` of the constant ``1/2`` in every metric, so Dudley's
+#: diameter is ``1/2`` and ``R_S <= 1/2`` is the trivial cap.
+LOSS_DIAMETER = sp.Rational(1, 2)
+
+
+def _trivial_cap():
+    """``R_S(G) = R_S(G - 1/2) <= sup |g - 1/2| = 1/2`` for ``[0, 1]``-valued losses."""
+    return LOSS_DIAMETER
+
+
+def tt_bound_value(L: int, H: int = 1, *, dense: bool = False, bias: bool = False, row_norm: bool = False,
+                   multiclass: bool = False):
+    """The value of :prf:ref:`thm-tt-multilayer` (one layer without dense map: :prf:ref:`thm-tt-single-layer`)
+    as one sympy expression of the radii, assembled from the statement's parts only:
+
+    ``value = 2 min(D, 1/2) + 3 sqrt(log(2/delta)/(2m))`` (:func:`genbound.symbolic.rademacher.generalization_gap`),
+    ``D`` the inverse-square Dudley bound (:func:`genbound.symbolic.dudley.inverse_square_objective` at the
+    clipped minimiser :func:`~genbound.symbolic.dudley.inverse_square_alpha`) at diameter ``1/2`` for
+    ``log N <= L_loss^2 A/eps^2 + Lambda``, ``A = (sum_j c_j^{2/3})^3`` (:data:`~genbound.symbolic.allocation.
+    ALLOCATION_EXPONENTS`), ``c_j`` = :func:`cover_constant` of :func:`unrolled_sensitivities`, the
+    ``||.||_{1,1}`` radius and ``log(2 d_in d_out)``, with :data:`PROPER_FACTOR` where the proof needs a
+    proper cover (``S < B`` of every ``C``; of ``V`` below the last layer without ``Pi``), ``Lambda`` the sum
+    of the ``log(2 d_in d_out)``, ``L_loss = 1/gamma`` (``2/gamma`` with ``multiclass``).
+
+    Returns ``(expr, symbols)`` with ``symbols`` a dict name -> symbol (names as in
+    :class:`genbound.bounds.trauger_tewari.LayerRadii`: ``B_QK[l,h]``, ``S_V[l,h]``, ``B_C[l]``, ... and
+    ``B_X, B_w, d, out_dim, m, delta, gamma, L_sigma, kappa``).
+    """
+    from . import dudley as sd
+    from . import rademacher as srad
+
+    A_loss, Lam_cover, names = tt_loss_cover(L, H, dense=dense, bias=bias, row_norm=row_norm, multiclass=multiclass)
+    cc = LOSS_DIAMETER
+    sub = {sd.A: A_loss, sd.Lam: Lam_cover, sd.m: srad.m, sd.c: cc}
+    a_star = sd.inverse_square_alpha()
+    denom = sp.sqrt(sd.m) - sd.inverse_square_alpha_coef() * sp.sqrt(sd.Lam)
+    al = sp.Piecewise((cc / 2, denom.subs(sub) <= 0), (sp.Min(a_star.subs(sub), cc / 2), True))
+    D = sd.inverse_square_objective().subs(sub).subs(sd.alpha, al)
+    value = srad.generalization_gap().subs({srad.R: sp.Min(D, _trivial_cap()), srad.b: 1})
+    return value, names
+
+
+def tt_loss_cover(L: int, H: int = 1, *, dense: bool = False, bias: bool = False, row_norm: bool = False,
+                  multiclass: bool = False):
+    """``(A_loss, Lambda, names)``: ``log N(eps) <= A_loss/eps^2 + Lambda`` of the ramp-loss class of
+    :prf:ref:`thm-tt-multilayer` (see :func:`tt_bound_value` for the parts and ``names``)."""
+    from . import rademacher as srad
+    from .allocation import ALLOCATION_EXPONENTS
+
+    layers, rho = unrolled_sensitivities(L, H, dense=dense, bias=bias, row_norm=row_norm)
+    d, k = sp.symbols("d out_dim", positive=True, integer=True)
+    gamma = sp.Symbol("gamma", positive=True)
+    din = d + (1 if bias else 0)
+    names = {"B_X": B_X, "B_w": B_w, "d": d, "out_dim": k, "m": srad.m, "delta": srad.delta, "gamma": gamma,
+             "L_sigma": L_sigma, "kappa": kappa}
+    consts = []                                                  # (c_j, log_atoms_j)
+    for l, (sv, sq, eq, ev, sc, ec) in enumerate(layers, start=1):
+        for h in range(H):
+            bqk = sp.Symbol(f"B_QK{l}_{h + 1}", positive=True)
+            bv = sp.Symbol(f"B_V{l}_{h + 1}", positive=True)
+            names.update({f"B_QK[{l},{h + 1}]": bqk, f"S_QK[{l},{h + 1}]": sq[h], f"B_V[{l},{h + 1}]": bv,
+                          f"S_V[{l},{h + 1}]": sv[h]})
+            consts.append((cover_constant(rho[eq[h]], bqk, sp.log(2 * din * din)), sp.log(2 * din * din)))
+            fv = (sp.Piecewise((PROPER_FACTOR, sv[h] < bv), (1, True)) if (not row_norm and l < L) else 1)
+            consts.append((cover_constant(rho[ev[h]], bv, sp.log(2 * din * d), fv), sp.log(2 * din * d)))
+        if sc is not None:
+            bc = sp.Symbol(f"B_C{l}", positive=True)
+            names.update({f"B_C[{l}]": bc, f"S_C[{l}]": sc})
+            fc = sp.Piecewise((PROPER_FACTOR, sc < bc), (1, True))
+            consts.append((cover_constant(rho[ec], bc, sp.log(2 * din * d), fc), sp.log(2 * din * d)))
+    consts.append((cover_constant(rho["eta_w"], B_w, sp.log(2 * din * k)), sp.log(2 * din * k)))
+    p_cost, _, outer = ALLOCATION_EXPONENTS
+    A_cover = sum((cj**2) ** p_cost for cj, _ in consts) ** outer
+    Lam_cover = sum(la for _, la in consts)
+    L_loss = (MARGIN_LIPSCHITZ_MULTICLASS if multiclass else 1) / gamma
+    return L_loss**2 * A_cover, Lam_cover, names
+
+
+def zhang_smooth_log_cover(a, b, eta, n):
+    """:func:`zhang_log_cover` with ``ceil(x) <= x + 1``: ``36 a^2 b^2/eta^2 log(2 (4ab/eta + 3) n + 1)``, smooth
+    in ``eta`` (the form the Edelman-type bound integrates)."""
+    expr = zhang_log_cover(a, b, eta, n)
+    return expr.replace(sp.ceiling, lambda x: x + 1)
+
+
+def edelman_bound_parts(H: int = 1, *, dense: bool = True, bias: bool = False, row_norm: bool = False,
+                        multiclass: bool = False):
+    """The parts of :prf:ref:`thm-edelman-type` as sympy expressions of the radii (names as in
+    :class:`genbound.bounds.edelman.EdelmanLayerRadii`: ``F_QK[h]``, ``B_V21[h]``, ``S_V[h]``, ``B_C21``,
+    ``S_C``, and ``B_X, B_w21, S_w, d, out_dim, m, T, gamma, L_sigma, kappa``), for the loss class:
+
+    * ``maps``: per value, dense and readout map ``(C_j, log_atoms_j)`` with ``C_j`` = :func:`cover_constant`
+      of ``L_loss rho_j`` (:func:`edelman_single_layer_sensitivities`) times the map's input radius, its
+      ``(2,1)`` radius and :data:`PROPER_FACTOR` where ``S < B``; a part costs ``C_j^2/eps_j^2 + log_atoms_j``;
+    * ``zhang``: per head ``(rho, a, b, n)`` of its score class, costing
+      ``zhang_smooth_log_cover(a, b, eps_j / rho, n)`` (:func:`zhang_smooth_log_cover`), ``n = m T``;
+    * ``eps_j``, ``C``: a symbol for each part's scale; the cover is the sum of the parts at any split
+      ``sum_j eps_j = eps``.
+
+    Returns ``(maps, zhang, names)``."""
+    S_w = sp.Symbol("S_w", positive=True)
+    B_w21 = sp.Symbol("B_w21", positive=True)
+    d, k, Tn, gamma = sp.symbols("d out_dim T gamma", positive=True)
+    from . import rademacher as srad
+    rho = edelman_single_layer_sensitivities(H, dense=dense, bias=bias)
+    L_loss = (MARGIN_LIPSCHITZ_MULTICLASS if multiclass else 1) / gamma
+    sv = sp.symbols(f"S_V1_1:{H + 1}", positive=True)
+    names = {"B_X": B_X, "B_w21": B_w21, "S_w": S_w, "d": d, "out_dim": k, "m": srad.m, "T": Tn,
+             "gamma": gamma, "L_sigma": L_sigma, "kappa": kappa}
+    din = d + (1 if bias else 0)
+    Bt = aug(B_X, bias)
+    maps, zhang = {}, {}
+    for h in range(H):
+        F = sp.Symbol(f"F_QK{h + 1}", positive=True)
+        b21 = sp.Symbol(f"B_V21_{h + 1}", positive=True)
+        names.update({f"F_QK[{h}]": F, f"B_V21[{h}]": b21, f"S_V[{h}]": sv[h]})
+        zhang[f"QK[{h + 1}]"] = (L_loss * rho[f"QK{h + 1}"], Bt**2, F, srad.m * Tn)
+        fv = sp.Piecewise((PROPER_FACTOR, sv[h] < b21), (1, True))
+        maps[f"V[{h + 1}]"] = (cover_constant(L_loss * rho[f"V{h + 1}"] * Bt, b21, sp.log(2 * din * d), fv),
+                               sp.log(2 * din * d))
+    R = L_sigma * sum(sv) * Bt
+    if dense:
+        bc, sc = sp.Symbol("B_C21", positive=True), sp.Symbol("S_C1", positive=True)
+        names.update({"B_C21": bc, "S_C": sc})
+        fc = sp.Piecewise((PROPER_FACTOR, sc < bc), (1, True))
+        maps["C"] = (cover_constant(L_loss * rho["C"] * aug(R, bias), bc, sp.log(2 * din * d), fc),
+                     sp.log(2 * din * d))
+        B1 = sc * aug(R, bias)
+    else:
+        B1 = R
+    B1 = sp.Integer(1) if row_norm else B1
+    maps["w"] = (cover_constant(L_loss * rho["w"] * aug(B1, bias), B_w21, sp.log(2 * din * k)), sp.log(2 * din * k))
+    return maps, zhang, names
