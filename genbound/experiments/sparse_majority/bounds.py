@@ -5,13 +5,13 @@ is a field of a result of :mod:`genbound.bounds`, except the two fixed-index sum
 :func:`spectral_measures`, which add up the per-matrix terms of a spectrum-adaptive report.
 
 This is the one module of the experiments that calls :mod:`genbound.bounds`, so that what the
-experiments report (``value``; later ``trivial``, ``capacity``, ``samples_needed``) changes here."""
+experiments report (``value``, ``trivial``, ``capacity``, ``samples_needed``) changes here."""
 
 from __future__ import annotations
 
 import math
 
-__all__ = ["bound_results", "bounds_for", "sample_size_needed", "spectral_measures"]
+__all__ = ["bound_results", "bounds_for", "bound_fields", "sample_size_needed", "spectral_measures"]
 
 
 def bound_results(net, *, m: int, seq_len: int, delta: float, B_X: float, margin: float = 1.0,
@@ -55,27 +55,31 @@ def sample_size_needed(net, *, seq_len: int, delta: float, B_X: float, margin: f
                        radius_grid: bool = True) -> tuple[float, float]:
     """``m*``: the smallest sample size at which each bound (Trauger-Tewari, Edelman-type), evaluated
     with ``net``'s norms **held fixed**, falls to ``target``; bisection on ``log10 m`` to ``tol`` decades
-    (the returned ``m*`` satisfies the target; ``m* / 10**tol`` does not).
+    (the returned ``m*`` satisfies the target; ``m* / 10**tol`` does not): the results'
+    :meth:`samples_needed`.
 
     With ``radius_grid`` (default) the bounds are those of :prf:ref:`thm-radius-union`, so that a
     network trained on ``m*`` samples with these norms would carry the guarantee. Returns two floats
     (``inf`` when not reached by ``10**max_log10``).
     """
-    def value(i, m):
-        return bound_results(net, m=m, seq_len=seq_len, delta=delta, B_X=B_X, margin=margin,
-                             radius_grid=radius_grid)[i].value
+    results = bound_results(net, m=2, seq_len=seq_len, delta=delta, B_X=B_X, margin=margin,
+                            radius_grid=radius_grid)
+    tt, ed = (r.samples_needed(target, tol=tol, max_m=int(10**max_log10)) for r in results)
+    return float(tt), float(ed)
 
-    out = []
-    for i in (0, 1):
-        lo, hi = math.log10(2.0), float(max_log10)
-        if value(i, int(10**hi)) > target:
-            out.append(math.inf)
-            continue
-        while hi - lo > tol:
-            mid = (lo + hi) / 2
-            lo, hi = (lo, mid) if value(i, int(10**mid)) <= target else (mid, hi)
-        out.append(float(int(10**hi)))
-    return out[0], out[1]
+
+def bound_fields(net, *, m: int, seq_len: int, delta: float, B_X: float, margin: float = 1.0,
+                 radius_grid: bool = True, m_star_target: float | None = None) -> dict:
+    """What each Part II bound says at ``m``, flat for a results row: ``{tt,edelman}_bound`` (the
+    certified value), ``_trivial`` (the value is the trivial cap), ``_capacity`` (the m-free complexity)
+    and, with ``m_star_target``, ``_m_star`` (:meth:`samples_needed`, exact)."""
+    out = {}
+    for name, r in zip(("tt", "edelman"), bound_results(net, m=m, seq_len=seq_len, delta=delta, B_X=B_X,
+                                                        margin=margin, radius_grid=radius_grid)):
+        out[f"{name}_bound"], out[f"{name}_trivial"], out[f"{name}_capacity"] = r.value, r.trivial, r.capacity
+        if m_star_target is not None:
+            out[f"{name}_m_star"] = float(r.samples_needed(m_star_target))
+    return out
 
 
 def spectral_measures(net) -> dict:

@@ -14,7 +14,7 @@ import torch
 from ..._validate import check_positive_int
 from ...device import resolve_device
 from ...errors import ParameterError
-from .bounds import bounds_for, sample_size_needed
+from .bounds import bound_fields, sample_size_needed
 from .config import SparseMajorityConfig
 from .evaluation import evaluate_stack, ramp_risk
 from .model import _PARAM_NAMES, build_model, load_stacked, stack_parameters
@@ -26,7 +26,8 @@ __all__ = ["RESULT_KEYS", "RunResult", "initial_model", "run_seq_len", "run_swee
 #: Keys of every run record (the JSON objects of ``genbound experiment sparse-majority --json``).
 RESULT_KEYS = ("seq_len", "seed", "fitted", "fit_step", "train_acc", "test_acc", "acc_gap", "train_loss",
                "test_loss", "loss_gap", "l11_norm_sum", "l11_dist_from_init", "input_radius", "tt_bound",
-               "edelman_bound", "steps", "seconds")
+               "edelman_bound", "tt_trivial", "edelman_trivial", "tt_capacity", "edelman_capacity",
+               "steps", "seconds")
 
 
 @dataclass(frozen=True)
@@ -43,7 +44,9 @@ class RunResult:
     difference from the initial weights. ``input_radius``: the ``T``-uniform ``B_X`` the bounds use
     (:func:`uniform_input_radius`); ``input_radius_T``: the exact maximum row norm at this ``T``, for
     comparison. ``tt_bound``, ``edelman_bound``: the bounds of :func:`bounds_for` at the trained norms,
-    with the union bound over a grid of radii; ``tt_m_star``, ``edelman_m_star``:
+    with the union bound over a grid of radii; ``tt_trivial``, ``edelman_trivial``: that value is the
+    trivial cap (it cannot see the weights); ``tt_capacity``, ``edelman_capacity``: the bounds' m-free
+    complexity at these norms (``capacity`` of :mod:`genbound.bounds`); ``tt_m_star``, ``edelman_m_star``:
     :func:`sample_size_needed` (NaN when skipped). ``val_*``: the secondary, validation-selected
     checkpoint; ``orig_*``: the original protocol's test-selected checkpoint (NaN unless tracked).
     ``seconds``: wall time of training and evaluating the stack of seeds trained together, divided by
@@ -70,6 +73,10 @@ class RunResult:
     edelman_bound: float
     tt_m_star: float
     edelman_m_star: float
+    tt_trivial: bool
+    edelman_trivial: bool
+    tt_capacity: float
+    edelman_capacity: float
     train_ramp_risk: float
     n_train: int
     seconds: float
@@ -170,8 +177,8 @@ def run_seq_len(seq_len: int, seeds: Sequence[int], config: SparseMajorityConfig
         load_stacked(nets[k], P_stop, k)
         raw = nets[k].weight_norms()["raw"]
         dist = sum(float((P_stop[nm][k] - init64[nm][k]).abs().sum()) for nm in _PARAM_NAMES)
-        tt, ed = bounds_for(nets[k], m=cfg.n_train, seq_len=seq_len, delta=cfg.delta, B_X=B_X,
-                            margin=cfg.margin)
+        bf = bound_fields(nets[k], m=cfg.n_train, seq_len=seq_len, delta=cfg.delta, B_X=B_X,
+                          margin=cfg.margin)
         tt_m, ed_m = (sample_size_needed(nets[k], seq_len=seq_len, delta=cfg.delta, B_X=B_X,
                                          margin=cfg.margin) if cfg.m_star else (math.nan, math.nan))
         (trl, tra), (_, vaa), (tel, tea) = ((float(l[k]), float(a[k])) for l, a in
@@ -189,8 +196,10 @@ def run_seq_len(seq_len: int, seeds: Sequence[int], config: SparseMajorityConfig
             fit_step=fit_step[k] if fitted else -1, steps=steps[k], train_acc=tra, test_acc=tea,
             acc_gap=tra - tea, train_loss=trl, test_loss=tel, loss_gap=tel - trl, val_acc=vaa,
             l11_norm_sum=float(sum(raw.values())), l11_dist_from_init=dist, input_radius=B_X,
-            input_radius_T=tasks[k].input_radius(), tt_bound=tt, edelman_bound=ed, tt_m_star=tt_m,
-            edelman_m_star=ed_m, train_ramp_risk=float(ramp[k]), n_train=cfg.n_train,
+            input_radius_T=tasks[k].input_radius(), tt_bound=bf["tt_bound"],
+            edelman_bound=bf["edelman_bound"], tt_m_star=tt_m, edelman_m_star=ed_m,
+            tt_trivial=bf["tt_trivial"], edelman_trivial=bf["edelman_trivial"],
+            tt_capacity=bf["tt_capacity"], edelman_capacity=bf["edelman_capacity"], train_ramp_risk=float(ramp[k]), n_train=cfg.n_train,
             seconds=elapsed / len(seeds), diverged=diverged[k], val_step=val_step[k], val_train_acc=v_tr,
             val_test_acc=v_te, val_acc_gap=v_tr - v_te, orig_step=o_step, orig_train_acc=o_tr,
             orig_test_acc=o_te, orig_acc_gap=o_tr - o_te, l11_norms=raw))
