@@ -14,7 +14,7 @@ import torch
 
 from .norms import schatten_power
 
-__all__ = ["STYLE", "use_style", "new_axes", "plot_schatten_curve"]
+__all__ = ["STYLE", "use_style", "new_axes", "plot_schatten_curve", "plot_contributions"]
 
 #: Path of the shared matplotlib style sheet.
 STYLE = Path(__file__).with_name("genbound.mplstyle")
@@ -46,4 +46,23 @@ def plot_schatten_curve(svals, *, ps=None, ax=None, label=None, normalize=True, 
     ax.plot(ps.numpy(), vals.numpy(), label=label, **line_kw)
     ax.set_xlabel("Schatten index $p$")
     ax.set_ylabel(r"$\|W\|_{S_p}^p$" + (" / rank" if normalize else ""))
+    return ax
+
+
+def plot_contributions(report, *, ax=None):
+    """Each matrix's ``min_p T(p)`` (a :class:`~genbound.bounds.sakai_imaizumi.SpectralBoundReport`'s
+    ``contribution``) against its layer, one marker per kind (``QK`` = a head's ``W_Q^T W_K``, ``V`` = a
+    head's ``W_V W_O``, ``M_in``, ``M_out``), on a log scale. Returns the ``Axes``."""
+    if ax is None:
+        _, ax = new_axes()
+    t = report.table
+    labels = {"QK": r"QK ($W_Q^\top W_K$)", "V": r"V ($W_V W_O$)", "M_in": r"$M_{in}$", "M_out": r"$M_{out}$"}
+    for kind, marker in (("QK", "o"), ("V", "s"), ("M_in", "^"), ("M_out", "v")):
+        sel = t[t["kind"] == kind]
+        ax.scatter(sel["layer"], sel["contribution"], marker=marker, s=14, label=labels[kind], alpha=0.7)
+    ax.set_xlabel("layer")
+    ax.set_ylabel(r"$\min_p T(p)$")
+    ax.set_yscale("log")
+    ax.xaxis.set_major_locator(plt.MaxNLocator(integer=True))
+    ax.legend(fontsize="small")
     return ax
