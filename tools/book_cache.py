@@ -24,8 +24,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 
 #: Inputs of every chapter that the notebook cache does not see (files, or folders taken recursively).
-INPUTS = ("genbound", "tools/genbound_sphinx.py", "requirements.txt", "requirements-nodeps.txt", "pyproject.toml", "_config.yml",
-          "_toc.yml", "book/references.bib")
+INPUTS = ("genbound", "tools/genbound_sphinx.py", "requirements.txt", "requirements-nodeps.txt", "pyproject.toml", "_config.yml")
 #: Never hashed: caches and build products.
 SKIP_PARTS = {"__pycache__", ".pytest_cache", ".hypothesis", "_build"}
 STAMP = ".genbound-inputs"
