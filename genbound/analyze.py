@@ -202,16 +202,22 @@ _KINDS_HELP = "; ".join(f"{k} = {v}" for k, v in KINDS.items())
 
 def add_parser(sub) -> None:
     import argparse
+    import textwrap
+
+    def fill(text):
+        return textwrap.fill(text, 78, break_on_hyphens=False)
 
     p = sub.add_parser(
         "analyze", help="spectrum-adaptive and Edelman-style proxies of a checkpoint",
         formatter_class=argparse.RawDescriptionHelpFormatter,
-        description="Evaluate the Sakai & Imaizumi (2026) spectrum-adaptive proxy and the Edelman-style proxy on a "
-                    "checkpoint folder (config.json + model.safetensors) of a BERT, RoBERTa, ELECTRA, DistilBERT or "
-                    "GPT-2 model, layer by layer.\n\nThe proxies sum over products of weights, not over raw "
-                    "weights. Per layer:\n" + "\n".join(f"  {k:6s} {v}" for k, v in KINDS.items()),
-        epilog="--json keys: " + ", ".join(JSON_FIELDS) + ".\nPer-matrix rows (JSON 'matrices', --csv columns): "
-               + ", ".join(MATRIX_FIELDS) + " (CSV: shape as rows, cols). Descriptions: genbound.analyze.JSON_FIELDS.")
+        description=fill("Evaluate the Sakai & Imaizumi (2026) spectrum-adaptive proxy and the Edelman-style "
+                         "proxy on a checkpoint folder (config.json + model.safetensors) of a BERT, RoBERTa, "
+                         "ELECTRA, DistilBERT or GPT-2 model, layer by layer.") + "\n\n"
+                    + fill("The proxies sum over products of weights, not over raw weights. Per layer:") + "\n"
+                    + "\n".join(f"  {k:6s} {v}" for k, v in KINDS.items()),
+        epilog=fill("--json keys: " + ", ".join(JSON_FIELDS) + ".") + "\n" + fill(
+            "Per-matrix rows (JSON 'matrices', --csv columns): " + ", ".join(MATRIX_FIELDS)
+            + " (CSV: shape as rows, cols). Descriptions: genbound.analyze.JSON_FIELDS."))
     p.add_argument("path", help="checkpoint folder (config.json + model.safetensors or pytorch_model.bin)")
     p.add_argument("--json", action="store_true",
                    help="print one JSON object (totals, and 'matrices': one row per QK/V/M_in/M_out matrix)")

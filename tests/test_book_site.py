@@ -220,3 +220,42 @@ def test_claims_index_links_every_label_to_its_statement():
     for c in claims.all_claims():
         assert f'href="{statement_href(c.label, c.chapter)}"' in html, c.label
         assert f'id="claim-{c.label}"' in html, c.label
+
+
+# ---- tools/genbound_sphinx.py: notebooks served from the jupyter-cache ------------------------------
+
+def test_executed_copy_takes_outputs_from_the_cache(tmp_path):
+    """MyST-NB writes a cache hit's notebook without outputs; the copy the pages link gets them back."""
+    nbformat = pytest.importorskip("nbformat")
+    jc = pytest.importorskip("jupyter_cache")
+    import genbound_sphinx as gs
+
+    def nb(executed: bool):
+        n = nbformat.v4.new_notebook()
+        n.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+        cell = nbformat.v4.new_code_cell("print(1)", metadata={"tags": ["hide-input"]})
+        if executed:
+            cell.execution_count = 1
+            cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text="1\n")]
+        n.cells = [nbformat.v4.new_markdown_cell("# t"), cell]
+        return n
+
+    done, bare = tmp_path / "done.ipynb", tmp_path / "bare.ipynb"
+    nbformat.write(nb(True), str(done))
+    nbformat.write(nb(False), str(bare))
+    cache = jc.get_cache(str(tmp_path / "cache"))
+    cache.cache_notebook_file(str(done), check_validity=False)
+    out = tmp_path / "out.ipynb"
+    assert gs.executed_copy(bare, out, tmp_path / "cache") == "cache"
+    code = [c for c in nbformat.read(str(out), as_version=4).cells if c.cell_type == "code"]
+    assert code[0].execution_count == 1 and code[0].outputs[0]["text"] == "1\n"
+    assert code[0].metadata["tags"] == ["hide-input"]
+    assert cb.notebook_problems(out, [{"input": True, "output": True}]) == []
+    assert gs.executed_copy(done, tmp_path / "same.ipynb", None) == "executed"
+    other = nb(False)
+    other.cells[1].source = "print(2)"  # code the cache has never seen
+    nbformat.write(other, str(bare))
+    with pytest.raises(RuntimeError, match="no record"):
+        gs.executed_copy(bare, out, tmp_path / "cache")
+    with pytest.raises(RuntimeError, match="no jupyter-cache"):
+        gs.executed_copy(bare, out, None)
