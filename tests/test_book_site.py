@@ -2,7 +2,7 @@
 
 The pure parts of ``tools/check_browser.py`` and ``tools/notebooks.py`` are tested on small synthetic
 sites; the claims-index links against the book's files. When a built book is present (``make book``
-ran), every chapter page is also checked to link its executed notebook with outputs and the claims
+ran), every chapter page is also checked to link its executed notebook (every code cell run) and the claims
 index to link every label to its statement; without one those two tests are skipped (CI runs
 ``make check-browser`` after the build, which checks the same on the real pages).
 """
@@ -27,11 +27,11 @@ BASE = "http://127.0.0.1:8000/"
 HEADER = "---\njupytext:\n  text_representation: {extension: .md}\nkernelspec: {name: python3}\n---\n"
 
 
-def _nb(path: pathlib.Path, outputs: int) -> None:
+def _nb(path: pathlib.Path, outputs: int, executed: bool = True, cells: int = 1) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    cell = {"cell_type": "code", "source": "1", "metadata": {}, "execution_count": 1,
+    cell = {"cell_type": "code", "source": "1", "metadata": {}, "execution_count": 1 if executed else None,
             "outputs": [{"output_type": "stream", "name": "stdout", "text": "1\n"}] * outputs}
-    path.write_text(json.dumps({"cells": [cell], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}))
+    path.write_text(json.dumps({"cells": [cell] * cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 5}))
 
 
 # ---- tools/check_browser.py -----------------------------------------------------------------------
@@ -79,18 +79,47 @@ def test_check_links_ignores_other_hosts(tmp_path):
 
 
 def test_check_notebook_links(tmp_path):
+    """Criterion: executed (every code cell has an execution count), outputs where the page shows them."""
     _nb(tmp_path / "_notebooks/book/part1/good.ipynb", outputs=2)
-    _nb(tmp_path / "_notebooks/book/part1/empty.ipynb", outputs=0)
+    _nb(tmp_path / "_notebooks/book/part1/silent.ipynb", outputs=0)  # executed; its cells print nothing
+    _nb(tmp_path / "_notebooks/book/part1/unrun.ipynb", outputs=0, executed=False)
+    _nb(tmp_path / "_notebooks/book/part1/lost.ipynb", outputs=0)
+    _nb(tmp_path / "_notebooks/book/part1/other.ipynb", outputs=1, cells=3)
+
+    def page(nb, cells=None):
+        r = _result([f"_notebooks/book/part1/{nb}.ipynb"])
+        if cells is not None:
+            r["cells"] = [{"input": True, "output": o} for o in cells]
+        return r
+
     results = {
-        "book/part1/good.html": _result(["_notebooks/book/part1/good.ipynb"]),
-        "book/part1/empty.html": _result(["_notebooks/book/part1/empty.ipynb"]),
+        "book/part1/good.html": page("good", [True]),
+        "book/part1/silent.html": page("silent", [False]),
+        "book/part1/unrun.html": page("unrun", [False]),
+        "book/part1/lost.html": page("lost", [True]),  # the page shows an output the notebook lacks
+        "book/part1/other.html": page("other", [True]),  # one cell on the page, three in the notebook
         "book/part1/none.html": _result(["book/intro.html"]),
         "book/intro.html": _result([]),  # not a chapter: no notebook needed
     }
     problems = cb.check_notebook_links(results, tmp_path, BASE)
-    assert set(problems) == {"book/part1/empty.html", "book/part1/none.html"}
-    assert "no outputs" in problems["book/part1/empty.html"][0]
+    assert set(problems) == {"book/part1/unrun.html", "book/part1/lost.html", "book/part1/other.html",
+                             "book/part1/none.html"}
+    assert "not executed" in problems["book/part1/unrun.html"][0]
+    assert "show an output on the page but have none" in problems["book/part1/lost.html"][0]
+    assert "shows 1 code cells, the notebook has 3" in problems["book/part1/other.html"][0]
     assert "no link" in problems["book/part1/none.html"][0]
+
+
+def test_notebook_problems_skips_removed_cells(tmp_path):
+    nb = tmp_path / "a.ipynb"
+    cells = [{"cell_type": "code", "source": "x", "metadata": {"tags": ["remove-cell"]}, "execution_count": 1,
+              "outputs": []},
+             {"cell_type": "markdown", "source": "text", "metadata": {}},
+             {"cell_type": "code", "source": "y", "metadata": {}, "execution_count": 2,
+              "outputs": [{"output_type": "stream", "name": "stdout", "text": "1\n"}]}]
+    nb.write_text(json.dumps({"cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 5}))
+    assert cb.notebook_problems(nb, [{"input": True, "output": True}]) == []
+    assert "missing" in cb.notebook_problems(tmp_path / "gone.ipynb")[0]
 
 
 def test_notebook_outputs_counts_code_cell_outputs(tmp_path):
@@ -129,8 +158,8 @@ def test_is_notebook_reads_the_front_matter_only():
 def test_make_notebooks_refuses_unexecuted_notebooks(tmp_path):
     _mini_book(tmp_path)
     site = tmp_path / "_build/html"
-    _nb(site / "_notebooks/book/part1/a.ipynb", outputs=0)
-    with pytest.raises(SystemExit, match="no outputs"):
+    _nb(site / "_notebooks/book/part1/a.ipynb", outputs=0, executed=False)
+    with pytest.raises(SystemExit, match="not executed"):
         nbtool.copy_notebooks(site, tmp_path / "notebooks", tmp_path)
 
 
@@ -182,7 +211,7 @@ def test_every_chapter_page_links_its_executed_notebook():
         html = (SITE / f"{doc}.html").read_text(encoding="utf-8")
         href = f"../../_notebooks/{doc}.ipynb"
         assert f'href="{href}"' in html, f"{doc}.html does not link {href}"
-        assert cb.notebook_outputs(SITE / "_notebooks" / f"{doc}.ipynb") > 0, f"{doc}: no outputs"
+        assert cb.notebook_problems(SITE / "_notebooks" / f"{doc}.ipynb") == [], doc
 
 
 @needs_build
@@ -191,3 +220,42 @@ def test_claims_index_links_every_label_to_its_statement():
     for c in claims.all_claims():
         assert f'href="{statement_href(c.label, c.chapter)}"' in html, c.label
         assert f'id="claim-{c.label}"' in html, c.label
+
+
+# ---- tools/genbound_sphinx.py: notebooks served from the jupyter-cache ------------------------------
+
+def test_executed_copy_takes_outputs_from_the_cache(tmp_path):
+    """MyST-NB writes a cache hit's notebook without outputs; the copy the pages link gets them back."""
+    nbformat = pytest.importorskip("nbformat")
+    jc = pytest.importorskip("jupyter_cache")
+    import genbound_sphinx as gs
+
+    def nb(executed: bool):
+        n = nbformat.v4.new_notebook()
+        n.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+        cell = nbformat.v4.new_code_cell("print(1)", metadata={"tags": ["hide-input"]})
+        if executed:
+            cell.execution_count = 1
+            cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text="1\n")]
+        n.cells = [nbformat.v4.new_markdown_cell("# t"), cell]
+        return n
+
+    done, bare = tmp_path / "done.ipynb", tmp_path / "bare.ipynb"
+    nbformat.write(nb(True), str(done))
+    nbformat.write(nb(False), str(bare))
+    cache = jc.get_cache(str(tmp_path / "cache"))
+    cache.cache_notebook_file(str(done), check_validity=False)
+    out = tmp_path / "out.ipynb"
+    assert gs.executed_copy(bare, out, tmp_path / "cache") == "cache"
+    code = [c for c in nbformat.read(str(out), as_version=4).cells if c.cell_type == "code"]
+    assert code[0].execution_count == 1 and code[0].outputs[0]["text"] == "1\n"
+    assert code[0].metadata["tags"] == ["hide-input"]
+    assert cb.notebook_problems(out, [{"input": True, "output": True}]) == []
+    assert gs.executed_copy(done, tmp_path / "same.ipynb", None) == "executed"
+    other = nb(False)
+    other.cells[1].source = "print(2)"  # code the cache has never seen
+    nbformat.write(other, str(bare))
+    with pytest.raises(RuntimeError, match="no record"):
+        gs.executed_copy(bare, out, tmp_path / "cache")
+    with pytest.raises(RuntimeError, match="no jupyter-cache"):
+        gs.executed_copy(bare, out, None)

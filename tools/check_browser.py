@@ -15,10 +15,17 @@ DevTools protocol; no browser is downloaded), MathJax is awaited, and the page f
 * an internal link to a page that does not exist, or to an anchor (``#id``) that the target page,
   as rendered, does not have; links to other files (notebooks, sources) must exist;
 * a JavaScript error, a request to another host;
-* a visible code cell (``div.cell_input``) or the claims table wider than the page column (the reader
-  would have to scroll sideways), or a page wider than the window;
-* a chapter page (``book/part*/``) that does not link its executed notebook ``_notebooks/…ipynb``
-  holding at least one output.
+* a visible code cell (``div.cell_input``) wider than its box, or a page wider than the window;
+* a table, a table caption or a figure wider than the page column, also when it sits in a scroll
+  container (the theme and MyST-NB put output tables in ``overflow: auto`` boxes, where an overflow does
+  not widen the page but cuts the table at the column's edge), and any scroll container holding a
+  table or an image whose content is wider than the container;
+* a literal ``nan`` (``+nan``, ``NaN``, ``-nan``) in a rendered table cell: a missing value shown as
+  a number;
+* a chapter page (``book/part*/``) that does not link its executed notebook ``_notebooks/…ipynb``;
+  and for every linked notebook: a code cell that was not executed (no execution count), or a cell
+  whose output the page shows but the notebook lacks. A cell that prints nothing needs no output:
+  the criterion is "executed", not "has outputs".
 
 One screenshot per page goes to ``--screens`` (``book__part1__rademacher.png``; the first screen of the
 page, or the whole page with ``--full-page``). The report lists every failure by page; exit status 1 if
@@ -102,11 +109,59 @@ async () => {
                         `${longest.length} chars: ${longest.trim().slice(0, 60)}`);
     }
   }
-  for (const t of document.querySelectorAll('table.genbound-claims')) {
-    const box = t.parentElement;
-    if (t.getBoundingClientRect().width > box.clientWidth + 1) {
-      out.overflow.push(`claims table: ${Math.round(t.getBoundingClientRect().width)}px > ${box.clientWidth}px`);
+  // the page column: the article's content box (the whole body on a page without the theme)
+  const article = document.querySelector('article.bd-article') || document.querySelector('main') || document.body;
+  const cs = getComputedStyle(article);
+  const column = article.clientWidth - parseFloat(cs.paddingLeft) - parseFloat(cs.paddingRight);
+  out.column = column;
+  const describe = e => {
+    const t = (e.querySelector('caption') || e.querySelector('th') || e).textContent || '';
+    return t.trim().replace(/\s+/g, ' ').slice(0, 50);
+  };
+  // width of an element's content, whatever box clips it: its own scroll width or its box
+  const contentWidth = e => Math.max(e.scrollWidth, Math.round(e.getBoundingClientRect().width));
+  for (const e of article.querySelectorAll('table, caption, figure, img')) {
+    if (!visible(e) && e.tagName !== 'CAPTION') continue;
+    if (e.tagName === 'CAPTION' && !visible(e.closest('table'))) continue;
+    const w = contentWidth(e);
+    if (w > column + 1) {
+      const what = e.classList.contains('genbound-claims') ? 'claims table' : e.tagName.toLowerCase();
+      const inScroll = (() => {
+        for (let p = e.parentElement; p && p !== article; p = p.parentElement) {
+          const ox = getComputedStyle(p).overflowX;
+          if (ox === 'auto' || ox === 'scroll' || ox === 'hidden') return true;
+        }
+        return false;
+      })();
+      out.overflow.push(`${what}${inScroll ? ' (in a scroll container, cut at the column edge)' : ''}: ` +
+                        `${w}px > ${Math.round(column)}px: ${describe(e)}`);
     }
+  }
+  for (const e of article.querySelectorAll('*')) {
+    const ox = getComputedStyle(e).overflowX;
+    if (!(ox === 'auto' || ox === 'scroll' || ox === 'hidden') || !visible(e)) continue;
+    if (e.tagName === 'PRE' || e.closest('div.cell_input')) continue;  // code: the rule above
+    if (!e.querySelector('table, img, figure')) continue;
+    if (e.scrollWidth > e.clientWidth + 1) {
+      out.overflow.push(`scroll container (${e.tagName.toLowerCase()}.${[...e.classList].join('.')}): content ` +
+                        `${e.scrollWidth}px > ${e.clientWidth}px: ${describe(e)}`);
+    }
+  }
+  // a literal nan in a rendered table
+  out.nans = [];
+  for (const c of article.querySelectorAll('table td, table th')) {
+    const t = (c.textContent || '').trim();
+    if (/(^|[^A-Za-z])[+-]?nan([^A-Za-z]|$)/i.test(t)) {
+      const row = c.closest('tr');
+      out.nans.push(`${t.slice(0, 20)} in row: ${(row ? row.textContent : t).trim().replace(/\s+/g, ' ').slice(0, 60)}`);
+    }
+  }
+  // code cells as the page shows them, in order: input shown, output shown
+  out.cells = [];
+  for (const c of article.querySelectorAll('div.cell')) {
+    const o = c.querySelector(':scope > div.cell_output');
+    out.cells.push({input: !!c.querySelector(':scope > div.cell_input'),
+                    output: !!(o && (o.textContent.trim() || o.querySelector('img, svg, table, mjx-container')))});
   }
   return out;
 }
@@ -139,6 +194,44 @@ def notebook_outputs(path: Path) -> int:
     except (OSError, ValueError):
         return 0
     return sum(len(c.get("outputs", [])) for c in nb.get("cells", []) if c.get("cell_type") == "code")
+
+
+def _tags(cell) -> set[str]:
+    tags = cell.get("metadata", {}).get("tags", [])
+    return set(tags) if isinstance(tags, list) else set()
+
+
+def notebook_problems(path: Path, page_cells: list[dict] | None = None) -> list[str]:
+    """What is wrong with the executed notebook ``path`` of a page.
+
+    Every code cell must have been executed (a non-null ``execution_count``). ``page_cells`` (from the
+    page: one ``{"input": bool, "output": bool}`` per code cell it shows, in order) pairs the page's
+    cells with the notebook's code cells that the page shows (all but ``remove-cell``); a cell whose
+    output the page shows must have outputs in the notebook. A cell that shows nothing needs none.
+    """
+    try:
+        nb = json.loads(path.read_text(encoding="utf-8"))
+    except OSError:
+        return [f"linked notebook {path.name} is missing"]
+    except ValueError:
+        return [f"linked notebook {path.name} is not valid JSON"]
+    code = [c for c in nb.get("cells", []) if c.get("cell_type") == "code"]
+    out = []
+    unexecuted = [i for i, c in enumerate(code) if c.get("execution_count") is None]
+    if unexecuted:
+        out.append(f"linked notebook {path.name}: {len(unexecuted)} of {len(code)} code cells not executed "
+                   f"(no execution count; code cells {unexecuted[:5]})")
+    if page_cells is not None:
+        shown = [c for c in code if "remove-cell" not in _tags(c)]
+        if len(shown) != len(page_cells):
+            out.append(f"linked notebook {path.name}: the page shows {len(page_cells)} code cells, the notebook "
+                       f"has {len(shown)} (without remove-cell); not the notebook of this page?")
+        else:
+            missing = [i for i, (c, pc) in enumerate(zip(shown, page_cells)) if pc["output"] and not c.get("outputs")]
+            if missing:
+                out.append(f"linked notebook {path.name}: {len(missing)} cells show an output on the page but "
+                           f"have none in the notebook (page cells {missing[:5]})")
+    return out
 
 
 def redirect_target(path: Path) -> str | None:
@@ -192,20 +285,18 @@ def check_links(results: dict, site: Path, base: str) -> dict[str, list[str]]:
 
 
 def check_notebook_links(results: dict, site: Path, base: str) -> dict[str, list[str]]:
-    """Every chapter page links ``_notebooks/…ipynb`` that exists and holds outputs."""
+    """Every chapter page links ``_notebooks/…ipynb``; every linked notebook passes :func:`notebook_problems`."""
     problems: dict[str, list[str]] = {}
     for page, r in results.items():
-        if not is_chapter(page):
-            continue
         nbs = {unquote(urlparse(l["href"]).path).lstrip("/") for l in r["links"]
                if l["href"].startswith(base) and urlparse(l["href"]).path.endswith(".ipynb")
                and "/_notebooks/" in urlparse(l["href"]).path}
-        if not nbs:
+        if not nbs and is_chapter(page):
             problems.setdefault(page, []).append("no link to its executed notebook (_notebooks/…ipynb)")
         for nb in sorted(nbs):
-            n = notebook_outputs(site / nb)
-            if n == 0:
-                problems.setdefault(page, []).append(f"linked notebook {nb} is missing or has no outputs")
+            problems_nb = notebook_problems(site / nb, r.get("cells"))
+            if problems_nb:
+                problems.setdefault(page, []).extend(problems_nb)
     return problems
 
 
@@ -258,6 +349,7 @@ def render_all(site: Path, screens: Path, chromium: str, full_page: bool) -> tup
                 page_problems += [f"raw TeX or glue in text: …{t}…" for t in probe["raw"]]
                 page_problems += [f"broken image: {s}" for s in probe["images"]]
                 page_problems += [f"wider than the page column: {o}" for o in probe["overflow"]]
+                page_problems += [f"nan in a rendered table: {t}" for t in probe["nans"]]
                 if probe["pageWidth"] > probe["windowWidth"]:
                     page_problems.append(f"page scrolls sideways: {probe['pageWidth']}px > {probe['windowWidth']}px")
                 page_problems += [f"request to another host (blocked): {u}" for u in dict.fromkeys(external)]

@@ -143,20 +143,63 @@ def dedupe_scripts(app, pagename, templatename, context, doctree) -> None:
         context["script_files"] = kept
 
 
+def cache_dir(app) -> Path | None:
+    """The jupyter-cache folder of ``execute_notebooks: cache`` (``None`` when there is none)."""
+    configured = getattr(app.config, "nb_execution_cache_path", "") or ""
+    for cand in ([Path(app.srcdir) / configured] if configured else []) + [Path(app.outdir).parent / ".jupyter_cache"]:
+        if cand.is_dir():
+            return cand
+    return None
+
+
+def executed_copy(src: Path, dst: Path, cache: Path | None) -> str:
+    """Copy the notebook ``src`` to ``dst`` with its outputs; returns ``"executed"`` or ``"cache"``.
+
+    MyST-NB 1.4 writes ``jupyter_execute/<doc>.ipynb`` from the notebook *before* the cached outputs are
+    merged in, so on a cache hit (``make book`` after an edit elsewhere) the file has no outputs and no
+    execution counts, although the page shows the outputs. Such a notebook is merged with its cache
+    record here (jupyter-cache matches it by its code), so the linked file is the executed notebook.
+    Raises ``RuntimeError`` when a notebook was not executed and has no cache record.
+    """
+    import nbformat
+
+    nb = nbformat.read(str(src), as_version=4)
+    code = [c for c in nb.cells if c.cell_type == "code"]
+    if all(c.get("execution_count") is not None for c in code):
+        shutil.copy2(src, dst)
+        return "executed"
+    if cache is None:
+        raise RuntimeError(f"{src}: not executed, and there is no jupyter-cache to take its outputs from")
+    from jupyter_cache import get_cache
+
+    try:
+        _, merged = get_cache(str(cache)).merge_match_into_notebook(nb)
+    except KeyError as exc:
+        raise RuntimeError(f"{src}: not executed, and no record in {cache} matches its code") from exc
+    nbformat.write(merged, str(dst))
+    return "cache"
+
+
 def copy_notebooks(app, exception) -> None:
-    """Copy every executed notebook into ``<outdir>/_notebooks/`` (the files the pages link)."""
+    """Copy every executed notebook into ``<outdir>/_notebooks/`` (the files the pages link), taking the
+    outputs of notebooks served from the jupyter-cache from their cache record (:func:`executed_copy`)."""
     if exception is not None or not _is_html(app):
         return
-    n = 0
+    n, from_cache, cache = 0, 0, cache_dir(app)
     for docname in sorted(app.env.found_docs):
         src = executed_notebook(app, docname)
         if src is None:
             continue
         dst = Path(app.outdir) / notebook_uri(docname)
         dst.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(src, dst)
+        try:
+            from_cache += executed_copy(src, dst, cache) == "cache"
+        except RuntimeError as exc:
+            logger.warning(f"genbound: {exc}")
+            continue
         n += 1
-    logger.info(f"genbound: copied {n} executed notebooks to {NOTEBOOK_DIR}/")
+    logger.info(f"genbound: copied {n} executed notebooks to {NOTEBOOK_DIR}/ ({from_cache} with outputs "
+                f"from the jupyter-cache)")
 
 
 def _add_static(app, config) -> None:

@@ -69,13 +69,15 @@ def stale(site: Path, root: Path = ROOT) -> list[str]:
 
 
 def copy_notebooks(site: Path, dest: Path, root: Path = ROOT) -> list[Path]:
-    """Copy each chapter's executed notebook to ``dest``; refuse one without outputs."""
+    """Copy each chapter's executed notebook to ``dest``; refuse one with a code cell that was not executed."""
     written = []
     for doc in executed_chapters(root):
         src = site / "_notebooks" / f"{doc}.ipynb"
         nb = json.loads(src.read_text(encoding="utf-8"))
-        if not any(c.get("outputs") for c in nb["cells"] if c["cell_type"] == "code"):
-            raise SystemExit(f"notebooks: {src} has no outputs; was it executed?")
+        unrun = [i for i, c in enumerate(c for c in nb["cells"] if c["cell_type"] == "code")
+                 if c.get("execution_count") is None]
+        if unrun:  # executed = every code cell has an execution count (a cell may print nothing)
+            raise SystemExit(f"notebooks: {src}: code cells {unrun[:5]} were not executed (no execution count)")
         out = dest / f"{Path(doc).relative_to('book')}.ipynb"
         out.parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(src, out)

@@ -160,6 +160,34 @@ def _check_layers(family: Family, prefix: str, info: Mapping[str, TensorInfo], s
     return n_total
 
 
+def check_model_type(config, family: Family, where: str) -> None:
+    """Refuse a config whose ``model_type`` names another architecture than the tensor names show.
+
+    Rule: the tensor names decide the family; ``model_type``, when the config has one, must be one of
+    the family's ``members`` (BERT's names are shared by ``bert``, ``roberta``, ``electra`` and the
+    RoBERTa re-trainings ``camembert`` and ``xlm-roberta``, which use RoBERTa's code; DistilBERT's and
+    GPT-2's names by their own ``model_type`` only). A config without ``model_type`` is read by its
+    tensor names alone.
+
+    >>> from genbound.weights.families import FAMILIES
+    >>> check_model_type({"model_type": "roberta"}, FAMILIES[0], "c")
+    >>> check_model_type({"model_type": "t5"}, FAMILIES[0], "c")
+    Traceback (most recent call last):
+    ...
+    genbound.errors.ArchitectureError: c: model_type is 't5', but the tensor names are those of the bert family (BERT, RoBERTa, ELECTRA; model_type one of bert, roberta, electra, camembert, xlm-roberta); refusing to guess which is right
+    """
+    mt = config_value(config, "model_type")
+    if mt is None or mt == "":
+        return
+    if not isinstance(mt, str):
+        raise ArchitectureError(f"{where}: 'model_type' must be a string, got {mt!r}")
+    if mt.lower() not in family.members:
+        raise ArchitectureError(
+            f"{where}: model_type is {mt!r}, but the tensor names are those of the {family.name} "
+            f"family ({family.title}; model_type one of {', '.join(family.members)}); refusing to guess which "
+            f"is right")
+
+
 def _build(info: Mapping[str, TensorInfo], config, *, family: Family, prefix: str, source: str, config_where: str,
            make_store, attention_scale, layers) -> TransformerWeights:
     sizes = config_sizes(config, family, config_where)
@@ -167,6 +195,7 @@ def _build(info: Mapping[str, TensorInfo], config, *, family: Family, prefix: st
     if N % H:
         raise ArchitectureError(f"{source}: hidden size {N} is not divisible by the number of heads {H}")
     n_total = _check_layers(family, prefix, info, sizes, source)
+    check_model_type(config, family, config_where)  # after the structural checks, whose reasons say more
     if sizes["layers"] is not None and sizes["layers"] != n_total:
         raise ArchitectureError(f"{source}: the config says {family.sizes['layers']}={sizes['layers']} but the "
                                 f"weights hold {n_total} layers")

@@ -267,7 +267,8 @@ class TransformerWeights:
 
 
 def layer_ids(n_total: int, layers) -> list[int]:
-    """Checked layer indices: integers in ``[0, n_total)``, at least one."""
+    """Checked layer indices: integers in ``[0, n_total)``, at least one, each at most once (a repeated layer
+    would count twice in every sum over layers)."""
     if isinstance(layers, (str, bytes)) or not hasattr(layers, "__iter__"):
         raise ParameterError(f"layers must be a list of layer indices, got {layers!r}")
     ids = [check_positive_int(i, "layers[i]", minimum=0) for i in layers]
@@ -275,7 +276,10 @@ def layer_ids(n_total: int, layers) -> list[int]:
         raise ParameterError("layers is empty: select at least one layer")
     bad = [i for i in ids if i >= n_total]
     if bad:
-        raise ParameterError(f"layers {bad} do not exist: the model has {n_total} layers")
+        raise ParameterError(f"layers {bad} do not exist: the model has {n_total} layers (0 to {n_total - 1})")
+    rep = sorted({i for i in ids if ids.count(i) > 1})
+    if rep:
+        raise ParameterError(f"layers {ids} repeat layer{'s' if len(rep) > 1 else ''} {rep}: name each layer once")
     return ids
 
 

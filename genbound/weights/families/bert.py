@@ -18,7 +18,7 @@ from . import Family, Role
 FAMILY = Family(
     name="bert",
     title="BERT, RoBERTa, ELECTRA",
-    members=("bert", "roberta", "electra"),
+    members=("bert", "roberta", "electra", "camembert", "xlm-roberta"),  # same names
     layer="encoder.layer.{i}.",
     roles={
         "query": Role("attention.self.query.weight"),
