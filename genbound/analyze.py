@@ -57,7 +57,11 @@ class Analysis:
         finite = math.isfinite(e.value)
         return {
             "spectral_adaptive": r.value,
+            "spectral_adaptive_capacity": r.to_dict()["capacity"],
+            "spectral_adaptive_trivial": r.trivial,
             "edelman": e.value if finite else None,
+            "edelman_capacity": e.to_dict()["capacity"],
+            "edelman_trivial": e.trivial,
             "edelman_log": e.log_value,
             "edelman_overflow": not finite,
             "layers": w.n_layers, "hidden": w.hidden, "heads": w.n_heads, "d_head": w.d_head, "d_ff": w.d_ff,

