@@ -34,9 +34,11 @@ __all__ = [
     "P_MIN",
     "P_MAX",
     "schatten_power",
+    "schatten_power_at",
     "log_schatten_power",
     "log_schatten_power_at",
     "schatten_norm",
+    "schatten_norm_at",
     "spectral_norm",
     "frobenius_norm",
     "nuclear_norm",
@@ -140,6 +142,16 @@ def schatten_power(svals, p, *, rank_tol: float = DEFAULT_RANK_TOL, size: int | 
     return log_schatten_power(svals, p, rank_tol=rank_tol, size=size).exp()
 
 
+def schatten_power_at(svals, p, *, rank_tol: float = DEFAULT_RANK_TOL) -> torch.Tensor:
+    """``||W||_{S_p}^p`` with one index per matrix (:func:`log_schatten_power_at`, exponentiated).
+
+    >>> import torch
+    >>> schatten_power_at(torch.tensor([[2.0, 1.0], [2.0, 1.0]]), torch.tensor([0.0, 2.0])).tolist()
+    [2.0, 5.0]
+    """
+    return log_schatten_power_at(svals, p, rank_tol=rank_tol).exp()
+
+
 def schatten_norm(svals, p, *, rank_tol: float = DEFAULT_RANK_TOL) -> torch.Tensor:
     """Schatten quasi-norm ``||W||_{S_p} = (sum_i s_i**p)**(1/p)`` for ``p`` in ``(0, 2]``; rank at ``p = 0``.
 
@@ -152,11 +164,27 @@ def schatten_norm(svals, p, *, rank_tol: float = DEFAULT_RANK_TOL) -> torch.Tens
     """
     s = _svals(svals)
     pt, scalar = _p_tensor(p, s)
-    logp = log_schatten_power(s, pt.reshape(-1), rank_tol=rank_tol)  # (..., P)
-    grid = pt.reshape(-1)
-    safe = torch.where(grid > 0, grid, torch.ones_like(grid))
-    out = torch.where(grid > 0, (logp / safe).exp(), logp.exp())
+    out = _norm_from_power(log_schatten_power(s, pt.reshape(-1), rank_tol=rank_tol), pt.reshape(-1))  # (..., P)
     return out.squeeze(-1) if scalar else out
+
+
+def _norm_from_power(logp: torch.Tensor, p: torch.Tensor) -> torch.Tensor:
+    """``exp(log ||W||_{S_p}^p / p)`` for ``p > 0`` and the rank ``exp(log rank)`` at ``p = 0``."""
+    safe = torch.where(p > 0, p, torch.ones_like(p))
+    return torch.where(p > 0, (logp / safe).exp(), logp.exp())
+
+
+def schatten_norm_at(svals, p, *, rank_tol: float = DEFAULT_RANK_TOL) -> torch.Tensor:
+    """:func:`schatten_norm` with one index per matrix (``p`` of the batch shape, as
+    :func:`log_schatten_power_at`).
+
+    >>> import torch
+    >>> schatten_norm_at(torch.tensor([[3.0, 4.0], [3.0, 4.0]]), torch.tensor([2.0, 0.0])).tolist()
+    [5.0, 2.0]
+    """
+    logp = log_schatten_power_at(svals, p, rank_tol=rank_tol)
+    pt = p if isinstance(p, torch.Tensor) else torch.as_tensor(p, dtype=logp.dtype)
+    return _norm_from_power(logp, pt.to(logp.dtype))
 
 
 def spectral_norm(svals) -> torch.Tensor:

@@ -15,6 +15,7 @@ def add_parser(sub) -> None:
                         "statement); each must make the check fail")
     p.add_argument("--json", action="store_true", help="one JSON object per claim, one per line")
     p.add_argument("--select", metavar="TEXT", help="only labels containing TEXT")
+    p.add_argument("--only", metavar="LABEL,...", help="only these labels (comma-separated, exact)")
     p.add_argument("--seed", type=int, default=0, help="random seed of the checks (default 0)")
     p.set_defaults(func=run)
 
@@ -32,6 +33,14 @@ def run(args) -> int:
     chosen = [c for c in all_claims() if not args.select or args.select in c.label]
     if args.select and not chosen:
         raise ParameterError(f"no claim label contains {args.select!r}")
+    only = getattr(args, "only", None)
+    if only:
+        wanted = [w.strip() for w in only.split(",") if w.strip()]
+        known = {c.label for c in chosen}
+        missing = [w for w in wanted if w not in known]
+        if missing:
+            raise ParameterError(f"--only: no claim with label {', '.join(map(repr, missing))}")
+        chosen = [c for c in chosen if c.label in set(wanted)]
     failed = 0
     for c in chosen:
         if args.check:

@@ -290,6 +290,7 @@ class Claim:
     search cannot come within a factor of two of the bound (required when the worst ratio is below
     ``LOOSE_THRESHOLD``; ``None`` otherwise). ``mutants``: wrong versions the check must reject.
     ``source`` is the older name of ``provenance`` and is accepted as an alias (both end up equal).
+    ``covers``: dotted names of the package functions the check evaluates (what the claim vouches for).
     """
 
     label: str
@@ -303,6 +304,7 @@ class Claim:
     loose_reason: str | None = None
     mutants: tuple[Mutant, ...] = ()
     source: str = ""
+    covers: tuple[str, ...] = ()
 
     def __post_init__(self):
         if self.source and self.provenance and self.source != self.provenance:
