@@ -207,7 +207,8 @@ def log_contribution(log_spow, log_scale, N, p) -> torch.Tensor:
 def samples_needed(log_capacity: float, target) -> int | float:
     """The smallest sample size ``n >= 1`` with ``capacity / sqrt(n) <= target``, from ``log capacity``.
 
-    ``target`` must lie in ``(0, 1]``. ``math.inf`` when ``n`` exceeds ``2**1000`` (beyond float64).
+    ``target`` must lie in ``(0, 1]``. Exact (least) up to ``2**50``; above, rounded up with relative
+    accuracy ``1e-12``; ``math.inf`` when ``n`` exceeds ``2**1000`` (beyond float64).
 
     >>> samples_needed(math.log(7.3), 0.5), samples_needed(math.log(7.3), 1.0), samples_needed(-1.0, 1.0)
     (214, 54, 1)
@@ -219,6 +220,8 @@ def samples_needed(log_capacity: float, target) -> int | float:
     log_n = 2.0 * (lc - math.log(t))
     if log_n > 1000 * math.log(2):
         return math.inf
+    if log_n > 50 * math.log(2):  # beyond exact float steps: round up, relative accuracy 1e-12
+        return int(math.ceil(math.exp(log_n) * (1 + 1e-12)))
     n = max(1, math.ceil(math.exp(log_n)))
     ok = lambda k: lc - 0.5 * math.log(k) <= math.log(t)  # noqa: E731
     while not ok(n):

@@ -509,3 +509,323 @@ register(Claim(
     symbolic=sym.verify_threshold_optimum,
     mutants=(scaled(se, "c_p", 0.5, name="cp-halved", what="the bound c_p T(p) with c_p halved"),),
 ))
+
+
+# =========================================================================== the proxy and its capacity
+# Two-sided checks of the published functions: each value equals an independent evaluation (numpy's SVD of
+# the dense matrices; the constants, exponents, gammas and grid from sympy), to a tolerance per comparison
+# (genbound.claims.schatten._Excess). A constant loosened fails as surely as one tightened.
+
+from functools import lru_cache  # noqa: E402
+
+import numpy as np  # noqa: E402
+
+from .. import norms as _norms  # noqa: E402
+from ..bounds import sakai_imaizumi as _si  # noqa: E402
+from ..symbolic import spectral_bound as _sb  # noqa: E402
+from ..weights import TransformerWeights  # noqa: E402
+from . import register_cache  # noqa: E402
+from .schatten import EQ_RTOL, _Excess  # noqa: E402
+
+_KINDS = ("QK", "V", "M_in", "M_out")
+
+
+@register_cache
+@lru_cache(maxsize=None)
+def _sym_numeric():
+    """The sympy side, lambdified once: exponents of T(p), gammas (authors' and derived), kappa_p, the
+    constants L_phi, 4, 2 and the Edelman exponents."""
+    e = _sb.term_exponents()
+    ex = {k: sym.sp.lambdify(_sb.p, v, "numpy") for k, v in e.items()}
+    g_auth = {k: sym.sp.lambdify((sym.C_V, sym.C_in, sym.C_out), sym.gamma_authors(k), "numpy") for k in _KINDS}
+    g_der = {k: sym.sp.lambdify((sym.C_V, sym.C_in, sym.C_out, sym.L_phi), sym.GAMMA_STATED[k], "numpy")
+             for k in _KINDS}
+    kappa = sym.sp.lambdify(sym.p, sym.capacity_factor(), "numpy")
+    cp = sym.sp.lambdify(sym.p, sym.c_p(), "numpy")
+    return {"exp": ex, "gamma_authors": g_auth, "gamma_derived": g_der, "kappa": kappa, "c_p": cp,
+            "L_phi": float(_sb.L_phi_two_decimals()), "qk4": float(_sb.attention_qk_factor()),
+            "qk2": float(_sb.gamma_qk_factor()), "inner": float(_sb.EDELMAN_INNER_EXPONENT),
+            "outer": float(_sb.EDELMAN_OUTER_EXPONENT)}
+
+
+def _np_logsumexp(x, axis=None):
+    x = np.asarray(x, dtype=np.float64)
+    mx = np.max(x, axis=axis, keepdims=True)
+    mx = np.where(np.isfinite(mx), mx, 0.0)
+    with np.errstate(divide="ignore"):
+        out = np.log(np.sum(np.exp(x - mx), axis=axis, keepdims=True)) + mx
+    return np.squeeze(out, axis=axis) if axis is not None else float(out.squeeze())
+
+
+def _proxy_instances(seed: int):
+    """Random and adversarial proxy weights: several depths, heads, widths; low-rank query-key maps; a
+    spectrum floor below the rank threshold (exact and authors' modes differ); flat spectra (ties in p);
+    tiny norms (p = 2 wins); huge norms (alpha and the Edelman proxy beyond float64)."""
+    gen = torch.Generator().manual_seed(seed)
+    F = torch.float64
+    out = []
+    for i in range(14):
+        L, H = 1 + i % 3, 1 + (i // 3) % 2
+        N, dff = (4, 6) if i % 2 else (6, 3)
+        sc = 10 ** float(_u(gen, 1, -1.3, 0.7))
+        mats = {"QK": torch.randn(L, H, N, N, generator=gen, dtype=F) * sc,
+                "V": torch.randn(L, H, N, N, generator=gen, dtype=F) * sc,
+                "M_in": torch.randn(L, N, dff, generator=gen, dtype=F) * sc,
+                "M_out": torch.randn(L, dff, N, generator=gen, dtype=F) * sc}
+        kind = i % 7
+        if kind == 1:   # low-rank query-key maps (rank 1 and 2)
+            r = 1 + i % 2
+            mats["QK"] = (torch.randn(L, H, N, r, generator=gen, dtype=F) @ torch.randn(L, H, r, N, generator=gen, dtype=F))
+        elif kind == 2:  # a floor below the rank threshold in V
+            Q = torch.linalg.qr(torch.randn(N, N, generator=gen, dtype=F)).Q
+            s = torch.tensor([2.0, 1.0] + [1e-13] * (N - 2), dtype=F)
+            mats["V"] = (Q @ torch.diag(s) @ Q.T).expand(L, H, N, N).clone()
+        elif kind == 3:  # flat spectra: every T(p) with the same Schatten profile
+            Q = torch.linalg.qr(torch.randn(N, N, generator=gen, dtype=F)).Q
+            mats["QK"] = (Q * 1.0).expand(L, H, N, N).clone()
+        elif kind == 4:  # tiny norms: the scale is below 1 and p = 2 can win
+            mats = {k: v * 1e-3 for k, v in mats.items()}
+        elif kind == 5:  # huge norms: alpha and the Edelman proxy exceed float64 for L = 3
+            mats = {k: v * 10.0 ** (60 + 20 * (i % 3)) for k, v in mats.items()}
+        elif kind == 6:  # huge norms, the Edelman log between 709.8 and 1419 (math.exp would overflow)
+            mats = {k: v * 1e95 for k, v in mats.items()}
+        w = TransformerWeights.from_proxy_matrices(mats["QK"], mats["V"], mats["M_in"], mats["M_out"])
+        out.append((w, {k: v.numpy() for k, v in mats.items()}, L, H, N, dff))
+    return out
+
+
+def _ref_proxy(mats, L, H, N, dff, *, mode, svals=None, rank_tol=1e-10):
+    """The proxy and its table evaluated independently (numpy SVD of the dense matrices, sympy constants)."""
+    S = _sym_numeric()
+    eps = float(np.finfo(np.float64).eps)
+    size = {"QK": N, "V": N, "M_in": min(N, dff), "M_out": min(N, dff)}
+    sv = {}
+    for k in _KINDS:
+        if svals is not None:
+            sv[k] = svals[k]
+        else:
+            A = mats[k]
+            sv[k] = np.linalg.svd(A, compute_uv=False)
+            if k in ("M_in", "M_out"):
+                pass
+    C2 = {k: sv[k][..., 0] for k in _KINDS}
+    loglam = (math.log(S["L_phi"]) + np.log(C2["M_in"]) + np.log(C2["M_out"])
+              + np.log(np.sum(C2["V"] * (1 + S["qk4"] * C2["QK"]), axis=-1)))
+    logalpha = np.array([np.sum(loglam[l + 1:]) for l in range(L)])
+    gam = {k: S["gamma_authors"][k](C2["V"], C2["M_in"][:, None], C2["M_out"][:, None]) * np.ones((L, H))
+           if k in ("QK", "V") else S["gamma_authors"][k](0.0, C2["M_in"], C2["M_out"]) * np.ones(L)
+           for k in _KINDS}
+    m = int(_sb.grid_m(L, N))
+    grid = np.array([float(q) for q in _sb.grid_points(L, N)])
+    tiny = math.log(np.finfo(np.float64).tiny)
+    rows = []
+    for l in range(L):
+        order = [(h, k) for h in range(H) for k in ("QK", "V")] + [(-1, "M_in"), (-1, "M_out")]
+        for h, k in order:
+            s = sv[k][l, h] if h >= 0 else sv[k][l]
+            thr = max(rank_tol, eps) * size[k] * max(float(s.max()), 1.0)
+            above = s[s > thr]
+            kept = above if mode == "exact" else s[s > 0]
+            with np.errstate(divide="ignore"):
+                logM = np.array([math.log(above.size) if q == 0 else
+                                 (_np_logsumexp(q * np.log(kept)) if kept.size else -np.inf) for q in grid])
+            g = gam[k][l, h] if h >= 0 else gam[k][l]
+            log_scale = max(math.log(g) + logalpha[l] + math.log(L), tiny)
+            logT = S["exp"]["M"](grid) * logM + S["exp"]["S"](grid) * log_scale + S["exp"]["N"](grid) * math.log(N)
+            j = int(np.argmin(logT))
+            A = mats[k][l, h] if h >= 0 else mats[k][l]
+            kept_fro = above if mode == "exact" else s
+            rows.append({"layer": l, "head": h, "kind": k, "rank": above.size, "spectral_norm": float(s[0]),
+                         "frobenius_norm": float(np.linalg.norm(kept_fro)), "nuclear_norm": float(kept_fro.sum()),
+                         "norm_21": float(np.linalg.norm(A, axis=0).sum()), "log_alpha": logalpha[l],
+                         "gamma": float(g), "log_scale": log_scale, "p_opt": grid[j], "log_terms": logT,
+                         "log_min": float(logT[j]), "rows": A.shape[0], "cols": A.shape[1]})
+    log_value_terms = np.array([r["log_min"] for r in rows])
+    value = float(np.sum(np.exp(log_value_terms)) + math.sqrt(L))
+    log_cap = float(np.logaddexp(_np_logsumexp(np.log(12.0) + np.log(S["kappa"](np.array([r["p_opt"] for r in rows])))
+                                               + log_value_terms), 0.5 * math.log(L)))
+    # Edelman-style proxy
+    two3 = S["inner"]
+    n21 = {k: np.linalg.norm(mats[k], axis=-2).sum(-1) for k in _KINDS}
+    mlp = np.log(C2["M_out"]) + np.log(C2["M_in"])
+    terms = np.concatenate([two3 * (mlp[:, None] + np.log(C2["V"]) + np.log(n21["QK"])),
+                            two3 * (mlp[:, None] + np.log(n21["V"])),
+                            (two3 * (np.log(C2["M_out"]) + np.log(n21["M_in"])))[:, None],
+                            (two3 * np.log(n21["M_out"]))[:, None]], axis=1)
+    log_xi = np.array([_np_logsumexp(t) for t in terms])
+    log_ed = S["outer"] * float(np.logaddexp(0.0, _np_logsumexp(two3 * logalpha + log_xi)))
+    return {"rows": rows, "value": value, "log_capacity": log_cap, "grid": grid, "m": m, "loglam": loglam,
+            "logalpha": logalpha, "log_xi": log_xi, "log_edelman": log_ed, "C2": C2}
+
+
+def _compare_report(ex: _Excess, r, ref, tag):
+    t = r.table
+    ex.close(r.value, ref["value"], 1e-10, what=f"{tag} value")
+    ex.holds(r.grid_m == ref["m"], f"{tag} grid m")
+    ex.close(r.p, ref["grid"], 1e-15, scale=1.0, what=f"{tag} grid")
+    rows = ref["rows"]
+    ex.holds(len(t) == len(rows) and list(t["kind"]) == [x["kind"] for x in rows]
+             and list(t["head"]) == [x["head"] for x in rows] and list(t["layer"]) == [x["layer"] for x in rows],
+             f"{tag} table order")
+    for col, tol in (("rank", 0.0), ("spectral_norm", 1e-11), ("frobenius_norm", 1e-11), ("nuclear_norm", 1e-11),
+                     ("norm_21", 1e-11), ("gamma", 1e-11), ("p_opt", 0.0), ("rows", 0.0), ("cols", 0.0)):
+        want = np.array([x[col] for x in rows], dtype=np.float64)
+        ex.close(t[col].to_numpy(dtype=np.float64), want, max(tol, 1e-15), what=f"{tag} {col}")
+    for col in ("log_alpha", "log_scale"):
+        want = np.array([x[col] for x in rows])
+        ex.close(t[col].to_numpy(), want, 1e-11, scale=np.maximum(np.abs(want), 1.0), what=f"{tag} {col}")
+        with np.errstate(over="ignore"):
+            ex.close(t[col.replace("log_", "")].to_numpy(), np.exp(want), 1e-11, what=f"{tag} {col[4:]}")
+    lt = np.stack([x["log_terms"] for x in rows])
+    ex.close(r.log_terms, lt, 1e-11, scale=np.maximum(np.abs(lt), 1.0), what=f"{tag} log_terms")
+    ex.close(t["contribution"].to_numpy(), np.exp([x["log_min"] for x in rows]), 1e-10, what=f"{tag} contribution")
+    g = r.grid
+    ex.close(g["term"].to_numpy(), np.exp(lt).reshape(-1), 1e-10, what=f"{tag} grid terms")
+    ex.close(g["ratio_to_p0"].to_numpy(), np.exp(lt - lt[:, :1]).reshape(-1), 1e-10, what=f"{tag} grid ratio")
+
+
+def _proxy_check(seed: int) -> tuple[float, int]:
+    ex = _Excess()
+    S = _sym_numeric()
+    ex.close(_si.L_PHI, S["L_phi"], 1e-15, what="L_phi")
+    for (Lv, Nv) in ((1, 1), (2, 128), (6, 384), (12, 768), (3, 7)):
+        ex.holds(_si.grid_m(Lv, Nv) == int(_sb.grid_m(Lv, Nv)), "grid_m")
+        ex.close(_si.p_grid(Lv, Nv), np.array([float(q) for q in _sb.grid_points(Lv, Nv)]), 1e-15, scale=1.0,
+                 what="p_grid")
+    ex.close(_si.p_grid(2, 8, grid_m=3), np.arange(7) / 3, 1e-15, scale=1.0, what="p_grid(m)")
+    for w, mats, L, H, N, dff in _proxy_instances(seed):
+        r = _si.spectral_adaptive_bound(w, device="cpu")
+        ref = _ref_proxy(mats, L, H, N, dff, mode="exact")
+        _compare_report(ex, r, ref, "exact")
+        ra = _si.spectral_adaptive_bound(w, device="cpu", mode="authors")
+        sv = {k: ra.spectra.svals(k).numpy() for k in _KINDS}
+        refa = _ref_proxy(mats, L, H, N, dff, mode="authors", svals=sv)
+        _compare_report(ex, ra, refa, "authors")
+        ex.close(_si.spectral_adaptive_bound(w.spectra(method="core"), grid_m=2).p, np.arange(5) / 2, 1e-15,
+                 scale=1.0, what="grid_m override")
+        rt = _si.spectral_adaptive_bound(w, device="cpu", rank_tol=1e-6)
+        _compare_report(ex, rt, _ref_proxy(mats, L, H, N, dff, mode="exact", rank_tol=1e-6), "rank_tol")
+        # Edelman-style proxy
+        e = _si.edelman_proxy(w, device="cpu")
+        ex.close(e.log_value, ref["log_edelman"], 1e-11, scale=max(abs(ref["log_edelman"]), 1.0), what="edelman log")
+        want_v = math.exp(ref["log_edelman"]) if ref["log_edelman"] < math.log(np.finfo(np.float64).max) else math.inf
+        ex.close(e.value, want_v, 1e-10, what="edelman value")
+        ex.close(e.table["log_xi"].to_numpy(), ref["log_xi"], 1e-11, scale=np.maximum(np.abs(ref["log_xi"]), 1.0),
+                 what="edelman xi")
+        ex.close(e.table["log_alpha"].to_numpy(), ref["logalpha"], 1e-11,
+                 scale=np.maximum(np.abs(ref["logalpha"]), 1.0), what="edelman alpha")
+        ex.close(e.table["log_lipschitz"].to_numpy(), ref["loglam"], 1e-11,
+                 scale=np.maximum(np.abs(ref["loglam"]), 1.0), what="edelman lipschitz")
+        lt = _si.layer_table(w)
+        ex.close(lt["log_lipschitz"].to_numpy(), ref["loglam"], 1e-11, scale=np.maximum(np.abs(ref["loglam"]), 1.0),
+                 what="layer_table lipschitz")
+        ex.close(lt["log_alpha"].to_numpy(), ref["logalpha"], 1e-11, scale=np.maximum(np.abs(ref["logalpha"]), 1.0),
+                 what="layer_table alpha")
+        C2 = ref["C2"]
+        if np.all(np.abs(ref["loglam"]) < 300):
+            ex.close(lt["head_sum"].to_numpy(), np.sum(C2["V"] * (1 + S["qk4"] * C2["QK"]), axis=-1), 1e-11,
+                     what="layer_table head_sum")
+        # the L_phi argument
+        r2 = _si.spectral_adaptive_bound(w, device="cpu", L_phi=2.0)
+        e2 = _si.edelman_proxy(w, device="cpu", L_phi=2.0)
+        ex.close(r2.table["log_alpha"].to_numpy(), r.table["log_alpha"].to_numpy()
+                 + np.log(2.0 / S["L_phi"]) * (L - 1 - r.table["layer"].to_numpy()), 1e-11,
+                 scale=np.maximum(np.abs(r.table["log_alpha"].to_numpy()), 1.0), what="L_phi enters alpha")
+        ex.holds(e2.log_value > e.log_value or L == 1, "L_phi enters the Edelman proxy")
+    return ex.ratio()
+
+
+register(Claim(
+    label="prop-sa-proxy-value",
+    statement="spectral_adaptive_bound returns B = sum_a min_{p in P_m} T_a(p) + sqrt(L) with T, alpha, gamma, "
+              "scale = gamma alpha L and m = ceil(L + ln max(N, 2)) as in the authors' code, and edelman_proxy "
+              "(1 + sum_l alpha_l^{2/3} xi_l)^{3/2}: every value and table entry equals the definitions "
+              "evaluated from numpy's SVD of the dense matrices and sympy's constants, in both modes",
+    chapter=DEEP, provenance="authors-code",
+    numeric=FunctionCheck(_proxy_check), rtol=EQ_RTOL,
+    covers=("genbound.bounds.sakai_imaizumi.spectral_adaptive_bound", "genbound.bounds.sakai_imaizumi.edelman_proxy",
+            "genbound.bounds.sakai_imaizumi.layer_table", "genbound.bounds.sakai_imaizumi.grid_m",
+            "genbound.bounds.sakai_imaizumi.p_grid", "genbound.bounds.sakai_imaizumi.log_layer_lipschitz",
+            "genbound.bounds.sakai_imaizumi.log_layer_alpha", "genbound.bounds.sakai_imaizumi.matrix_gamma",
+            "genbound.bounds.sakai_imaizumi.log_schatten_grid", "genbound.bounds.sakai_imaizumi.log_contribution",
+            "genbound.schatten_entropy.log_layer_lipschitz", "genbound.schatten_entropy.log_layer_alphas",
+            "genbound.schatten_entropy.sensitivities", "genbound.schatten_entropy.head_lipschitz",
+            "genbound.schatten_entropy.log_per_matrix_term", "genbound.norms.log_schatten_power",
+            "genbound.norms.frobenius_norm", "genbound.norms.nuclear_norm", "genbound.norms.spectral_norm",
+            "genbound.spectra.numerical_rank", "genbound.spectra.threshold_spectrum"),
+    mutants=(replaced(se, "ATTENTION_QK_FACTOR", lambda old: 2 * old, name="qk-factor-doubled",
+                      what="1 + 8 C2(QK) in the head's Lipschitz factor"),
+             replaced(se, "GAMMA_QK_FACTOR", lambda old: old / 2, name="gamma-qk-halved", what="gamma(QK) = C_V C_in C_out"),
+             scaled(_si, "log_contribution", 1.0 + 1e-6, name="log-term-off", what="log T(p) off by a relative 1e-6"),
+             replaced(_si, "grid_m", lambda old: (lambda L, N: old(L, N) + 1), name="grid-finer",
+                      what="m = ceil(L + ln N) + 1")),
+))
+
+
+def _capacity_check(seed: int) -> tuple[float, int]:
+    ex = _Excess()
+    S = _sym_numeric()
+    gen = torch.Generator().manual_seed(seed)
+    # kappa_p: the package's Dudley factor equals sympy's integral, and lies in [1, 2 sqrt 2] with both ends
+    ps = torch.cat([torch.tensor([0.0, 1e-9, 2.0], dtype=DT), _u(gen, 200, 0.0, 2.0)])
+    kap = S["kappa"](ps.numpy())
+    ex.close(se.log_dudley_factor(ps), np.log(kap), 1e-12, scale=1.0, what="log_dudley_factor")
+    ex.holds(bool(np.all(kap >= 1 - 1e-15) and np.all(kap <= 2 * math.sqrt(2) * (1 + 1e-15))), "kappa range")
+    ex.close(kap[[0, 2]], [1.0, 2 * math.sqrt(2)], 1e-12, what="kappa ends")
+    ex.close(_si.DUDLEY_INTEGRAL_COEF, float(_sym_dudley_12()), 1e-15, what="Dudley 12")
+    for w, mats, L, H, N, dff in _proxy_instances(seed):
+        ref = _ref_proxy(mats, L, H, N, dff, mode="exact")
+        n_s = int(10 ** float(_u(gen, 1, 0, 14)))
+        r = _si.spectral_adaptive_bound(w, device="cpu", n_samples=n_s)
+        lc = ref["log_capacity"]
+        ex.close(r.log_capacity, lc, 1e-11, scale=max(abs(lc), 1.0), what="log_capacity")
+        ex.close(r.capacity, math.exp(lc) if lc < 709.78 else math.inf, 1e-10, what="capacity")
+        ex.holds(r.trivial == (lc - 0.5 * math.log(n_s) >= 0), "trivial")
+        ex.holds(_si.spectral_adaptive_bound(w, device="cpu").trivial is None, "trivial without n")
+        e = _si.edelman_proxy(w, device="cpu", n_samples=n_s)
+        ex.holds(e.capacity == e.value and e.log_capacity == e.log_value, "edelman capacity")
+        ex.holds(e.trivial == (e.log_value - 0.5 * math.log(n_s) >= 0), "edelman trivial")
+        for rep, lcap in ((r, lc), (e, e.log_value)):
+            for t in (1.0, float(_u(gen, 1, 0.01, 1.0)), 1e-3):
+                n = rep.samples_needed(t)
+                log_n = 2 * (lcap - math.log(t))
+                if log_n > 50 * math.log(2):
+                    ex.holds(n == math.inf if log_n > 1000 * math.log(2) else
+                             abs(math.log(n) - log_n) <= 1e-11 * max(log_n, 1.0) and n >= math.exp(log_n),
+                             "samples_needed huge")
+                    continue
+                ok = lcap - 0.5 * math.log(n) <= math.log(t) + 1e-12
+                prev = n == 1 or lcap - 0.5 * math.log(n - 1) > math.log(t) - 1e-12
+                ex.holds(ok and prev and isinstance(n, int), f"samples_needed({t}) = {n}")
+            d = rep.to_dict()
+            ex.holds(d["trivial"] == rep.trivial and d["n_samples"] == n_s
+                     and (d["capacity"] is None or d["capacity"] == rep.capacity), "to_dict")
+        ex.holds(r.capacity >= r.value * (1 - 1e-12), "capacity >= value")
+    for bad in (0.0, 1.5, -1.0):
+        ex.raises(lambda b=bad: _si.samples_needed(1.0, b), Exception, f"target {bad}")
+    return ex.ratio()
+
+
+def _sym_dudley_12():
+    from ..symbolic import dudley as sd
+
+    return sd.dudley_constants()[1]
+
+
+register(Claim(
+    label="prop-sa-capacity",
+    statement="int_0^1 sqrt(c_p Theta^2 eps^{-2p/(p+2)}) d eps = kappa_p Theta, kappa_p = sqrt(c_p)(p+2)/2 in "
+              "[1, 2 sqrt 2]; with the per-matrix entropies adding, Dudley gives sqrt(n) R_n <= "
+              "12 sum_a kappa_{p_a} T_a(p_a); capacity = that + sqrt(L); samples_needed(t) is the least n with "
+              "capacity/sqrt(n) <= t and trivial means capacity/sqrt(n) >= 1",
+    chapter=DEEP, provenance="reconstructed",
+    numeric=FunctionCheck(_capacity_check), rtol=EQ_RTOL,
+    symbolic=sym.verify_capacity_factor,
+    covers=("genbound.schatten_entropy.log_dudley_factor", "genbound.bounds.sakai_imaizumi.spectral_adaptive_bound",
+            "genbound.bounds.sakai_imaizumi.samples_needed", "genbound.bounds.sakai_imaizumi.SpectralBoundReport",
+            "genbound.bounds.sakai_imaizumi.EdelmanProxyReport"),
+    mutants=(replaced(_si, "DUDLEY_INTEGRAL_COEF", lambda old: old / 2, name="dudley-halved", what="6 instead of 12"),
+             scaled(se, "log_dudley_factor", 0.5, name="kappa-rooted", what="sqrt(kappa_p) instead of kappa_p"),
+             replaced(_si, "samples_needed", lambda old: (lambda lc, t: old(lc, t) + 1), name="n-plus-one",
+                      what="one sample more than needed")),
+))
