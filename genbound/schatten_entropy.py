@@ -267,9 +267,10 @@ def spectral_count_minimum(svals, scale, N, *, rank_tol: float = DEFAULT_RANK_TO
     k = s.shape[-1]
     # tau = s_j keeps the values strictly above s_j; with ties, the count is the first index of s_j
     greater = (s.unsqueeze(-1) > s.unsqueeze(-2)).to(s.dtype).sum(-2)  # (..., k): #{sigma > s_j}
-    cand = torch.sqrt(n.unsqueeze(-1) * greater) + (sc * n).unsqueeze(-1) * s
+    # sqrt(N) sqrt(count), not sqrt(N count): a zero count must not give a NaN gradient in N
+    cand = torch.sqrt(n).unsqueeze(-1) * torch.sqrt(greater) + (sc * n).unsqueeze(-1) * s
     rank = (s > 0).to(s.dtype).sum(-1)
-    at_zero = torch.sqrt(n * rank)
+    at_zero = torch.sqrt(n) * torch.sqrt(rank)
     del k
     return torch.minimum(cand.min(-1).values, at_zero)
 
@@ -350,7 +351,8 @@ def low_rank_spectrum(N: int, r: int, sigma: float = 1.0) -> torch.Tensor:
     i = _n(N)
     if isinstance(r, bool) or not isinstance(r, int) or not 0 <= r <= N:
         raise ParameterError(f"r must be an integer in [0, N], got {r!r}")
-    return torch.where(i <= r, check_real(sigma, "sigma", lo=0, lo_open=True), 0.0)
+    sig = check_real(sigma, "sigma", lo=0, lo_open=True)
+    return torch.where(i <= r, torch.full_like(i, sig), torch.zeros_like(i))  # float64, not torch's default
 
 
 def polynomial_spectrum(N: int, beta: float, sigma1: float = 1.0) -> torch.Tensor:
@@ -376,7 +378,8 @@ def spike_floor_spectrum(N: int, r: int, eta: float, sigma: float = 1.0) -> torc
     i = _n(N)
     if isinstance(r, bool) or not isinstance(r, int) or not 0 <= r <= N:
         raise ParameterError(f"r must be an integer in [0, N], got {r!r}")
-    return torch.where(i <= r, check_real(sigma, "sigma", lo=0, lo_open=True), check_real(eta, "eta", lo=0))
+    sig, floor = check_real(sigma, "sigma", lo=0, lo_open=True), check_real(eta, "eta", lo=0)
+    return torch.where(i <= r, torch.full_like(i, sig), torch.full_like(i, floor))  # float64 throughout
 
 
 # --------------------------------------------------------------------------- reference deep model
