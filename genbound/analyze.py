@@ -6,7 +6,12 @@ five architectures (BERT, RoBERTa, ELECTRA, DistilBERT, GPT-2; ``genbound.weight
 layer by layer, and prints the spectrum-adaptive proxy of Sakai & Imaizumi (2026) and their
 Edelman-style proxy, with a per-layer summary. ``--json`` prints one object::
 
-    {"spectral_adaptive": ..., "edelman": ..., "edelman_log": ..., "family": "bert", "layers": L, ...}
+    {"spectral_adaptive": ..., "spectral_adaptive_capacity": ..., "spectral_adaptive_trivial": null,
+     "edelman": ..., "edelman_capacity": ..., "edelman_trivial": null, "edelman_log": ...,
+     "family": "bert", "layers": L, ...}
+
+``*_capacity`` is the ``n``-free complexity of :prf:ref:`prop-sa-capacity` (the rate is capacity over
+``sqrt(n)``); ``*_trivial`` is ``null`` because a checkpoint carries no sample size.
 
 ``routes`` counts the matrices by the route their spectrum took (``qr-core`` for heads; ``gram``,
 ``qr-svd`` or ``svd`` for feed-forward matrices, :func:`genbound.spectra.certified_singular_values`;
