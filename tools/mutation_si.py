@@ -2,7 +2,7 @@
 
 ``python tools/mutation_si.py [--n 100] [--seed 0] [--out FILE]`` draws mutants uniformly from every
 mutation site of ``genbound/spectra.py``, ``genbound/norms.py``, ``genbound/schatten_entropy.py`` and
-``genbound/bounds/sakai_imaizumi.py``: an arithmetic operator swapped (+ -, * /), a float literal doubled,
+``genbound/bounds/sakai_imaizumi.py``: an arithmetic operator swapped (+ -, * /), a nonzero float literal doubled (``0.0`` doubled is the same program),
 a ``sqrt``/``log``/``log1p`` call dropped (replaced by its argument), ``min``/``max`` swapped (``minimum``/
 ``maximum``, ``.min()``/``.max()``, ``min()``/``max()``, ``clamp(min=)``/``clamp(max=)``). For each it
 writes the mutated file, runs the Part III claims (``genbound.claims`` checks, no doctests, no tests) in a
@@ -48,7 +48,7 @@ def sites(tree):
     for node in ast.walk(tree):
         if isinstance(node, ast.BinOp) and type(node.op) in SWAP_OP:
             out.append(("op", node))
-        elif isinstance(node, ast.Constant) and type(node.value) is float:
+        elif isinstance(node, ast.Constant) and type(node.value) is float and node.value != 0.0:  # 0 * 2 = 0
             out.append(("float", node))
         elif isinstance(node, ast.Call):
             f = node.func
