@@ -27,6 +27,15 @@ _THIS = sys.modules[__name__]  # mutants patch the right-hand-side functions def
 
 
 
+def _two_sided(a, b) -> float:
+    """``max exp|log a - log b|``: two-sided and sign-safe (a non-positive or NaN value is an infinite ratio)."""
+    a, b = torch.as_tensor(a, dtype=DT), torch.as_tensor(b, dtype=DT)
+    ok = (a > 0) & (b > 0)
+    r = torch.where(ok, (torch.where(ok, a, 1.0).log() - torch.where(ok, b, 1.0).log()).abs().exp(),
+                    torch.full_like(a, math.inf))
+    return float(torch.nan_to_num(r, nan=math.inf).max())
+
+
 def _u(gen, n, lo, hi):
     return lo + (hi - lo) * torch.rand(n, generator=gen, dtype=DT)
 
@@ -63,8 +72,7 @@ def _threshold_attained(seed: int):
     num = se.numerical_threshold_minimum(M, S, N, x["p"])
     tau = se.optimal_threshold(M, S, N, x["p"])
     at = se.threshold_objective(tau, M, S, N, x["p"])
-    r = torch.stack([closed / num, num / closed, at / closed, closed / at])
-    return float(r.max()), 400
+    return max(_two_sided(closed, num), _two_sided(at, closed)), 400
 
 
 register(Claim(
@@ -143,7 +151,7 @@ def _entropy_attained(seed: int):
         left = f(c) < f(d)
         hi, lo = torch.where(left, d, hi), torch.where(left, lo, c)
     num = f((lo + hi) / 2)
-    worst = float(torch.maximum(closed / num, num / closed).max())
+    worst = _two_sided(closed, num)
     # Dudley integral: quadrature against the closed form on a few instances
     for i in range(12):
         Mi, Si, Ni, Bi, pi = (float(v[i]) for v in (M, S, N, B, p))
@@ -155,7 +163,7 @@ def _entropy_attained(seed: int):
         val, _ = quad(lambda t: t ** (-a), 0, 1, limit=200)
         q = math.sqrt(kp) * theta * Dd ** (1 - a) * val
         cf = float(se.dudley_entropy_integral(Dd, Mi, Si, Ni, pi, B=Bi))
-        worst = max(worst, q / cf, cf / q)
+        worst = max(worst, _two_sided(torch.tensor(q), torch.tensor(cf)))
     return worst, n + 12
 
 
