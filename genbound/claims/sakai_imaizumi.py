@@ -969,6 +969,21 @@ def _lemma_values_check(seed: int) -> tuple[float, int]:
     ex.close(se.polynomial_spectrum(50, 1.3, 2.0), 2.0 * idx ** -1.3, 1e-13, what="polynomial")
     ex.close(se.exponential_spectrum(50, 0.2, 3.0), 3.0 * np.exp(-0.2 * (idx - 1)), 1e-13, what="exponential")
     ex.close(se.spike_floor_spectrum(50, 4, 1e-3, 2.0), np.where(idx <= 4, 2.0, 1e-3), 1e-15, what="spike_floor")
+    # the default arguments the book states: sigma = sigma_1 = 1, B = 1, L_phi = 1.13
+    ex.close(se.spike_floor_spectrum(50, 4, 1e-3), np.where(idx <= 4, 1.0, 1e-3), 1e-15, what="spike_floor default")
+    ex.close(se.low_rank_spectrum(50, 7), np.where(idx <= 7, 1.0, 0.0), 1e-15, scale=1.0, what="low_rank default")
+    ex.close(se.polynomial_spectrum(50, 1.3), idx ** -1.3, 1e-13, what="polynomial default")
+    ex.close(se.exponential_spectrum(50, 0.2), np.exp(-0.2 * (idx - 1)), 1e-13, what="exponential default")
+    ex.close(se.entropy_log_covering(eps_, M, Sc, Nn, p), se.entropy_log_covering(eps_, M, Sc, Nn, p, B=1.0), 1e-15,
+             what="entropy B default")
+    ex.close(se.entropy_objective(eps_, tau, M, Sc, Nn, p), se.entropy_objective(eps_, tau, M, Sc, Nn, p, B=1.0),
+             1e-15, what="entropy_objective B default")
+    ex.close(se.dudley_entropy_integral(D, M, Sc, Nn, p), se.dudley_entropy_integral(D, M, Sc, Nn, p, B=1.0), 1e-15,
+             what="dudley B default")
+    ex.close(se.layer_lipschitz(cq, cv, ci, co), se.layer_lipschitz(cq, cv, ci, co, L_phi=1.13), 1e-15,
+             what="L_phi default")
+    ex.close(se.gamma_derived("QK", cv[:, 0], ci, co), se.gamma_derived("QK", cv[:, 0], ci, co, L_phi=1.13), 1e-15,
+             what="gamma L_phi default")
     # the reference model against a numpy forward (exact GELU via erf)
     X = _ball(gen, 3, _T, _N)
     lay = [(torch.randn(_H, _N, _N, generator=gen, dtype=DT), torch.randn(_H, _N, _N, generator=gen, dtype=DT) / 2,
