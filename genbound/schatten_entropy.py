@@ -470,7 +470,7 @@ def log_layer_alphas(log_factors) -> torch.Tensor:
     [5.0, 3.0, 0.0]
     """
     if isinstance(log_factors, torch.Tensor):  # may hold -inf (a zero factor); NaN and +inf are refused
-        lf = log_factors.to(torch.float64) if not log_factors.is_floating_point() else log_factors
+        lf = log_factors.to(torch.float64)
         if lf.ndim < 1 or bool(torch.isnan(lf).any()) or bool(torch.isposinf(lf).any()):
             raise InputError("log_factors must be a tensor (..., L) of finite values or -inf")
     else:
