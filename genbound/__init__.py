@@ -63,8 +63,8 @@ _LAZY = {
     # Part III: weights and the spectrum-adaptive bound
     "TransformerWeights": "genbound.weights",
     "load_weights": "genbound.weights",
-    "spectral_adaptive_bound": "genbound.bounds.sakai_imaizumi",
-    "edelman_proxy": "genbound.bounds.sakai_imaizumi",
+    "spectral_adaptive_bound": "genbound.checkpoint_bounds",
+    "edelman_proxy": "genbound.checkpoint_bounds",
     "Spectra": "genbound.weights",
     "make_bert_checkpoint": "genbound.testing",
     "per_matrix_term": "genbound.schatten_entropy",

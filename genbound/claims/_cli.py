@@ -33,13 +33,14 @@ def run(args) -> int:
     chosen = [c for c in all_claims() if not args.select or args.select in c.label]
     if args.select and not chosen:
         raise ParameterError(f"no claim label contains {args.select!r}")
-    if getattr(args, "only", None):
-        want = [w.strip() for w in args.only.split(",") if w.strip()]
+    only = getattr(args, "only", None)
+    if only:
+        wanted = [w.strip() for w in only.split(",") if w.strip()]
         known = {c.label for c in chosen}
-        missing = [w for w in want if w not in known]
+        missing = [w for w in wanted if w not in known]
         if missing:
-            raise ParameterError(f"--only: no claim with label {missing[0]!r}")
-        chosen = [c for c in chosen if c.label in want]
+            raise ParameterError(f"--only: no claim with label {', '.join(map(repr, missing))}")
+        chosen = [c for c in chosen if c.label in set(wanted)]
     failed = 0
     for c in chosen:
         if args.check:

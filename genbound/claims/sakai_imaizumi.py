@@ -12,7 +12,9 @@ import sys
 
 import torch
 
+from .. import norms as _nm
 from .. import schatten_entropy as se
+from .. import spectra as _sv
 from ..symbolic import sakai_imaizumi as sym
 from . import AllOf, Claim, FunctionCheck, InequalityCheck, register, replaced, scaled
 
@@ -23,6 +25,15 @@ DT = torch.float64
 _THIS = sys.modules[__name__]  # mutants patch the right-hand-side functions defined here
 
 
+
+
+def _two_sided(a, b) -> float:
+    """``max exp|log a - log b|``: two-sided and sign-safe (a non-positive or NaN value is an infinite ratio)."""
+    a, b = torch.as_tensor(a, dtype=DT), torch.as_tensor(b, dtype=DT)
+    ok = (a > 0) & (b > 0)
+    r = torch.where(ok, (torch.where(ok, a, 1.0).log() - torch.where(ok, b, 1.0).log()).abs().exp(),
+                    torch.full_like(a, math.inf))
+    return float(torch.nan_to_num(r, nan=math.inf).max())
 
 
 def _u(gen, n, lo, hi):
@@ -46,11 +57,11 @@ def _term_project(x):
 
 
 def _closed_over_objective(logM, logS, logN, p, logtau):
-    # c_p M^{1/(p+2)} S^{p/(p+2)} N^{(p+1)/(p+2)} / (sqrt(N M) tau^{-p/2} + S N tau), in logs
-    logc = torch.log1p(p / 2) + p / (p + 2) * torch.log(2 / p)  # log c_p, differentiable in p
-    closed = (logM + p * logS + (p + 1) * logN) / (p + 2) + logc
-    obj = torch.logaddexp(0.5 * (logN + logM) - p / 2 * logtau, logS + logN + logtau)
-    return (closed - obj).exp()
+    # c_p M^{1/(p+2)} S^{p/(p+2)} N^{(p+1)/(p+2)} / (sqrt(N M) tau^{-p/2} + S N tau): the package's
+    # log_per_matrix_term (differentiable in p) over its threshold_objective
+    closed = se.log_per_matrix_term(logM, logS, logN.exp(), p)
+    obj = se.threshold_objective(logtau.exp(), logM.exp(), logS.exp(), logN.exp(), p)
+    return (closed - obj.log()).exp()
 
 
 def _threshold_attained(seed: int):
@@ -61,8 +72,7 @@ def _threshold_attained(seed: int):
     num = se.numerical_threshold_minimum(M, S, N, x["p"])
     tau = se.optimal_threshold(M, S, N, x["p"])
     at = se.threshold_objective(tau, M, S, N, x["p"])
-    r = torch.stack([closed / num, num / closed, at / closed, closed / at])
-    return float(r.max()), 400
+    return max(_two_sided(closed, num), _two_sided(at, closed)), 400
 
 
 register(Claim(
@@ -75,6 +85,7 @@ register(Claim(
                    FunctionCheck(_threshold_attained))),
     symbolic=_all(sym.verify_threshold_optimum, sym.verify_threshold_convex),
     rtol=1e-9,
+    covers=("genbound.schatten_entropy.log_per_matrix_term", "genbound.schatten_entropy.per_matrix_term", "genbound.schatten_entropy.threshold_objective", "genbound.schatten_entropy.optimal_threshold", "genbound.schatten_entropy.numerical_threshold_minimum", "genbound.schatten_entropy.log_c_p",),
     mutants=(scaled(se, "per_matrix_term", 0.5, name="term-halved",
                     what="per_matrix_term returns c_p/2 M^{1/(p+2)} S^{p/(p+2)} N^{(p+1)/(p+2)}"),),
 ))
@@ -85,9 +96,12 @@ def _cp_sample(gen, n):
 
 
 def _cp_ratio(p):
-    # c_p / 2 <= 1 and 1 / c_p <= 1, with the package's c_p (differentiable in p)
+    # c_p / 2 <= 1 and 1 / c_p <= 1, with the package's c_p (differentiable in p); and the package's c_p
+    # equals sympy's ((p+2)/p)(p/2)^{2/(p+2)} (two-sided, to 1e-12)
     c = se.c_p(p)
-    return torch.maximum(c / 2, 1 / c)
+    want = torch.as_tensor(_sym_numeric()["c_p"](p.detach().numpy()), dtype=DT)
+    off = 1 + 1e-9 * ((c.detach() - want).abs() / want / 1e-12 - 1).clamp(min=0)
+    return torch.maximum(torch.maximum(c / 2, 1 / c), off)
 
 
 register(Claim(
@@ -97,6 +111,7 @@ register(Claim(
     numeric=InequalityCheck(_cp_sample, _cp_ratio, lambda x: {"p": x["p"].clamp(1e-12, 2.0)},
                             trials=2000, starts=16, steps=100, lr=0.05),
     symbolic=_all(sym.verify_cp_limits, sym.verify_cp_increasing),
+    covers=("genbound.schatten_entropy.c_p", "genbound.schatten_entropy.log_c_p",),
     mutants=(scaled(se, "c_p", 2.0, name="cp-doubled", what="c_p returns 2 c_p (c_2 = 4 > 2)"),),
 ))
 
@@ -107,11 +122,12 @@ def _entropy_sample(gen, n):
 
 
 def _entropy_ratio(logM, logS, logN, p, logtau, logeps, logB):
-    # k_p Theta^2 eps^{-2p/(p+2)} / (M N tau^{-p} + (S N tau B / eps)^2), in logs
-    logk = torch.log1p(p / 2) + p / (p + 2) * torch.log(2 / p)
-    closed = logk + 2 * (logM + p * (logS + logB) + (p + 1) * logN) / (p + 2) - 2 * p / (p + 2) * logeps
-    obj = torch.logaddexp(logM + logN - p * logtau, 2 * (logS + logN + logtau + logB - logeps))
-    return (closed - obj).exp()
+    # k_p Theta^2 eps^{-2p/(p+2)} / (M N tau^{-p} + (S N tau B / eps)^2): the package's entropy_log_covering
+    # over its entropy_objective
+    M, S, N, B, eps, tau = (v.exp() for v in (logM, logS, logN, logB, logeps, logtau))
+    closed = se.entropy_log_covering(eps, M, S, N, p, B=B)
+    obj = se.entropy_objective(eps, tau, M, S, N, p, B=B)
+    return closed / obj
 
 
 def _entropy_attained(seed: int):
@@ -135,7 +151,7 @@ def _entropy_attained(seed: int):
         left = f(c) < f(d)
         hi, lo = torch.where(left, d, hi), torch.where(left, lo, c)
     num = f((lo + hi) / 2)
-    worst = float(torch.maximum(closed / num, num / closed).max())
+    worst = _two_sided(closed, num)
     # Dudley integral: quadrature against the closed form on a few instances
     for i in range(12):
         Mi, Si, Ni, Bi, pi = (float(v[i]) for v in (M, S, N, B, p))
@@ -147,7 +163,7 @@ def _entropy_attained(seed: int):
         val, _ = quad(lambda t: t ** (-a), 0, 1, limit=200)
         q = math.sqrt(kp) * theta * Dd ** (1 - a) * val
         cf = float(se.dudley_entropy_integral(Dd, Mi, Si, Ni, pi, B=Bi))
-        worst = max(worst, q / cf, cf / q)
+        worst = max(worst, _two_sided(torch.tensor(q), torch.tensor(cf)))
     return worst, n + 12
 
 
@@ -163,6 +179,7 @@ register(Claim(
     symbolic=_all(sym.verify_entropy_optimum, sym.verify_cp_equals_kp, sym.verify_dudley_integral,
                   sym.verify_entropy_exponent_range),
     rtol=1e-7,
+    covers=("genbound.schatten_entropy.entropy_log_covering", "genbound.schatten_entropy.entropy_objective", "genbound.schatten_entropy.dudley_entropy_integral", "genbound.schatten_entropy.c_p",),
     mutants=(scaled(se, "entropy_log_covering", 0.5, name="entropy-halved",
                     what="entropy_log_covering returns k_p/2 Theta_p^2 eps^{-2p/(p+2)}"),),
 ))
@@ -203,6 +220,7 @@ register(Claim(
     chapter=ENTROPY, provenance="reconstructed",
     numeric=InequalityCheck(_width_sample, _width_ratio, lambda x: {"X": se.row_project(x["X"])},
                             trials=200, starts=6, steps=30, lr=0.05),
+    covers=("genbound.schatten_entropy.row_project",),
     mutants=(scaled(_THIS, "residual_width_bound", 0.5, name="rhs-halved", what="tau N B sqrt(n) / 2"),),
 ))
 
@@ -226,6 +244,7 @@ register(Claim(
     numeric=InequalityCheck(_softmax_sample, _softmax_ratio, None, trials=2000, starts=12, steps=80, lr=0.05),
     loose_reason="the stated constant 2 (the authors', from the triangle inequality) is twice the tight "
                  "constant 1 of lem-softmax-linf-l1, so no instance exceeds 1/2 of the bound",
+    covers=(),
     mutants=(scaled(sym, "SOFTMAX_L1_CONSTANT", 0.25, name="constant-below-tight",
                     what="the constant 2 replaced by 1/2, below the tight constant 1"),),
 ))
@@ -240,7 +259,8 @@ def _ball(gen, *shape):
 
 
 def _spec(W):
-    return torch.linalg.matrix_norm(W, ord=2)
+    # the spectral norm as Part III computes it: genbound.spectra + genbound.norms
+    return _nm.spectral_norm(_sv.singular_values(W, device="cpu"))
 
 
 def _maxrow(Z):
@@ -273,6 +293,7 @@ register(Claim(
     numeric=InequalityCheck(_head_sample, _head_ratio, _head_project, trials=1500, starts=12, steps=120,
                             lr=0.03),
     symbolic=sym.verify_head_lipschitz,
+    covers=("genbound.schatten_entropy.attention_head", "genbound.schatten_entropy.head_lipschitz", "genbound.schatten_entropy.row_project", "genbound.spectra.singular_values", "genbound.norms.spectral_norm",),
     mutants=(scaled(se, "head_lipschitz", 0.5, name="rhs-halved", what="head_lipschitz returns C_V (1 + 4 C_QK)/2"),),
 ))
 
@@ -322,6 +343,7 @@ register(Claim(
     numeric=InequalityCheck(_layer_sample, _sensitivity_ratio, _layer_project, trials=500, starts=8,
                             steps=40, lr=0.03),
     symbolic=sym.verify_gamma_derivation,
+    covers=("genbound.schatten_entropy.reference_layer", "genbound.schatten_entropy.gamma_derived", "genbound.schatten_entropy.sensitivities", "genbound.spectra.singular_values", "genbound.norms.spectral_norm",),
     mutants=(scaled(se, "gamma_derived", 0.5, name="gamma-halved", what="every sensitivity gamma halved"),),
 ))
 
@@ -371,6 +393,7 @@ register(Claim(
     numeric=InequalityCheck(_deep_sample, _peeling_ratio, _deep_project, trials=300, starts=6, steps=30,
                             lr=0.03),
     symbolic=sym.verify_head_lipschitz,
+    covers=("genbound.schatten_entropy.reference_transformer", "genbound.schatten_entropy.reference_layer", "genbound.schatten_entropy.layer_lipschitz", "genbound.schatten_entropy.log_layer_lipschitz", "genbound.schatten_entropy.layer_alphas", "genbound.schatten_entropy.log_layer_alphas",),
     mutants=(scaled(se, "layer_lipschitz", 0.5, name="layer-lipschitz-halved",
                     what="layer_lipschitz returns half of L_phi C_in C_out sum_h C_V (1 + 4 C_QK)"),),
 ))
@@ -398,17 +421,18 @@ def _grid_project(x):
 
 def _grid_ratio(logs, logS, logN, p, m):
     def logT(q):
-        lm = torch.logsumexp(q.unsqueeze(-1) * logs, -1)
-        return (lm + q * logS + (q + 1) * logN) / (q + 2)
+        lm = _nm.log_schatten_power_at(logs.exp(), q, rank_tol=0.0)
+        return se.log_per_matrix_term(lm, logS, logN.exp(), q, with_cp=False)
 
     rounded = (p.detach() * m).round() / m
     cost = logT(rounded) - logT(p)
-    return cost / _THIS.grid_rounding_cost(logs.abs().max(-1).values, _GK, logS.abs(), logN, m)
+    return cost / _THIS.grid_rounding_cost(logs, logS, logN, m)
 
 
-def grid_rounding_cost(lam, k, logS_abs, logN, m):
-    """``(6 Lambda + log k + 2 |log S| + log N) / (8 m)``: :func:`genbound.symbolic.sakai_imaizumi.grid_rounding_cost`."""
-    return (6 * lam + math.log(k) + 2 * logS_abs + logN) / (8 * m)
+def grid_rounding_cost(logs, logS, logN, m):
+    """``(6 Lambda + log k + 2 |log S| + log N) / (8 m)``: :func:`genbound.schatten_entropy.grid_rounding_bound`
+    (every positive value kept, ``rank_tol = 0``)."""
+    return se.grid_rounding_bound(logs.exp(), logS.exp(), logN.exp(), m, rank_tol=0.0)
 
 
 register(Claim(
@@ -419,6 +443,7 @@ register(Claim(
     numeric=InequalityCheck(_grid_sample, _grid_ratio, _grid_project, trials=3000, starts=16, steps=100,
                             lr=0.05, search=("logs", "logS", "p")),
     symbolic=_all(sym.verify_dlog_term_dp, sym.verify_dlog_term_dp_full),
+    covers=("genbound.schatten_entropy.grid_rounding_bound", "genbound.schatten_entropy.log_per_matrix_term", "genbound.norms.log_schatten_power_at",),
     mutants=(scaled(_THIS, "grid_rounding_cost", 0.5, name="rhs-halved",
                     what="(6 Lambda + log k + 2 |log S| + log N) / (16 m)"),),
 ))
@@ -443,19 +468,17 @@ def _p0_project(x):
 
 
 def _p0_ratio(s, mask, p, logN, slack):
-    r = mask.sum(-1)
-    smin = torch.where(mask > 0, s, torch.full_like(s, math.inf)).min(-1).values
-    logS = _THIS.p0_log_threshold(r, logN, smin) + slack  # at or above the threshold sqrt(r/N)/sigma_r
-    logs = torch.where(mask > 0, s, torch.ones_like(s)).log()
-    lm = torch.logsumexp(torch.where(mask > 0, p.unsqueeze(-1) * logs, torch.full_like(s, -math.inf)), -1)
-    logT = (lm + p * logS + (p + 1) * logN) / (p + 2)
-    logT0 = 0.5 * (r.log() + logN)
+    logS = _THIS.p0_log_threshold(s, logN) + slack  # at or above the threshold sqrt(r/N)/sigma_r
+    lm = _nm.log_schatten_power_at(s, p, rank_tol=0.0)
+    logT = se.log_per_matrix_term(lm, logS, logN.exp(), p, with_cp=False)
+    logT0 = se.log_per_matrix_term(_nm.log_schatten_power_at(s, torch.zeros_like(p), rank_tol=0.0), logS,
+                                   logN.exp(), torch.zeros_like(p), with_cp=False)
     return (logT0 - logT).exp()
 
 
-def p0_log_threshold(r, logN, smin):
-    """``log(sqrt(r/N) / sigma_r)``: the scale above which ``p = 0`` wins (:func:`genbound.symbolic.sakai_imaizumi.p0_scale_threshold`)."""
-    return 0.5 * (r.log() - logN) - smin.log()
+def p0_log_threshold(s, logN):
+    """``log(sqrt(r/N) / sigma_r)``: the scale above which ``p = 0`` wins, :func:`genbound.schatten_entropy.p0_scale_threshold`."""
+    return se.p0_scale_threshold(s, logN.exp(), rank_tol=0.0).log()
 
 
 register(Claim(
@@ -466,7 +489,8 @@ register(Claim(
     numeric=InequalityCheck(_p0_sample, _p0_ratio, _p0_project, trials=3000, starts=16, steps=120, lr=0.05,
                             search=("s", "p", "slack")),
     symbolic=sym.verify_p0_gap,
-    mutants=(replaced(_THIS, "p0_log_threshold", lambda old: (lambda r, logN, smin: old(r, logN, smin) - math.log(4)),
+    covers=("genbound.schatten_entropy.p0_scale_threshold", "genbound.schatten_entropy.log_per_matrix_term", "genbound.norms.log_schatten_power_at",),
+    mutants=(replaced(_THIS, "p0_log_threshold", lambda old: (lambda s, logN: old(s, logN) - math.log(4)),
                       name="threshold-quartered", what="p = 0 claimed to win from S sigma_r >= sqrt(r/N)/4 on"),),
 ))
 
@@ -489,13 +513,12 @@ def _count_project(x):
 
 
 def _count_ratio(s, logS, logN, p):
-    # min_tau [sqrt(N r(tau)) + S N tau] over c_p T(p); the minimum is attained at tau = 0 or tau = s_j
+    # min_tau [sqrt(N r(tau)) + S N tau] over c_p T(p): the package's spectral_count_minimum over its
+    # per_matrix_term (with c_p), the Schatten power from genbound.norms
     Nn, Sv = logN.exp(), logS.exp()
-    greater = (s.unsqueeze(-1) > s.unsqueeze(-2)).to(s.dtype).sum(-2)
-    cand = Nn.sqrt().unsqueeze(-1) * greater.sqrt() + (Sv * Nn).unsqueeze(-1) * s
-    count = torch.minimum(cand.min(-1).values, (Nn * _CK).sqrt())
-    logM = torch.logsumexp(p.unsqueeze(-1) * s.log(), -1)
-    bound = se.c_p(p) * ((logM + p * logS + (p + 1) * logN) / (p + 2)).exp()
+    count = se.spectral_count_minimum(s, Sv, Nn, rank_tol=0.0)
+    logM = _nm.log_schatten_power_at(s, p, rank_tol=0.0)
+    bound = se.log_per_matrix_term(logM, logS, Nn, p).exp()
     return count / bound
 
 
@@ -507,5 +530,515 @@ register(Claim(
     numeric=InequalityCheck(_count_sample, _count_ratio, _count_project, trials=1500, starts=12, steps=60,
                             lr=0.05),
     symbolic=sym.verify_threshold_optimum,
-    mutants=(scaled(se, "c_p", 0.5, name="cp-halved", what="the bound c_p T(p) with c_p halved"),),
+    covers=("genbound.schatten_entropy.spectral_count_minimum", "genbound.schatten_entropy.log_per_matrix_term", "genbound.schatten_entropy.log_c_p", "genbound.norms.log_schatten_power_at",),
+    mutants=(replaced(se, "log_c_p", lambda old: (lambda q: old(q) - math.log(2)), name="cp-halved",
+                      what="the bound c_p T(p) with c_p halved"),),
+))
+
+
+# =========================================================================== the proxy and its capacity
+# Two-sided checks of the published functions: each value equals an independent evaluation (numpy's SVD of
+# the dense matrices; the constants, exponents, gammas and grid from sympy), to a tolerance per comparison
+# (genbound.claims.schatten._Excess). A constant loosened fails as surely as one tightened.
+
+from functools import lru_cache  # noqa: E402
+
+import numpy as np  # noqa: E402
+
+from .. import norms as _norms  # noqa: E402
+from ..bounds import sakai_imaizumi as _si  # noqa: E402
+from ..symbolic import spectral_bound as _sb  # noqa: E402
+from ..weights import TransformerWeights  # noqa: E402
+from . import register_cache  # noqa: E402
+from .schatten import EQ_RTOL, _Excess  # noqa: E402
+
+_KINDS = ("QK", "V", "M_in", "M_out")
+
+
+@register_cache
+@lru_cache(maxsize=None)
+def _sym_numeric():
+    """The sympy side, lambdified once: exponents of T(p), gammas (authors' and derived), kappa_p, the
+    constants L_phi, 4, 2 and the Edelman exponents."""
+    e = _sb.term_exponents()
+    ex = {k: sym.sp.lambdify(_sb.p, v, "numpy") for k, v in e.items()}
+    g_auth = {k: sym.sp.lambdify((sym.C_V, sym.C_in, sym.C_out), sym.gamma_authors(k), "numpy") for k in _KINDS}
+    g_der = {k: sym.sp.lambdify((sym.C_V, sym.C_in, sym.C_out, sym.L_phi), sym.GAMMA_STATED[k], "numpy")
+             for k in _KINDS}
+    kappa = sym.sp.lambdify(sym.p, sym.capacity_factor(), "numpy")
+    cp = sym.sp.lambdify(sym.p, sym.c_p(), "numpy")
+    return {"exp": ex, "gamma_authors": g_auth, "gamma_derived": g_der, "kappa": kappa, "c_p": cp,
+            "L_phi": float(_sb.L_phi_two_decimals()), "qk4": float(_sb.attention_qk_factor()),
+            "qk2": float(_sb.gamma_qk_factor()), "inner": float(_sb.EDELMAN_INNER_EXPONENT),
+            "outer": float(_sb.EDELMAN_OUTER_EXPONENT)}
+
+
+def _np_logsumexp(x, axis=None):
+    x = np.asarray(x, dtype=np.float64)
+    mx = np.max(x, axis=axis, keepdims=True)
+    mx = np.where(np.isfinite(mx), mx, 0.0)
+    with np.errstate(divide="ignore"):
+        out = np.log(np.sum(np.exp(x - mx), axis=axis, keepdims=True)) + mx
+    return np.squeeze(out, axis=axis) if axis is not None else float(out.squeeze())
+
+
+def _proxy_instances(seed: int):
+    """Random and adversarial proxy weights: several depths, heads, widths; low-rank query-key maps; a
+    spectrum floor below the rank threshold (exact and authors' modes differ); flat spectra (ties in p);
+    tiny norms (p = 2 wins); huge norms (alpha and the Edelman proxy beyond float64)."""
+    gen = torch.Generator().manual_seed(seed)
+    F = torch.float64
+    out = []
+    for i in range(14):
+        L, H = 1 + i % 3, 1 + (i // 3) % 2
+        N, dff = (4, 6) if i % 2 else (6, 3)
+        sc = 10 ** float(_u(gen, 1, -1.3, 0.7))
+        mats = {"QK": torch.randn(L, H, N, N, generator=gen, dtype=F) * sc,
+                "V": torch.randn(L, H, N, N, generator=gen, dtype=F) * sc,
+                "M_in": torch.randn(L, N, dff, generator=gen, dtype=F) * sc,
+                "M_out": torch.randn(L, dff, N, generator=gen, dtype=F) * sc}
+        kind = i % 7
+        if kind == 1:   # low-rank query-key maps (rank 1 and 2)
+            r = 1 + i % 2
+            mats["QK"] = (torch.randn(L, H, N, r, generator=gen, dtype=F) @ torch.randn(L, H, r, N, generator=gen, dtype=F))
+        elif kind == 2:  # a floor below the rank threshold in V
+            Q = torch.linalg.qr(torch.randn(N, N, generator=gen, dtype=F)).Q
+            s = torch.tensor([2.0, 1.0] + [1e-13] * (N - 2), dtype=F)
+            mats["V"] = (Q @ torch.diag(s) @ Q.T).expand(L, H, N, N).clone()
+        elif kind == 3:  # flat spectra: every T(p) with the same Schatten profile
+            Q = torch.linalg.qr(torch.randn(N, N, generator=gen, dtype=F)).Q
+            mats["QK"] = (Q * 1.0).expand(L, H, N, N).clone()
+        elif kind == 4:  # tiny norms: the scale is below 1 and p = 2 can win
+            mats = {k: v * 1e-3 for k, v in mats.items()}
+        elif kind == 5:  # huge norms: alpha and the Edelman proxy exceed float64 for L = 3
+            mats = {k: v * 10.0 ** (60 + 20 * (i % 3)) for k, v in mats.items()}
+        elif kind == 6:  # huge norms, the Edelman log between 709.8 and 1419 (math.exp would overflow)
+            mats = {k: v * 1e95 for k, v in mats.items()}
+        w = TransformerWeights.from_proxy_matrices(mats["QK"], mats["V"], mats["M_in"], mats["M_out"])
+        out.append((w, {k: v.numpy() for k, v in mats.items()}, L, H, N, dff))
+    return out
+
+
+def _ref_proxy(mats, L, H, N, dff, *, mode, svals=None, rank_tol=1e-10):
+    """The proxy and its table evaluated independently (numpy SVD of the dense matrices, sympy constants)."""
+    S = _sym_numeric()
+    eps = float(np.finfo(np.float64).eps)
+    size = {"QK": N, "V": N, "M_in": min(N, dff), "M_out": min(N, dff)}
+    sv = {}
+    for k in _KINDS:
+        if svals is not None:
+            sv[k] = svals[k]
+        else:
+            A = mats[k]
+            sv[k] = np.linalg.svd(A, compute_uv=False)
+            if k in ("M_in", "M_out"):
+                pass
+    C2 = {k: sv[k][..., 0] for k in _KINDS}
+    loglam = (math.log(S["L_phi"]) + np.log(C2["M_in"]) + np.log(C2["M_out"])
+              + np.log(np.sum(C2["V"] * (1 + S["qk4"] * C2["QK"]), axis=-1)))
+    logalpha = np.array([np.sum(loglam[l + 1:]) for l in range(L)])
+    gam = {k: S["gamma_authors"][k](C2["V"], C2["M_in"][:, None], C2["M_out"][:, None]) * np.ones((L, H))
+           if k in ("QK", "V") else S["gamma_authors"][k](0.0, C2["M_in"], C2["M_out"]) * np.ones(L)
+           for k in _KINDS}
+    m = int(_sb.grid_m(L, N))
+    grid = np.array([float(q) for q in _sb.grid_points(L, N)])
+    tiny = math.log(np.finfo(np.float64).tiny)
+    rows = []
+    for l in range(L):
+        order = [(h, k) for h in range(H) for k in ("QK", "V")] + [(-1, "M_in"), (-1, "M_out")]
+        for h, k in order:
+            s = sv[k][l, h] if h >= 0 else sv[k][l]
+            thr = max(rank_tol, eps) * size[k] * max(float(s.max()), 1.0)
+            above = s[s > thr]
+            kept = above if mode == "exact" else s[s > 0]
+            with np.errstate(divide="ignore"):
+                logM = np.array([math.log(above.size) if q == 0 else
+                                 (_np_logsumexp(q * np.log(kept)) if kept.size else -np.inf) for q in grid])
+            g = gam[k][l, h] if h >= 0 else gam[k][l]
+            log_scale = max(math.log(g) + logalpha[l] + math.log(L), tiny)
+            logT = S["exp"]["M"](grid) * logM + S["exp"]["S"](grid) * log_scale + S["exp"]["N"](grid) * math.log(N)
+            j = int(np.argmin(logT))
+            A = mats[k][l, h] if h >= 0 else mats[k][l]
+            kept_fro = above if mode == "exact" else s
+            rows.append({"layer": l, "head": h, "kind": k, "rank": above.size, "spectral_norm": float(s[0]),
+                         "frobenius_norm": float(np.linalg.norm(kept_fro)), "nuclear_norm": float(kept_fro.sum()),
+                         "norm_21": float(np.linalg.norm(A, axis=0).sum()), "log_alpha": logalpha[l],
+                         "gamma": float(g), "log_scale": log_scale, "p_opt": grid[j], "log_terms": logT,
+                         "log_min": float(logT[j]), "rows": A.shape[0], "cols": A.shape[1]})
+    log_value_terms = np.array([r["log_min"] for r in rows])
+    value = float(np.sum(np.exp(log_value_terms)) + math.sqrt(L))
+    log_cap = float(np.logaddexp(_np_logsumexp(np.log(12.0) + np.log(S["kappa"](np.array([r["p_opt"] for r in rows])))
+                                               + log_value_terms), 0.5 * math.log(L)))
+    # Edelman-style proxy
+    two3 = S["inner"]
+    n21 = {k: np.linalg.norm(mats[k], axis=-2).sum(-1) for k in _KINDS}
+    mlp = np.log(C2["M_out"]) + np.log(C2["M_in"])
+    terms = np.concatenate([two3 * (mlp[:, None] + np.log(C2["V"]) + np.log(n21["QK"])),
+                            two3 * (mlp[:, None] + np.log(n21["V"])),
+                            (two3 * (np.log(C2["M_out"]) + np.log(n21["M_in"])))[:, None],
+                            (two3 * np.log(n21["M_out"]))[:, None]], axis=1)
+    log_xi = np.array([_np_logsumexp(t) for t in terms])
+    log_ed = S["outer"] * float(np.logaddexp(0.0, _np_logsumexp(two3 * logalpha + log_xi)))
+    return {"rows": rows, "value": value, "log_capacity": log_cap, "grid": grid, "m": m, "loglam": loglam,
+            "logalpha": logalpha, "log_xi": log_xi, "log_edelman": log_ed, "C2": C2}
+
+
+def _compare_report(ex: _Excess, r, ref, tag):
+    t = r.table
+    ex.close(r.value, ref["value"], 1e-10, what=f"{tag} value")
+    ex.holds(r.grid_m == ref["m"], f"{tag} grid m")
+    ex.close(r.p, ref["grid"], 1e-15, scale=1.0, what=f"{tag} grid")
+    rows = ref["rows"]
+    ex.holds(len(t) == len(rows) and list(t["kind"]) == [x["kind"] for x in rows]
+             and list(t["head"]) == [x["head"] for x in rows] and list(t["layer"]) == [x["layer"] for x in rows],
+             f"{tag} table order")
+    for col, tol in (("rank", 0.0), ("spectral_norm", 1e-11), ("frobenius_norm", 1e-11), ("nuclear_norm", 1e-11),
+                     ("norm_21", 1e-11), ("gamma", 1e-11), ("p_opt", 0.0), ("rows", 0.0), ("cols", 0.0)):
+        want = np.array([x[col] for x in rows], dtype=np.float64)
+        ex.close(t[col].to_numpy(dtype=np.float64), want, max(tol, 1e-15), what=f"{tag} {col}")
+    for col in ("log_alpha", "log_scale"):
+        want = np.array([x[col] for x in rows])
+        ex.close(t[col].to_numpy(), want, 1e-11, scale=np.maximum(np.abs(want), 1.0), what=f"{tag} {col}")
+        with np.errstate(over="ignore"):
+            ex.close(t[col.replace("log_", "")].to_numpy(), np.exp(want), 1e-11, what=f"{tag} {col[4:]}")
+    lt = np.stack([x["log_terms"] for x in rows])
+    ex.close(r.log_terms, lt, 1e-11, scale=np.maximum(np.abs(lt), 1.0), what=f"{tag} log_terms")
+    ex.close(t["contribution"].to_numpy(), np.exp([x["log_min"] for x in rows]), 1e-10, what=f"{tag} contribution")
+    g = r.grid
+    with np.errstate(over="ignore"):  # huge norms: terms beyond float64 are inf on both sides
+        ex.close(g["term"].to_numpy(), np.exp(lt).reshape(-1), 1e-10, what=f"{tag} grid terms")
+        ex.close(g["ratio_to_p0"].to_numpy(), np.exp(lt - lt[:, :1]).reshape(-1), 1e-10, what=f"{tag} grid ratio")
+
+
+def _proxy_check(seed: int) -> tuple[float, int]:
+    ex = _Excess()
+    S = _sym_numeric()
+    ex.close(_si.L_PHI, S["L_phi"], 1e-15, what="L_phi")
+    for (Lv, Nv) in ((1, 1), (2, 128), (6, 384), (12, 768), (3, 7)):
+        ex.holds(_si.grid_m(Lv, Nv) == int(_sb.grid_m(Lv, Nv)), "grid_m")
+        ex.close(_si.p_grid(Lv, Nv), np.array([float(q) for q in _sb.grid_points(Lv, Nv)]), 1e-15, scale=1.0,
+                 what="p_grid")
+    ex.close(_si.p_grid(2, 8, grid_m=3), np.arange(7) / 3, 1e-15, scale=1.0, what="p_grid(m)")
+    for w, mats, L, H, N, dff in _proxy_instances(seed):
+        r = _si.spectral_adaptive_bound(w, device="cpu")
+        ref = _ref_proxy(mats, L, H, N, dff, mode="exact")
+        _compare_report(ex, r, ref, "exact")
+        ra = _si.spectral_adaptive_bound(w, device="cpu", mode="authors")
+        sv = {k: ra.spectra.svals(k).numpy() for k in _KINDS}
+        refa = _ref_proxy(mats, L, H, N, dff, mode="authors", svals=sv)
+        _compare_report(ex, ra, refa, "authors")
+        ex.close(_si.spectral_adaptive_bound(w.spectra(method="core"), grid_m=2).p, np.arange(5) / 2, 1e-15,
+                 scale=1.0, what="grid_m override")
+        rt = _si.spectral_adaptive_bound(w, device="cpu", rank_tol=1e-6)
+        _compare_report(ex, rt, _ref_proxy(mats, L, H, N, dff, mode="exact", rank_tol=1e-6), "rank_tol")
+        # Edelman-style proxy
+        e = _si.edelman_proxy(w, device="cpu")
+        ex.close(e.log_value, ref["log_edelman"], 1e-11, scale=max(abs(ref["log_edelman"]), 1.0), what="edelman log")
+        want_v = math.exp(ref["log_edelman"]) if ref["log_edelman"] < math.log(np.finfo(np.float64).max) else math.inf
+        ex.close(e.value, want_v, 1e-10, what="edelman value")
+        ex.close(e.table["log_xi"].to_numpy(), ref["log_xi"], 1e-11, scale=np.maximum(np.abs(ref["log_xi"]), 1.0),
+                 what="edelman xi")
+        ex.close(e.table["log_alpha"].to_numpy(), ref["logalpha"], 1e-11,
+                 scale=np.maximum(np.abs(ref["logalpha"]), 1.0), what="edelman alpha")
+        ex.close(e.table["log_lipschitz"].to_numpy(), ref["loglam"], 1e-11,
+                 scale=np.maximum(np.abs(ref["loglam"]), 1.0), what="edelman lipschitz")
+        lt = _si.layer_table(w)
+        ex.close(lt["log_lipschitz"].to_numpy(), ref["loglam"], 1e-11, scale=np.maximum(np.abs(ref["loglam"]), 1.0),
+                 what="layer_table lipschitz")
+        ex.close(lt["log_alpha"].to_numpy(), ref["logalpha"], 1e-11, scale=np.maximum(np.abs(ref["logalpha"]), 1.0),
+                 what="layer_table alpha")
+        C2 = ref["C2"]
+        ex.close(lt["C2_QK_max"].to_numpy(), C2["QK"].max(-1), 1e-11, what="layer_table C2_QK_max")
+        ex.close(lt["C2_V_max"].to_numpy(), C2["V"].max(-1), 1e-11, what="layer_table C2_V_max")
+        ex.close(lt["C2_M_in"].to_numpy(), C2["M_in"], 1e-11, what="layer_table C2_M_in")
+        ex.close(lt["C2_M_out"].to_numpy(), C2["M_out"], 1e-11, what="layer_table C2_M_out")
+        if np.all(np.abs(ref["loglam"]) < 300):
+            ex.close(lt["head_sum"].to_numpy(), np.sum(C2["V"] * (1 + S["qk4"] * C2["QK"]), axis=-1), 1e-11,
+                     what="layer_table head_sum")
+        # the L_phi argument
+        r2 = _si.spectral_adaptive_bound(w, device="cpu", L_phi=2.0)
+        e2 = _si.edelman_proxy(w, device="cpu", L_phi=2.0)
+        ex.close(r2.table["log_alpha"].to_numpy(), r.table["log_alpha"].to_numpy()
+                 + np.log(2.0 / S["L_phi"]) * (L - 1 - r.table["layer"].to_numpy()), 1e-11,
+                 scale=np.maximum(np.abs(r.table["log_alpha"].to_numpy()), 1.0), what="L_phi enters alpha")
+        ex.holds(e2.log_value > e.log_value or L == 1, "L_phi enters the Edelman proxy")
+    return ex.ratio()
+
+
+register(Claim(
+    label="prop-sa-proxy-value",
+    statement="spectral_adaptive_bound returns B = sum_a min_{p in P_m} T_a(p) + sqrt(L) with T, alpha, gamma, "
+              "scale = gamma alpha L and m = ceil(L + ln max(N, 2)) as in the authors' code, and edelman_proxy "
+              "(1 + sum_l alpha_l^{2/3} xi_l)^{3/2}: every value and table entry equals the definitions "
+              "evaluated from numpy's SVD of the dense matrices and sympy's constants, in both modes",
+    chapter=DEEP, provenance="authors-code",
+    numeric=FunctionCheck(_proxy_check), rtol=EQ_RTOL,
+    covers=("genbound.bounds.sakai_imaizumi.spectral_adaptive_bound", "genbound.bounds.sakai_imaizumi.edelman_proxy",
+            "genbound.bounds.sakai_imaizumi.layer_table", "genbound.bounds.sakai_imaizumi.grid_m",
+            "genbound.bounds.sakai_imaizumi.p_grid", "genbound.bounds.sakai_imaizumi.log_layer_lipschitz",
+            "genbound.bounds.sakai_imaizumi.log_layer_alpha", "genbound.bounds.sakai_imaizumi.matrix_gamma",
+            "genbound.bounds.sakai_imaizumi.log_schatten_grid", "genbound.bounds.sakai_imaizumi.log_contribution",
+            "genbound.schatten_entropy.log_layer_lipschitz", "genbound.schatten_entropy.log_layer_alphas",
+            "genbound.schatten_entropy.sensitivities", "genbound.schatten_entropy.head_lipschitz",
+            "genbound.schatten_entropy.log_per_matrix_term", "genbound.norms.log_schatten_power",
+            "genbound.norms.frobenius_norm", "genbound.norms.nuclear_norm", "genbound.norms.spectral_norm",
+            "genbound.spectra.numerical_rank", "genbound.spectra.threshold_spectrum"),
+    mutants=(replaced(se, "ATTENTION_QK_FACTOR", lambda old: 2 * old, name="qk-factor-doubled",
+                      what="1 + 8 C2(QK) in the head's Lipschitz factor"),
+             replaced(se, "GAMMA_QK_FACTOR", lambda old: old / 2, name="gamma-qk-halved", what="gamma(QK) = C_V C_in C_out"),
+             scaled(_si, "log_contribution", 1.0 + 1e-6, name="log-term-off", what="log T(p) off by a relative 1e-6"),
+             replaced(_si, "grid_m", lambda old: (lambda L, N: old(L, N) + 1), name="grid-finer",
+                      what="m = ceil(L + ln N) + 1")),
+))
+
+
+def _capacity_check(seed: int) -> tuple[float, int]:
+    ex = _Excess()
+    S = _sym_numeric()
+    gen = torch.Generator().manual_seed(seed)
+    # kappa_p: the package's Dudley factor equals sympy's integral, and lies in [1, 2 sqrt 2] with both ends
+    ps = torch.cat([torch.tensor([0.0, 1e-9, 2.0], dtype=DT), _u(gen, 200, 0.0, 2.0)])
+    kap = S["kappa"](ps.numpy())
+    ex.close(se.log_dudley_factor(ps), np.log(kap), 1e-12, scale=1.0, what="log_dudley_factor")
+    ex.holds(bool(np.all(kap >= 1 - 1e-15) and np.all(kap <= 2 * math.sqrt(2) * (1 + 1e-15))), "kappa range")
+    ex.close(kap[[0, 2]], [1.0, 2 * math.sqrt(2)], 1e-12, what="kappa ends")
+    ex.close(_si.DUDLEY_INTEGRAL_COEF, float(_sym_dudley_12()), 1e-15, what="Dudley 12")
+    for w, mats, L, H, N, dff in _proxy_instances(seed):
+        ref = _ref_proxy(mats, L, H, N, dff, mode="exact")
+        n_s = int(10 ** float(_u(gen, 1, 0, 14)))
+        r = _si.spectral_adaptive_bound(w, device="cpu", n_samples=n_s)
+        lc = ref["log_capacity"]
+        ex.close(r.log_capacity, lc, 1e-11, scale=max(abs(lc), 1.0), what="log_capacity")
+        ex.close(r.capacity, math.exp(lc) if lc < 709.78 else math.inf, 1e-10, what="capacity")
+        ex.holds(r.trivial == (lc - 0.5 * math.log(n_s) >= 0), "trivial")
+        ex.holds(_si.spectral_adaptive_bound(w, device="cpu").trivial is None, "trivial without n")
+        e = _si.edelman_proxy(w, device="cpu", n_samples=n_s)
+        ex.holds(e.capacity == e.value and e.log_capacity == e.log_value, "edelman capacity")
+        ex.holds(e.trivial == (e.log_value - 0.5 * math.log(n_s) >= 0), "edelman trivial")
+        for rep, lcap in ((r, lc), (e, e.log_value)):
+            for t in (1.0, float(_u(gen, 1, 0.01, 1.0)), 1e-3):
+                n = rep.samples_needed(t)
+                log_n = 2 * (lcap - math.log(t))
+                if log_n > 50 * math.log(2):
+                    ex.holds(n == math.inf if log_n > 1000 * math.log(2) else
+                             0.0 <= math.log(n) - log_n <= 1.5e-12,   # rounded up by the stated 1e-12
+                             "samples_needed huge")
+                    continue
+                ok = lcap - 0.5 * math.log(n) <= math.log(t) + 1e-12
+                prev = n == 1 or lcap - 0.5 * math.log(n - 1) > math.log(t) - 1e-12
+                ex.holds(ok and prev and isinstance(n, int), f"samples_needed({t}) = {n}")
+            ex.holds(rep.samples_needed() == rep.samples_needed(1.0), "samples_needed default target 1")
+            d = rep.to_dict()
+            ex.holds(d["trivial"] == rep.trivial and d["n_samples"] == n_s
+                     and (d["capacity"] is None or d["capacity"] == rep.capacity), "to_dict")
+        ex.holds(r.capacity >= r.value * (1 - 1e-12), "capacity >= value")
+    for bad in (0.0, 1.5, -1.0):
+        ex.raises(lambda b=bad: _si.samples_needed(1.0, b), Exception, f"target {bad}")
+    return ex.ratio()
+
+
+def _sym_dudley_12():
+    from ..symbolic import dudley as sd
+
+    return sd.dudley_constants()[1]
+
+
+register(Claim(
+    label="prop-sa-capacity",
+    statement="int_0^1 sqrt(c_p Theta^2 eps^{-2p/(p+2)}) d eps = kappa_p Theta, kappa_p = sqrt(c_p)(p+2)/2 in "
+              "[1, 2 sqrt 2]; with the per-matrix entropies adding, Dudley gives sqrt(n) R_n <= "
+              "12 sum_a kappa_{p_a} T_a(p_a); capacity = that + sqrt(L); samples_needed(t) is the least n with "
+              "capacity/sqrt(n) <= t and trivial means capacity/sqrt(n) >= 1",
+    chapter=DEEP, provenance="reconstructed",
+    numeric=FunctionCheck(_capacity_check), rtol=EQ_RTOL,
+    symbolic=sym.verify_capacity_factor,
+    covers=("genbound.schatten_entropy.log_dudley_factor", "genbound.bounds.sakai_imaizumi.spectral_adaptive_bound",
+            "genbound.bounds.sakai_imaizumi.samples_needed", "genbound.bounds.sakai_imaizumi.SpectralBoundReport",
+            "genbound.bounds.sakai_imaizumi.EdelmanProxyReport"),
+    mutants=(replaced(_si, "DUDLEY_INTEGRAL_COEF", lambda old: old / 2, name="dudley-halved", what="6 instead of 12"),
+             scaled(se, "log_dudley_factor", 0.5, name="kappa-rooted", what="sqrt(kappa_p) instead of kappa_p"),
+             replaced(_si, "samples_needed", lambda old: (lambda lc, t: old(lc, t) + 1), name="n-plus-one",
+                      what="one sample more than needed")),
+))
+
+
+# =========================================================================== lemma-level values, two-sided
+
+def _fn(expr, *names):
+    syms = sorted(expr.free_symbols, key=lambda x: x.name)
+    by = {x.name: x for x in syms}
+    return sym.sp.lambdify([by[n] for n in names], expr, "numpy")
+
+
+def _lemma_values_check(seed: int) -> tuple[float, int]:
+    import scipy.special as ssp
+
+    ex = _Excess()
+    gen = torch.Generator().manual_seed(seed)
+    n = 300
+    p = torch.cat([torch.tensor([2.0, 1.0, 0.5], dtype=DT), _u(gen, n - 3, 0.01, 2.0)])
+    M, Sc, Nn = 10 ** _u(gen, n, -3, 4), 10 ** _u(gen, n, -3, 4), torch.randint(1, 800, (n,), generator=gen).to(DT)
+    tau, eps_, B, D = 10 ** _u(gen, n, -3, 2), 10 ** _u(gen, n, -3, 0), 10 ** _u(gen, n, -1, 1), 10 ** _u(gen, n, -1, 1)
+    a = {k: v.numpy() for k, v in dict(p=p, M=M, S=Sc, N=Nn, tau=tau, eps=eps_, B=B, D=D).items()}
+    ex.close(se.GELU_LIPSCHITZ, float(_sb.L_phi_two_decimals()), 1e-15, what="GELU_LIPSCHITZ")
+    ex.close(se.c_p(p), _fn(sym.c_p(), "p")(a["p"]), 1e-12, what="c_p")
+    ex.close(se.c_p(torch.tensor(0.0, dtype=DT)), 1.0, 1e-15, what="c_0")
+    closed = _fn(sym.per_matrix_closed_form(), "M", "N", "S", "p")(a["M"], a["N"], a["S"], a["p"])
+    ex.close(se.per_matrix_term(M, Sc, Nn, p), closed, 1e-12, what="per_matrix_term")
+    ex.close(se.per_matrix_term(M, Sc, Nn, p, with_cp=False), closed / _fn(sym.c_p(), "p")(a["p"]), 1e-12,
+             what="per_matrix_term without c_p")
+    ex.close(se.log_per_matrix_term(M.log(), Sc.log(), Nn, p), np.log(closed), 1e-12,
+             scale=np.maximum(np.abs(np.log(closed)), 1.0), what="log_per_matrix_term")
+    ex.close(se.per_matrix_term(M.round() + 1, Sc, Nn, torch.zeros(n, dtype=DT)),
+             np.sqrt((M.round() + 1).numpy() * a["N"]), 1e-12, what="per_matrix_term p = 0")
+    ex.close(se.optimal_threshold(M, Sc, Nn, p), _fn(sym.optimal_threshold(), "M", "N", "S", "p")(
+        a["M"], a["N"], a["S"], a["p"]), 1e-12, what="optimal_threshold")
+    ex.close(se.optimal_threshold(M[:3], Sc[:3], Nn[:3], torch.zeros(3, dtype=DT)), np.zeros(3), 1.0, scale=1.0,
+             what="optimal_threshold p = 0")
+    ex.close(se.threshold_objective(tau, M, Sc, Nn, p), _fn(sym.threshold_objective(), "M", "N", "S", "p", "tau")(
+        a["M"], a["N"], a["S"], a["p"], a["tau"]), 1e-12, what="threshold_objective")
+    ex.close(se.entropy_objective(eps_, tau, M, Sc, Nn, p, B=B), _fn(sym.entropy_objective(), "B", "M", "N", "S",
+             "epsilon", "p", "tau")(a["B"], a["M"], a["N"], a["S"], a["eps"], a["p"], a["tau"]), 1e-12,
+             what="entropy_objective")
+    ex.close(se.entropy_log_covering(eps_, M, Sc, Nn, p, B=B), _fn(sym.entropy_closed_form(), "B", "M", "N", "S",
+             "epsilon", "p")(a["B"], a["M"], a["N"], a["S"], a["eps"], a["p"]), 1e-11, what="entropy_log_covering")
+    dud = sym.sp.sqrt(sym.k_p()) * sym.M ** (1 / (sym.p + 2)) * (sym.S * sym.B) ** (sym.p / (sym.p + 2)) \
+        * sym.N ** ((sym.p + 1) / (sym.p + 2)) * (sym.p + 2) / 2 * sym.D ** (2 / (sym.p + 2))
+    ex.holds(sym.verify_dudley_integral(), "sympy Dudley integral")
+    ex.close(se.dudley_entropy_integral(D, M, Sc, Nn, p, B=B), _fn(dud, "B", "D", "M", "N", "S", "p")(
+        a["B"], a["D"], a["M"], a["N"], a["S"], a["p"]), 1e-11, what="dudley_entropy_integral")
+    # spectra-level functions against numpy on random and adversarial spectra
+    ex_fn = {k: sym.sp.lambdify(_sb.p, v, "numpy") for k, v in _sb.term_exponents().items()}
+    grc = _fn(sym.grid_rounding_cost(), "Lambda", "N", "k", "logS_abs", "m")
+    grid = torch.arange(0, 13, dtype=DT) / 6
+    for i in range(40):
+        k = 2 + i % 9
+        s = (10 ** _u(gen, k, -3, 2)).sort(descending=True).values
+        if i % 4 == 1:
+            s[k // 2:] = 1e-14 * s[0]         # below the rank threshold
+        if i % 4 == 2:
+            s[:] = s[0]                        # flat: ties
+        sn = s.numpy()
+        Nv = int(torch.randint(k, 500, (1,), generator=gen))
+        scale = float(10 ** _u(gen, 1, -4, 4))
+        thr = max(1e-10, float(np.finfo(np.float64).eps)) * k * max(sn.max(), 1.0)
+        kept = sn[sn > thr]
+        gn = grid.numpy()
+        logM = np.array([math.log(kept.size) if q == 0 else _np_logsumexp(q * np.log(kept)) for q in gn])
+        want = ex_fn["M"](gn) * logM + ex_fn["S"](gn) * math.log(scale) + ex_fn["N"](gn) * math.log(Nv)
+        ex.close(se.log_term_grid(s, scale, Nv, grid), want, 1e-12, scale=np.maximum(np.abs(want), 1.0),
+                 what="log_term_grid")
+        ex.close(se.log_term_grid(s, math.log(scale), Nv, grid, log_scale=True, with_cp=True),
+                 want + np.log(_fn(sym.c_p(), "p")(np.where(gn > 0, gn, 1.0))) * (gn > 0), 1e-12,
+                 scale=np.maximum(np.abs(want), 1.0), what="log_term_grid with c_p")
+        pb, tb = se.best_p(s, scale, Nv, grid)
+        j = int(np.argmin(want))
+        ex.close(pb, gn[j], 1e-15, scale=1.0, what="best_p index")
+        ex.close(tb, math.exp(want[j]), 1e-11, what="best_p value")
+        cands = [math.sqrt(Nv * np.sum(kept > t)) + scale * Nv * t for t in np.concatenate([[0.0], kept])]
+        ex.close(se.spectral_count_minimum(s, scale, Nv), min(cands), 1e-12, what="spectral_count_minimum")
+        ex.close(se.p0_scale_threshold(s, Nv), math.sqrt(kept.size / Nv) / kept.min(), 1e-12, what="p0_scale_threshold")
+        mm = 1 + i % 7
+        lam_ = float(np.max(np.abs(np.log(kept))))
+        ex.close(se.grid_rounding_bound(s, scale, Nv, mm), grc(lam_, Nv, kept.size, abs(math.log(scale)), mm), 1e-12,
+                 what="grid_rounding_bound")
+    # layer factors and sensitivities against sympy
+    cq, cv = 10 ** _u(gen, n * 2, -2, 1).view(n, 2), 10 ** _u(gen, n * 2, -2, 1).view(n, 2)
+    ci, co, lp = 10 ** _u(gen, n, -2, 1), 10 ** _u(gen, n, -2, 1), 0.5 + _u(gen, n, 0, 2)
+    hl = _fn(sym.head_lipschitz(), "C_QK", "C_V")
+    ex.close(se.head_lipschitz(cq, cv), hl(cq.numpy(), cv.numpy()), 1e-12, what="head_lipschitz")
+    ll = _fn(sym.layer_lipschitz(2), "C_QK0", "C_QK1", "C_V0", "C_V1", "C_in", "C_out", "L_phi")
+    for j in range(5):
+        want = ll(cq[:, 0].numpy(), cq[:, 1].numpy(), cv[:, 0].numpy(), cv[:, 1].numpy(), ci.numpy(), co.numpy(),
+                  float(lp[j]))
+        ex.close(se.layer_lipschitz(cq, cv, ci, co, L_phi=float(lp[j])), want, 1e-12, what="layer_lipschitz")
+        ex.close(se.log_layer_lipschitz(cq, cv, ci, co, L_phi=float(lp[j])), np.log(want), 1e-12,
+                 scale=np.maximum(np.abs(np.log(want)), 1.0), what="log_layer_lipschitz")
+    S_ = _sym_numeric()
+    for conv in ("derived", "authors"):
+        g = se.sensitivities(cv[:, 0], ci, co, L_phi=float(lp[0]), convention=conv)
+        for kk in _KINDS:
+            want = (S_["gamma_derived"][kk](cv[:, 0].numpy(), ci.numpy(), co.numpy(), float(lp[0])) if conv == "derived"
+                    else S_["gamma_authors"][kk](cv[:, 0].numpy(), ci.numpy(), co.numpy()))
+            ex.close(g[kk], np.broadcast_to(want, (n,)), 1e-12, what=f"sensitivities {conv} {kk}")
+            if conv == "derived":
+                ex.close(se.gamma_derived(kk, cv[:, 0], ci, co, L_phi=float(lp[0])), np.broadcast_to(want, (n,)),
+                         1e-12, what=f"gamma_derived {kk}")
+    f = 10 ** _u(gen, 5 * 7, -1, 1).view(7, 5)
+    want = np.stack([np.concatenate([np.cumprod(row[::-1])[::-1][1:], [1.0]]) for row in f.numpy()])
+    ex.close(se.layer_alphas(f), want, 1e-12, what="layer_alphas")
+    ex.close(se.log_layer_alphas(f.log()), np.log(want), 1e-12, scale=np.maximum(np.abs(np.log(want)), 1.0),
+             what="log_layer_alphas")
+    # example spectra
+    idx = np.arange(1, 51)
+    ex.close(se.low_rank_spectrum(50, 7, 2.5), np.where(idx <= 7, 2.5, 0.0), 1e-15, scale=1.0, what="low_rank")
+    ex.close(se.polynomial_spectrum(50, 1.3, 2.0), 2.0 * idx ** -1.3, 1e-13, what="polynomial")
+    ex.close(se.exponential_spectrum(50, 0.2, 3.0), 3.0 * np.exp(-0.2 * (idx - 1)), 1e-13, what="exponential")
+    ex.close(se.spike_floor_spectrum(50, 4, 1e-3, 2.0), np.where(idx <= 4, 2.0, 1e-3), 1e-15, what="spike_floor")
+    # the default arguments the book states: sigma = sigma_1 = 1, B = 1, L_phi = 1.13
+    ex.close(se.spike_floor_spectrum(50, 4, 1e-3), np.where(idx <= 4, 1.0, 1e-3), 1e-15, what="spike_floor default")
+    ex.close(se.low_rank_spectrum(50, 7), np.where(idx <= 7, 1.0, 0.0), 1e-15, scale=1.0, what="low_rank default")
+    ex.close(se.polynomial_spectrum(50, 1.3), idx ** -1.3, 1e-13, what="polynomial default")
+    ex.close(se.exponential_spectrum(50, 0.2), np.exp(-0.2 * (idx - 1)), 1e-13, what="exponential default")
+    ex.close(se.entropy_log_covering(eps_, M, Sc, Nn, p), se.entropy_log_covering(eps_, M, Sc, Nn, p, B=1.0), 1e-15,
+             what="entropy B default")
+    ex.close(se.entropy_objective(eps_, tau, M, Sc, Nn, p), se.entropy_objective(eps_, tau, M, Sc, Nn, p, B=1.0),
+             1e-15, what="entropy_objective B default")
+    ex.close(se.dudley_entropy_integral(D, M, Sc, Nn, p), se.dudley_entropy_integral(D, M, Sc, Nn, p, B=1.0), 1e-15,
+             what="dudley B default")
+    ex.close(se.layer_lipschitz(cq, cv, ci, co), se.layer_lipschitz(cq, cv, ci, co, L_phi=1.13), 1e-15,
+             what="L_phi default")
+    ex.close(se.gamma_derived("QK", cv[:, 0], ci, co), se.gamma_derived("QK", cv[:, 0], ci, co, L_phi=1.13), 1e-15,
+             what="gamma L_phi default")
+    # the reference model against a numpy forward (exact GELU via erf)
+    X = _ball(gen, 3, _T, _N)
+    lay = [(torch.randn(_H, _N, _N, generator=gen, dtype=DT), torch.randn(_H, _N, _N, generator=gen, dtype=DT) / 2,
+            torch.randn(_N, _F, generator=gen, dtype=DT) / 2, torch.randn(_F, _N, generator=gen, dtype=DT) / 2)
+           for _ in range(2)]
+
+    def proj(Z):
+        return Z / np.maximum(1.0, np.linalg.norm(Z, axis=-1, keepdims=True))
+
+    def layer_np(Z, qk, v, mi, mo):
+        heads = 0.0
+        for h in range(qk.shape[0]):
+            sc = Z @ qk[h] @ np.swapaxes(Z, -1, -2)
+            w = np.exp(sc - sc.max(-1, keepdims=True))
+            heads = heads + (w / w.sum(-1, keepdims=True)) @ Z @ v[h]
+        U = proj(heads) @ mi
+        return proj((U * 0.5 * (1 + ssp.erf(U / math.sqrt(2)))) @ mo)
+
+    Z = X.numpy()
+    for q, v, mi, mo in lay:
+        Z = layer_np(Z, q.numpy(), v.numpy(), mi.numpy(), mo.numpy())
+    ex.close(se.reference_transformer(X, lay), Z, 1e-12, scale=1.0, what="reference_transformer")
+    big = torch.randn(5, 4, generator=gen, dtype=DT) * 3
+    ex.close(se.row_project(big), proj(big.numpy()), 1e-15, scale=1.0, what="row_project")
+    for bad in (lambda: se.c_p(torch.tensor(2.5, dtype=DT)), lambda: se.low_rank_spectrum(4, 5),
+                lambda: se.gamma_derived("K", 1.0, 1.0, 1.0), lambda: se.sensitivities(1.0, 1.0, 1.0, convention="x")):
+        ex.raises(bad, Exception, "bad input")
+    return ex.ratio()
+
+
+register(Claim(
+    label="prop-sa-lemma-values",
+    statement="genbound's lemma-level quantities of Part III (c_p, the per-matrix term and its threshold, the "
+              "two-piece entropy and its Dudley integral, the grid terms and their minimiser, the spectral "
+              "count, the p = 0 threshold, the grid-rounding bound, the layer factors, alphas and both "
+              "conventions of gamma, the example spectra, the reference model) equal their sympy and numpy "
+              "evaluations",
+    chapter=ENTROPY, provenance="reconstructed",
+    numeric=FunctionCheck(_lemma_values_check), rtol=EQ_RTOL,
+    covers=tuple("genbound.schatten_entropy." + x for x in (
+        "c_p", "log_c_p", "per_matrix_term", "log_per_matrix_term", "optimal_threshold", "threshold_objective",
+        "entropy_objective", "entropy_log_covering", "dudley_entropy_integral", "log_term_grid", "best_p",
+        "spectral_count_minimum", "p0_scale_threshold", "grid_rounding_bound", "head_lipschitz", "layer_lipschitz",
+        "log_layer_lipschitz", "sensitivities", "gamma_derived", "layer_alphas", "log_layer_alphas",
+        "low_rank_spectrum", "polynomial_spectrum", "exponential_spectrum", "spike_floor_spectrum",
+        "row_project", "attention_head", "reference_layer", "reference_transformer")),
+    mutants=(replaced(se, "GAMMA_QK_FACTOR", lambda old: 2 * old, name="gamma-qk-doubled",
+                      what="gamma(QK) = 4 L_phi C_V C_in C_out (a loosened constant)"),
+             scaled(se, "log_term_grid", 1.0 + 1e-6, name="grid-term-off", what="log T(p) off by 1e-6 relative"),
+             replaced(se, "row_project", lambda old: (lambda Z: old(Z * 1.01) / 1.01), name="projection-radius",
+                      what="rows projected onto the ball of radius 1/1.01")),
 ))

@@ -265,7 +265,7 @@ def save_spectra(work, out, *, depths=DEPTHS, widths=WIDTHS, log=print) -> Path:
     """
     from transformers import BertForSequenceClassification
 
-    from ..bounds.sakai_imaizumi import edelman_proxy, spectral_adaptive_bound
+    from ..checkpoint_bounds import edelman_proxy, spectral_adaptive_bound  # these accept a torch module
 
     work, out = Path(work), Path(out)
     payload = {}

@@ -29,7 +29,7 @@ __all__ = [
     "verify_threshold_optimum", "verify_threshold_convex", "verify_cp_limits", "verify_cp_increasing",
     "entropy_objective", "entropy_optimal_threshold", "k_p", "entropy_closed_form",
     "verify_entropy_optimum", "verify_cp_equals_kp", "dudley_integral", "verify_dudley_integral",
-    "entropy_exponent", "verify_entropy_exponent_range",
+    "entropy_exponent", "verify_entropy_exponent_range", "capacity_factor", "verify_capacity_factor",
     "SOFTMAX_L1_CONSTANT", "SCORE_OCCURRENCES", "head_sensitivity", "head_lipschitz", "verify_head_lipschitz",
     "ffn_sensitivity", "layer_lipschitz", "gamma_derived", "GAMMA_STATED", "verify_gamma_derivation",
     "gamma_authors", "gamma_ratio",
@@ -163,6 +163,23 @@ def verify_dudley_integral() -> bool:
     theta = M ** (1 / (p + 2)) * (S * B) ** (p / (p + 2)) * N ** ((p + 1) / (p + 2))
     expected = sp.sqrt(k_p()) * theta * (p + 2) / 2 * D ** (2 / (p + 2))
     return _same(sp.simplify(dudley_integral()), expected)
+
+
+def capacity_factor():
+    """``kappa_p``: the Dudley integral of :func:`entropy_closed_form` up to ``D = 1`` divided by ``Theta_p``
+    (sympy's integral with ``M = S = B = N = D = 1``); :prf:ref:`prop-sa-capacity`."""
+    return sp.simplify(dudley_integral().subs({M: 1, S: 1, B: 1, N: 1, D: 1}))
+
+
+def verify_capacity_factor() -> bool:
+    """``kappa_p = sqrt(c_p) (p + 2) / 2``, ``kappa_p -> 1`` as ``p -> 0``, ``kappa_2 = 2 sqrt(2)``, and
+    ``kappa_p`` increases on ``(0, 2]`` (so ``1 <= kappa_p <= 2 sqrt(2)``)."""
+    k = capacity_factor()
+    same = _same(k, sp.sqrt(c_p()) * (p + 2) / 2)
+    ends = sp.limit(k, p, 0, "+") == 1 and sp.simplify(k.subs(p, 2) - 2 * sp.sqrt(2)) == 0
+    # log kappa = log(c_p)/2 + log((p+2)/2); both parts increase (c_p increases: verify_cp_increasing)
+    dlog = sp.diff(sp.log((p + 2) / 2), p)
+    return bool(same and ends and verify_cp_increasing() and sp.simplify(dlog - 1 / (p + 2)) == 0)
 
 
 def verify_entropy_exponent_range() -> bool:
