@@ -47,7 +47,7 @@ PKG = ROOT / "genbound"
 DEFAULT_TARGETS = (
     "genbound/spectra.py", "genbound/norms.py", "genbound/rademacher.py", "genbound/covering.py",
     "genbound/schatten_entropy.py", "genbound/bounds/trauger_tewari.py", "genbound/bounds/edelman.py",
-    "genbound/bounds/sakai_imaizumi.py", "genbound/bounds/radius_grid.py",
+    "genbound/bounds/sakai_imaizumi.py", "genbound/bounds/radius_grid.py", "genbound/bounds/_result.py",
 )
 EQUIVALENT_FILE = ROOT / "benchmarks" / "mutation_equivalent.json"
 

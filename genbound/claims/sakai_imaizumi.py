@@ -238,13 +238,12 @@ def _softmax_ratio(a, b):
 
 
 register(Claim(
-    label="lem-sa-softmax-l1",
+    label="lem-sa-softmax-l1", covers=('genbound.symbolic.sakai_imaizumi.SOFTMAX_L1_CONSTANT',),
     statement="||softmax(a) - softmax(b)||_1 <= 2 ||a - b||_inf (the tight constant is 1)",
     chapter=DEEP, provenance="standard",
     numeric=InequalityCheck(_softmax_sample, _softmax_ratio, None, trials=2000, starts=12, steps=80, lr=0.05),
     loose_reason="the stated constant 2 (the authors', from the triangle inequality) is twice the tight "
                  "constant 1 of lem-softmax-linf-l1, so no instance exceeds 1/2 of the bound",
-    covers=(),
     mutants=(scaled(sym, "SOFTMAX_L1_CONSTANT", 0.25, name="constant-below-tight",
                     what="the constant 2 replaced by 1/2, below the tight constant 1"),),
 ))

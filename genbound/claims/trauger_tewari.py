@@ -98,7 +98,7 @@ def norm_price_factor(d_in: int) -> float:
 
 
 register(Claim(
-    label="lem-tt-norm-price",
+    label="lem-tt-norm-price", covers=('genbound.claims.trauger_tewari.norm_price_factor', 'genbound.nets.matrix_norms'),
     statement="||A||_op <= ||A||_F <= ||A||_{2,1} <= ||A||_{1,1} <= sqrt(d_in) ||A||_{2,1} (column convention)",
     chapter=CH_COVERS, provenance="standard",
     numeric=InequalityCheck(_norm_sample, _norm_ratio, trials=2000, starts=8, steps=60),
@@ -243,7 +243,7 @@ def _extreme_ratio(D, x, B):
 
 
 register(Claim(
-    label="lem-tt-cover-extreme",
+    label="lem-tt-cover-extreme", covers=('genbound.claims.trauger_tewari.extreme_point_bound',),
     statement="sup_{||x||_1 <= B_X} ||(W - W_hat)^T x||_inf = B_X max_ij |W - W_hat|_ij, so a uniform cover on the "
               "l1 ball is a cover at the d k coordinates (then Zhang's bound with n = d k)",
     chapter=CH_COVERS, provenance="reconstructed",
@@ -929,7 +929,7 @@ def edelman_chain_bound(p, s, sh, Ph, uh, yh, B_X):
 
 
 register(Claim(
-    label="lem-edelman-perturbation",
+    label="lem-edelman-perturbation", covers=('genbound.claims.trauger_tewari.edelman_chain_bound',),
     statement="one layer at the [CLS] row, data-dependent chain: rho(f, f_hat) <= sum_h rho_QK^h max_{i,t}|s - s_hat| "
               "+ sum_h rho_V rho(p_hat_h (V_h - V_hat_h)) + S_w rho([sigma(u_hat), 1](C - C_hat)) + rho(z_hat (w - w_hat)), "
               "rho = RMS over the m samples; only the true spectral norms S_V, S_C, S_w enter",
