@@ -93,6 +93,7 @@ def _thresholded(svals, rank_tol, size) -> torch.Tensor:
 
 def log_schatten_power(svals, p, *, rank_tol: float = DEFAULT_RANK_TOL, size: int | None = None) -> torch.Tensor:
     """``log(sum_i s_i**p)`` computed in log space, for one ``p`` or a whole grid at once.
+    (Checked against numpy: :prf:ref:`prop-computed-norms`.)
 
     With ``s`` of shape ``(..., k)`` and ``p`` a scalar the result has shape ``(...)``; with ``p`` a 1-D
     grid of ``P`` indices it has shape ``(..., P)``. A zero matrix gives ``-inf``. The computation is

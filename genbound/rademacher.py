@@ -72,6 +72,7 @@ def mcdiarmid_tail(t, sum_sq):
 
 def generalization_gap_bound(rademacher: float, *, m: int, delta: float, b: float = 1.0) -> float:
     """``2 R_S(G) + 3 b sqrt(log(2/delta) / (2m))`` (book: :prf:ref:`thm-rademacher-generalization`).
+    (The factor 2 is :prf:ref:`lem-symmetrization`.)
 
     For a class ``G`` of losses with values in ``[0, b]`` and an i.i.d. sample of size ``m``: with
     probability at least ``1 - delta``, **every** ``g in G`` has ``E g <= (1/m) sum_i g(z_i) + this``,

@@ -58,6 +58,7 @@ DEFAULT_RANK_TOL = 1e-10
 
 def singular_values(W, *, device=None, dtype=None, driver: str | None = None) -> torch.Tensor:
     """Singular values of ``W`` (shape ``(..., rows, cols)``), descending, batched in one call.
+    (Checked against numpy: :prf:ref:`prop-computed-spectra`.)
 
     Parameters
     ----------

@@ -79,11 +79,9 @@ def test_plot_contributions(tmp_path):
 
 def test_plot_sweep_on_the_saved_sweep():
     """The sparse-majority chapter's figure, from its saved data, in the shared 2 x 2 column layout."""
-    from importlib.resources import files
-
     from genbound.experiments import sparse_majority as sm
 
-    df = pd.read_csv(files("genbound") / "data" / "sparse_majority_sweep.csv")
+    df = sm.read_csv()                       # the saved sweep, through the results-file reader
     fitted = df[df["fitted"]]
     fig, axes = plotting.new_axes(2, 2, height=5.6)
     sm.plot_sweep(fitted, axes.ravel(), label="fitted runs", color="C1")

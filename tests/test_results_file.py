@@ -65,6 +65,15 @@ def _keep_torch_threads():
 
 
 # ------------------------------------------------------------------------------------------ kills
+def _finished_rows(path) -> int:
+    """Rows in a results file (lines after the header and the column line), 0 while it is absent."""
+    try:
+        lines = [ln for ln in path.read_text().splitlines() if ln and not ln.startswith("#")]
+    except (FileNotFoundError, UnicodeDecodeError):
+        return 0
+    return max(len(lines) - 1, 0)
+
+
 def test_sweep_killed_at_random_moments_resumes_to_the_clean_rows(tmp_path, record_property):
     """A sweep (6 lengths x 2 seeds, each stack well under a second of training) killed with SIGKILL
     at random moments and resumed each time ends with exactly the rows of an uninterrupted run: the
@@ -86,16 +95,24 @@ def test_sweep_killed_at_random_moments_resumes_to_the_clean_rows(tmp_path, reco
     kills = 0
     progress = []
     done = 0
+    per_stack = work / 6                     # one sequence length (two seeds) per stack
     for attempt in range(8):
-        # a random moment in what is left of the run: from start-up to the last stack
-        delay = rng.uniform(0.3, 1.0) * startup + rng.uniform(0.0, 1.0) * work * (12 - done) / 12
+        # a random moment: once the file holds a target number of finished rows (rising over the
+        # attempts, so that kills land at several stages whatever the machine's load), a random part
+        # of one stack's time later; attempt 0 kills during start-up
+        target = (0, 2, 2, 4, 6, 8, 10, 10)[attempt]
         p = _subprocess(_sweep_argv(path))
-        try:
-            rc = p.wait(timeout=delay)
-        except subprocess.TimeoutExpired:
+        rc = None
+        if attempt == 0:
+            time.sleep(rng.uniform(0.3, 0.9) * startup)
+        else:
+            while p.poll() is None and _finished_rows(path) < target:
+                time.sleep(0.01)
+            time.sleep(rng.uniform(0.0, 1.0) * per_stack)
+        if p.poll() is None:
             p.send_signal(signal.SIGKILL)
-            rc = p.wait(timeout=60)
-            kills += rc == -signal.SIGKILL
+        rc = p.wait(timeout=60)
+        kills += rc == -signal.SIGKILL
         if path.exists():                   # after every kill the file is a readable results file
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", ResultsFileWarning)

@@ -72,6 +72,18 @@ def _public_modules() -> list[str]:
     return sorted(names)
 
 
+def _documented_name(module: str, attr: str, obj) -> str:
+    """Where the API page documents ``obj``: the shallowest package below ``genbound`` that re-exports
+    it in its ``__all__`` (a subpackage split into modules, e.g. ``experiments.sparse_majority``), else
+    its own module."""
+    parts = module.split(".")
+    for k in range(2, len(parts)):
+        pkg = importlib.import_module(".".join(parts[:k]))
+        if attr in getattr(pkg, "__all__", ()) and getattr(pkg, attr, None) is obj:
+            return f"{pkg.__name__}.{attr}"
+    return f"{module}.{attr}"
+
+
 @lru_cache(maxsize=None)
 def _citations() -> dict[str, tuple[tuple[str, bool], ...]]:
     out: dict[str, list[tuple[str, bool]]] = {}
@@ -82,7 +94,7 @@ def _citations() -> dict[str, tuple[tuple[str, bool], ...]]:
             if attr.startswith("_") or getattr(obj, "__module__", None) != name:
                 continue
             if inspect.isfunction(obj) or inspect.isclass(obj):
-                objs.append((f"{name}.{attr}", obj, False))
+                objs.append((_documented_name(name, attr, obj), obj, False))
         for qualname, obj, is_module in objs:
             for label in dict.fromkeys(_PRF_REF.findall(inspect.getdoc(obj) or "")):
                 out.setdefault(label, []).append((qualname, is_module))
