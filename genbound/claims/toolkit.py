@@ -480,7 +480,8 @@ def _relaxed_objective(alpha, A, lam, m, c):
 def _inv_sq_check(seed):
     """(a) the closed form bounds the numerical infimum of Dudley's objective from above; (b) it is the
     minimum of the relaxed objective: its value is at most the minimum over a fine grid of alpha in (0, c/2]
-    refined by golden section (a wrong alpha* gives a larger value, a ratio above 1)."""
+    refined by golden section (a wrong alpha* gives a larger value, a ratio above 1); (c) with ``A = 0`` it
+    equals the infimum of the (then linear) objective, two-sided."""
     gen = torch.Generator().manual_seed(int(seed))
     worst = 0.0
     A, L, m, c = _dudley_params(gen, 24)
@@ -499,7 +500,16 @@ def _inv_sq_check(seed):
         best = min(float(vals.min()), float(_relaxed_objective(torch.tensor(math.exp((lo + hi) / 2), dtype=F64),
                                                                  a, lam, mm, cc)))
         worst = max(worst, num / closed, closed / best)
-    return worst, len(A)
+    # (c) A = 0 (a finite class, log N = Lambda): the objective is linear in alpha, so the closed form
+    # is exactly its infimum, 12 sqrt(Lambda) c / (2 sqrt(m)) (alpha -> 0) or 4 c / 2 (alpha = c/2):
+    # compared two-sided with the linear objective's two ends
+    for lam, mm, cc in zip(L, m, c):
+        lam = lam if lam > 0 else 1.0
+        for mmm in (mm, max(1, int(9 * lam))):          # both sides of 4 = 12 sqrt(Lambda / m)
+            closed = rad.dudley_inverse_square(0.0, lam, m=mmm, diameter=cc).value
+            ends = min(12 * math.sqrt(lam / mmm) * cc / 2, 4 * cc / 2)
+            worst = max(worst, closed / ends, ends / closed)
+    return worst, 3 * len(A)
 
 
 register(Claim(
