@@ -748,6 +748,17 @@ register(Claim(
 ))
 
 
+def _edelman_args(keys, lay, kw, H, dense, out_dim):
+    """The arguments, in the order ``keys``, of the lambdified Edelman-type statement at one case."""
+    vals = {"B_X": kw["B_X"], "B_w21": kw["B_w21"], "S_w": kw["S_w"], "d": kw["d"], "out_dim": out_dim,
+            "m": kw["m"], "T": kw["T"], "gamma": kw["margin"], "L_sigma": kw["L_sigma"], "kappa": kw["kappa"]}
+    for h in range(H):
+        vals.update({f"F_QK[{h}]": lay.F_QK[h], f"B_V21[{h}]": lay.B_V21[h], f"S_V[{h}]": lay.S_V[h]})
+    if dense:
+        vals.update({"B_C21": lay.B_C21, "S_C": lay.S_C})
+    return [vals[k] for k in keys]
+
+
 # ------------------------------------------------------------------ Edelman-type value, two-sided
 @lru_cache(maxsize=None)
 def _edelman_parts_fn(H, dense, bias, row_norm, multiclass):
@@ -838,13 +849,7 @@ def edelman_value_agreement(seed: int, n: int = 10) -> tuple[float, int, int]:
                   L_sigma=rng.uniform(0.5, 2.0), kappa=rng.uniform(0.5, 1.5))
         r = ed_mod.edelman_bound(lay, out_dim=out_dim, bias=bias, row_norm=row_norm, **kw)
         keys, fm, fz, zf = _edelman_parts_fn(H, dense, bias, row_norm, out_dim > 1)
-        vals = {"B_X": kw["B_X"], "B_w21": kw["B_w21"], "S_w": kw["S_w"], "d": kw["d"], "out_dim": out_dim,
-                "m": kw["m"], "T": kw["T"], "gamma": kw["margin"], "L_sigma": kw["L_sigma"], "kappa": kw["kappa"]}
-        for h in range(H):
-            vals.update({f"F_QK[{h}]": lay.F_QK[h], f"B_V21[{h}]": lay.B_V21[h], f"S_V[{h}]": lay.S_V[h]})
-        if dense:
-            vals.update({"B_C21": lay.B_C21, "S_C": lay.S_C})
-        args = [vals[k] for k in keys]
+        args = _edelman_args(keys, lay, kw, H, dense, out_dim)
         parts = ({k: tuple(f(*args)) for k, f in fm.items()}, {k: tuple(f(*args)) for k, f in fz.items()})
         cover = _edelman_reference_cover(parts, zf, r.log_cover.iterations)
         loss = r.loss_cover
@@ -1245,13 +1250,7 @@ def edelman_capacity_ratios(seed: int, n: int = 6) -> tuple[float, float, int]:
         for e in (1e-4, 1e-3, 1e-2, 0.1, 0.25):
             worst = max(worst, cov(e) / (cov.A0 * cov.log_factor(e) / e**2 + cov.Lambda))
         keys, fm, fz, _ = _edelman_parts_fn(H, dense, bias, row_norm, out_dim > 1)
-        vals = {"B_X": kw["B_X"], "B_w21": kw["B_w21"], "S_w": kw["S_w"], "d": kw["d"], "out_dim": out_dim,
-                "m": kw["m"], "T": kw["T"], "gamma": kw["margin"], "L_sigma": kw["L_sigma"], "kappa": kw["kappa"]}
-        for h in range(H):
-            vals.update({f"F_QK[{h}]": lay.F_QK[h], f"B_V21[{h}]": lay.B_V21[h], f"S_V[{h}]": lay.S_V[h]})
-        if dense:
-            vals.update({"B_C21": lay.B_C21, "S_C": lay.S_C})
-        args = [vals[k] for k in keys]
+        args = _edelman_args(keys, lay, kw, H, dense, out_dim)
         maps = [tuple(f(*args)) for f in fm.values()]
         zh = [tuple(f(*args)) for f in fz.values()]
         lead = float(sym.ZHANG_LEADING)
