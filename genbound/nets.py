@@ -301,7 +301,7 @@ class ReferenceTransformer(nn.Module):
 
         ``params``: stacked parameters keyed by ``named_parameters`` names, each with a leading model
         axis ``K`` (:func:`stack_parameters`); ``X``: ``(K, n, T, d)``, model ``k`` on its own inputs
-        ``X[k]``. Returns the logits ``(K, n, out_dim)`` of row :attr:`cls_index` (at the last layer
+        ``X[k]``. Returns the logits ``(K, n, out_dim)`` of row ``cls_index`` (at the last layer
         only that row's query is formed), or with ``all_rows`` the last layer ``Z^(L)``
         ``(K, n, T, d)``. The architecture (depth, heads, biases, dense map, activation, ``Pi``, score
         scale) is read from ``self``; its own parameter values are not used.

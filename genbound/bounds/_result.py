@@ -89,7 +89,7 @@ class BoundResultMixin:
     def to_dict(self, *, m_star_target: float | None = None, tol: float = 0.0) -> dict:
         """JSON-ready summary: ``value``, ``trivial``, ``capacity``, ``log_factor``, ``rademacher``, ``m``,
         ``delta``, ``margin`` (and ``T`` where the bound has one); with ``m_star_target`` also ``m_star``
-        (:meth:`samples_needed` at that target) and ``m_star_target``."""
+        (``samples_needed`` at that target) and ``m_star_target``."""
         out = {"bound": type(self).__name__, "value": json_float(self.value), "trivial": self.trivial,
                "capacity": json_float(self.capacity), "log_factor": json_float(self.log_factor),
                "rademacher": json_float(self.rademacher), "m": int(self.m), "delta": float(self.delta),

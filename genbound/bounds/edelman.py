@@ -243,7 +243,7 @@ class EdelmanBound(BoundResultMixin):
 
     What the value is (:prf:ref:`cor-edelman-capacity`): ``trivial``, ``capacity`` (free of ``m`` and
     ``T``; ``rademacher <= capacity * log_factor / sqrt(m)`` with the ``log(mT)`` in ``log_factor``),
-    :meth:`samples_needed`, :meth:`at`, :meth:`to_dict`.
+    ``samples_needed``, ``at``, ``to_dict``.
 
     >>> lay = EdelmanLayerRadii((1.0,), (1.0,), (1.0,))
     >>> r = edelman_bound(lay, B_X=1.0, B_w21=1.0, S_w=1.0, d=4, m=300, T=10, delta=0.05)

@@ -441,7 +441,7 @@ def spectral_adaptive_bound(weights, *, L_phi: float = L_PHI, grid_m: int | None
     """The spectrum-adaptive post hoc proxy ``B_ours`` of Sakai & Imaizumi (2026), :ref:`ch-sakai-trained`.
 
     ``weights`` is a :class:`~genbound.weights.TransformerWeights` or precomputed
-    :class:`~genbound.weights.Spectra` (a checkpoint folder or a torch module: :func:`genbound.spectral_adaptive_bound`,
+    :class:`~genbound.weights.Spectra` (a checkpoint folder or a torch module: ``genbound.spectral_adaptive_bound``,
     which loads it and calls this). All grid points of all matrices are evaluated at once in log space. See
     the module docstring for the definitions and the two modes. ``n_samples`` (optional) is the sample size
     at which :attr:`SpectralBoundReport.trivial` is decided.

@@ -328,7 +328,7 @@ class TTBound(BoundResultMixin):
 
     What the value is (:prf:ref:`cor-tt-capacity`): ``trivial`` (the value is the trivial cap and cannot
     see the weights), ``capacity`` (``m``-free: ``rademacher <= capacity * log_factor / sqrt(m)``),
-    :meth:`samples_needed` (the smallest ``m`` reaching a target), :meth:`at` and :meth:`to_dict`.
+    ``samples_needed`` (the smallest ``m`` reaching a target), ``at`` and ``to_dict``.
 
     >>> lay = LayerRadii((1.0,), (1.0,), (1.0,), (1.0,))
     >>> r = trauger_tewari_bound([lay], B_X=1.0, B_w=1.0, d=4, m=300, delta=0.05)

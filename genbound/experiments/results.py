@@ -234,7 +234,7 @@ def read_results(path, schema: Schema, *, report: Callable[[str], None] | None =
     empty, not UTF-8, not a genbound results file, of another experiment, with other columns, with a
     row that does not match the columns anywhere but last, or with a duplicate key. An unfinished last
     row (cut mid-row, or not parsing) is left out and reported through ``report`` (default: a
-    :class:`ResultsFileWarning`); :attr:`ResultsTable.incomplete` holds the message.
+    :class:`ResultsFileWarning`); ``ResultsTable.incomplete`` holds the message.
     """
     path = Path(path)
     try:

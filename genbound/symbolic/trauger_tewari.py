@@ -226,8 +226,8 @@ def tt_bound_value(L: int, H: int = 1, *, dense: bool = False, bias: bool = Fals
     ``value = 2 min(D, 1/2) + 3 sqrt(log(2/delta)/(2m))`` (:func:`genbound.symbolic.rademacher.generalization_gap`),
     ``D`` the inverse-square Dudley bound (:func:`genbound.symbolic.dudley.inverse_square_objective` at the
     clipped minimiser :func:`~genbound.symbolic.dudley.inverse_square_alpha`) at diameter ``1/2`` for
-    ``log N <= L_loss^2 A/eps^2 + Lambda``, ``A = (sum_j c_j^{2/3})^3`` (:data:`~genbound.symbolic.allocation.
-    ALLOCATION_EXPONENTS`), ``c_j`` = :func:`cover_constant` of :func:`unrolled_sensitivities`, the
+    ``log N <= L_loss^2 A/eps^2 + Lambda``, ``A = (sum_j c_j^{2/3})^3`` (``ALLOCATION_EXPONENTS`` of
+    :mod:`genbound.symbolic.allocation`), ``c_j`` = :func:`cover_constant` of :func:`unrolled_sensitivities`, the
     ``||.||_{1,1}`` radius and ``log(2 d_in d_out)``, with :data:`PROPER_FACTOR` where the proof needs a
     proper cover (``S < B`` of every ``C``; of ``V`` below the last layer without ``Pi``), ``Lambda`` the sum
     of the ``log(2 d_in d_out)``, ``L_loss = 1/gamma`` (``2/gamma`` with ``multiclass``).

@@ -56,7 +56,7 @@ def sample_size_needed(net, *, seq_len: int, delta: float, B_X: float, margin: f
     """``m*``: the smallest sample size at which each bound (Trauger-Tewari, Edelman-type), evaluated
     with ``net``'s norms **held fixed**, falls to ``target``; bisection on ``log10 m`` to ``tol`` decades
     (the returned ``m*`` satisfies the target; ``m* / 10**tol`` does not): the results'
-    :meth:`samples_needed`.
+    ``samples_needed``.
 
     With ``radius_grid`` (default) the bounds are those of :prf:ref:`thm-radius-union`, so that a
     network trained on ``m*`` samples with these norms would carry the guarantee. Returns two floats
@@ -72,7 +72,7 @@ def bound_fields(net, *, m: int, seq_len: int, delta: float, B_X: float, margin:
                  radius_grid: bool = True, m_star_target: float | None = None) -> dict:
     """What each Part II bound says at ``m``, flat for a results row: ``{tt,edelman}_bound`` (the
     certified value), ``_trivial`` (the value is the trivial cap), ``_capacity`` (the m-free complexity)
-    and, with ``m_star_target``, ``_m_star`` (:meth:`samples_needed`, exact)."""
+    and, with ``m_star_target``, ``_m_star`` (``samples_needed``, exact)."""
     out = {}
     for name, r in zip(("tt", "edelman"), bound_results(net, m=m, seq_len=seq_len, delta=delta, B_X=B_X,
                                                         margin=margin, radius_grid=radius_grid)):

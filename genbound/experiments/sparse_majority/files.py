@@ -69,13 +69,13 @@ def write_csv(results: Iterable, path, *, config: SparseMajorityConfig, append: 
 
 
 def read_sweep(path=None, *, report: Callable[[str], None] | None = None):
-    """The sweep's results file (default :data:`SAVED_SWEEP`) as a
+    """The sweep's results file (default ``SAVED_SWEEP``) as a
     :class:`~genbound.experiments.results.ResultsTable` (rows, header with the configuration)."""
     return read_results(SAVED_SWEEP if path is None else path, SCHEMA, report=report)
 
 
 def read_csv(path=None):
-    """The sweep (default :data:`SAVED_SWEEP`, the saved sweep) as a pandas DataFrame, one row per
+    """The sweep (default ``SAVED_SWEEP``, the saved sweep) as a pandas DataFrame, one row per
     finished run, read by :func:`~genbound.experiments.results.read_results` (the one reader of
     results files: an unfinished last row is reported and left out; a file that is not a sweep's
     results file raises :class:`~genbound.errors.ResultsFileError`)."""
