@@ -284,6 +284,9 @@ def main(argv=None) -> int:
     ap.add_argument("--timeout", type=float, default=900.0, help="seconds per mutant")
     ap.add_argument("--json", type=Path, help="write every outcome here (JSON lines, appended; resumes)")
     ap.add_argument("--list", action="store_true", help="only count the sites per module")
+    ap.add_argument("--reverse", action="store_true",
+                    help="run the drawn mutants last to first (a second worker on the same --json file; "
+                         "each worker skips what the file already holds)")
     args = ap.parse_args(argv)
 
     sites = [s for t in args.targets for s in enumerate_sites(ROOT / t)]
@@ -295,6 +298,7 @@ def main(argv=None) -> int:
         return 0
     rng = random.Random(args.seed)
     drawn = rng.sample(sites, min(args.n, len(sites)))
+    order = list(reversed(drawn)) if args.reverse else drawn
     equivalent = json.loads(EQUIVALENT_FILE.read_text()) if EQUIVALENT_FILE.exists() else {}
     done = {}
     if args.json and args.json.exists():
@@ -304,7 +308,12 @@ def main(argv=None) -> int:
                 done[r["key"]] = r
     results = []
     with tempfile.TemporaryDirectory(prefix="gb-mut-") as tmp:
-        for k, s in enumerate(drawn, 1):
+        for k, s in enumerate(order, 1):
+            if args.json and args.json.exists():          # another worker may have run it meanwhile
+                for line in args.json.read_text().splitlines():
+                    if line.strip():
+                        r = json.loads(line)
+                        done.setdefault(r["key"], r)
             if s.key in done:
                 results.append(done[s.key])
                 continue
