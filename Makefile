@@ -54,7 +54,7 @@ claims: install
 # Random source-level mutants of the numeric core against `genbound claims --check` alone (not in CI:
 # about 20-40 minutes); the score and the survivors go in benchmarks/MUTATION.md.
 mutation: install
-	$(BIN)/python tools/mutation.py --n 120 --seed 0 --json benchmarks/mutation_results.jsonl
+	$(BIN)/python tools/mutation.py --n 110 --seed 0 --json benchmarks/mutation_results.jsonl
 
 bench: install
 	$(BIN)/python benchmarks/bench_spectral.py
