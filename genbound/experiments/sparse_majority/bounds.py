@@ -11,7 +11,10 @@ from __future__ import annotations
 
 import math
 
-__all__ = ["bound_results", "bounds_for", "bound_fields", "sample_size_needed", "spectral_measures"]
+#: The target of every ``m*`` the experiments report: the smallest ``m`` at which a bound reaches 1/2.
+M_STAR_TARGET = 0.5
+
+__all__ = ["M_STAR_TARGET", "bound_results", "bounds_for", "bound_fields", "sample_size_needed", "spectral_measures"]
 
 
 def bound_results(net, *, m: int, seq_len: int, delta: float, B_X: float, margin: float = 1.0,

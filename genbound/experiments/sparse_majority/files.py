@@ -24,7 +24,8 @@ def _schema() -> Schema:
     cols = tuple((f.name, _TYPES[f.type if isinstance(f.type, str) else f.type.__name__])
                  for f in fields(RunResult) if f.name != "l11_norms")
     # added after the saved sweep was written: an older file reads them as NaN
-    later = frozenset({"tt_trivial", "edelman_trivial", "tt_capacity", "edelman_capacity"})
+    later = frozenset({"tt_trivial", "edelman_trivial", "tt_capacity", "edelman_capacity", "one_bit_acc",
+                       "norms_json"})
     return Schema("sparse-majority", cols, key=("seq_len", "seed"), optional=later)
 
 

@@ -14,7 +14,8 @@ import torch
 from ..._validate import check_positive_int
 from ...device import resolve_device
 from ...errors import ParameterError
-from .bounds import bound_fields, sample_size_needed
+from ...nets import ModelNorms
+from .bounds import M_STAR_TARGET, bound_fields
 from .config import SparseMajorityConfig
 from .evaluation import evaluate_stack, ramp_risk
 from .model import _PARAM_NAMES, build_model, load_stacked, stack_parameters
@@ -27,7 +28,7 @@ __all__ = ["RESULT_KEYS", "RunResult", "initial_model", "run_seq_len", "run_swee
 RESULT_KEYS = ("seq_len", "seed", "fitted", "fit_step", "train_acc", "test_acc", "acc_gap", "train_loss",
                "test_loss", "loss_gap", "l11_norm_sum", "l11_dist_from_init", "input_radius", "tt_bound",
                "edelman_bound", "tt_trivial", "edelman_trivial", "tt_capacity", "edelman_capacity",
-               "steps", "seconds")
+               "tt_m_star", "edelman_m_star", "one_bit_acc", "diverged", "steps", "seconds")
 
 
 @dataclass(frozen=True)
@@ -50,7 +51,12 @@ class RunResult:
     :func:`sample_size_needed` (NaN when skipped). ``val_*``: the secondary, validation-selected
     checkpoint; ``orig_*``: the original protocol's test-selected checkpoint (NaN unless tracked).
     ``seconds``: wall time of training and evaluating the stack of seeds trained together, divided by
-    their number. ``l11_norms``: the entrywise l1 norm of every parameter tensor."""
+    their number. ``one_bit_acc``: the test accuracy of the best one-relevant-bit rule on the same test
+    set (:meth:`~genbound.experiments.sparse_majority.task.SparseMajorityTask.one_bit_accuracy`), the
+    baseline that tells "partly learned" from "memorised". ``norms_json``: the stopping checkpoint's
+    :class:`~genbound.nets.ModelNorms` as JSON, from which every bound column recomputes
+    (:func:`~genbound.experiments.sparse_majority.saved_norms`). ``l11_norms``: the entrywise l1 norm of
+    every parameter tensor."""
 
     seq_len: int
     seed: int
@@ -89,6 +95,8 @@ class RunResult:
     orig_train_acc: float
     orig_test_acc: float
     orig_acc_gap: float
+    one_bit_acc: float = math.nan
+    norms_json: str = "{}"
     l11_norms: dict = field(default_factory=dict, compare=False)
 
     def to_dict(self, *, with_norms: bool = False) -> dict:
@@ -178,9 +186,9 @@ def run_seq_len(seq_len: int, seeds: Sequence[int], config: SparseMajorityConfig
         raw = nets[k].weight_norms()["raw"]
         dist = sum(float((P_stop[nm][k] - init64[nm][k]).abs().sum()) for nm in _PARAM_NAMES)
         bf = bound_fields(nets[k], m=cfg.n_train, seq_len=seq_len, delta=cfg.delta, B_X=B_X,
-                          margin=cfg.margin)
-        tt_m, ed_m = (sample_size_needed(nets[k], seq_len=seq_len, delta=cfg.delta, B_X=B_X,
-                                         margin=cfg.margin) if cfg.m_star else (math.nan, math.nan))
+                          margin=cfg.margin, m_star_target=M_STAR_TARGET if cfg.m_star else None)
+        tt_m, ed_m = bf.get("tt_m_star", math.nan), bf.get("edelman_m_star", math.nan)
+        one_bit = tasks[k].one_bit_accuracy(data["test"][0][k].cpu(), data["test"][1][k].cpu())
         (trl, tra), (_, vaa), (tel, tea) = ((float(l[k]), float(a[k])) for l, a in
                                             (res["train"], res["val"], res["test"]))
         fitted = tra == 1.0
@@ -202,7 +210,8 @@ def run_seq_len(seq_len: int, seeds: Sequence[int], config: SparseMajorityConfig
             tt_capacity=bf["tt_capacity"], edelman_capacity=bf["edelman_capacity"], train_ramp_risk=float(ramp[k]), n_train=cfg.n_train,
             seconds=elapsed / len(seeds), diverged=diverged[k], val_step=val_step[k], val_train_acc=v_tr,
             val_test_acc=v_te, val_acc_gap=v_tr - v_te, orig_step=o_step, orig_train_acc=o_tr,
-            orig_test_acc=o_te, orig_acc_gap=o_tr - o_te, l11_norms=raw))
+            orig_test_acc=o_te, orig_acc_gap=o_tr - o_te, one_bit_acc=one_bit,
+            norms_json=ModelNorms.of(nets[k]).to_json(), l11_norms=raw))
     return (results, nets) if return_models else results
 
 
@@ -211,13 +220,17 @@ def run_sweep(seq_lens: Iterable[int], seeds: int | Sequence[int], config: Spars
               on_result: Callable[[RunResult], None] | None = None,
               skip: Callable[[int, int], bool] | None = None,
               on_stack: Callable[[list[RunResult]], None] | None = None) -> list[RunResult]:
-    """:func:`run_seq_len` for every ``T`` in ``seq_lens`` (``seeds``: a count ``n`` meaning ``0..n-1``,
-    or explicit seeds). ``on_stack`` is called with the records of every stack (one ``T``) as soon as
-    it finishes (e.g. :meth:`~genbound.experiments.results.ResultsWriter.append` of a results file, so
-    a stack is written in one piece), then ``on_result`` with each record; runs with ``skip(T, seed)``
-    true are not trained (e.g. finished rows of a results file being resumed). A run's result does not
-    depend on which other seeds share its stack beyond float32 rounding, and a stack is written whole,
-    so a resumed sweep equals an uninterrupted one."""
+    """Train every run ``(T, seed)`` of ``seq_lens`` x ``seeds`` (``seeds``: a count ``n`` meaning
+    ``0..n-1``, or explicit seeds), **each alone** (:func:`run_seq_len` with one seed), so that a row
+    depends only on ``(T, seed)`` and the configuration: rerunning one row reproduces it bit for bit on
+    a CPU with one thread. (Models trained in one stack are independent functions, but the stacked
+    kernels round differently with the stack's size, and Adam's early, nearly sign-like steps amplify
+    those last-bit differences into different trajectories.)
+
+    ``on_stack`` is called with the one-record list of every run as soon as it finishes (e.g.
+    :meth:`~genbound.experiments.results.ResultsWriter.append` of a results file), then ``on_result``
+    with the record; runs with ``skip(T, seed)`` true are not trained (finished rows of a results file
+    being resumed), so a resumed sweep equals an uninterrupted one."""
     cfg = (config or SparseMajorityConfig()).validated()
     seq_lens = [int(t) for t in seq_lens]
     if not seq_lens:
@@ -228,14 +241,14 @@ def run_sweep(seq_lens: Iterable[int], seeds: int | Sequence[int], config: Spars
     resolve_device(device)
     out = []
     for T in seq_lens:
-        todo = [sd for sd in seed_list if skip is None or not skip(T, sd)]
-        if not todo:
-            continue
-        stack = run_seq_len(T, todo, cfg, device=device, progress=progress)
-        if on_stack is not None:
-            on_stack(stack)
-        for r in stack:
-            out.append(r)
-            if on_result is not None:
-                on_result(r)
+        for sd in seed_list:
+            if skip is not None and skip(T, sd):
+                continue
+            stack = run_seq_len(T, [sd], cfg, device=device, progress=progress)
+            if on_stack is not None:
+                on_stack(stack)
+            for r in stack:
+                out.append(r)
+                if on_result is not None:
+                    on_result(r)
     return out

@@ -85,6 +85,15 @@ class SparseMajorityTask:
         """``1{sum of the relevant bits >= s/2}`` (the majority, ``s`` odd), as ``int64``."""
         return (bits[..., self.positions].long().sum(-1) * 2 >= self.s).long()
 
+    def one_bit_accuracy(self, bits: torch.Tensor, labels: torch.Tensor) -> float:
+        """The best accuracy on ``(bits, labels)`` of a rule that reads one relevant bit (predict the
+        label equal to bit ``positions[i]``, the best ``i``): what a network that found one relevant
+        position and memorised nothing else would score. For uniform bits its expectation is
+        ``1/2 + C(s-1, (s-1)/2) / 2^s`` (0.637 for ``s = 9``), since the bit decides the label exactly
+        when the other ``s - 1`` relevant bits tie."""
+        agree = bits[..., self.positions].long() == labels.long()[..., None]
+        return float(agree.double().mean(0).max())
+
     def sample(self, n: int, generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
         """``n`` i.i.d. sequences: bits ``(n, seq_len)`` (``uint8``, duplicates allowed) and labels ``(n,)``."""
         n = check_positive_int(n, "n (number of samples)")
