@@ -103,6 +103,13 @@ def add_parser(sub) -> None:
                     help="torch CPU threads (default 1: the steps are small, and more threads are much "
                          "slower on a shared machine)")
     sm.add_argument("--progress", action="store_true", help="show a progress bar even when not a terminal")
+    sm.add_argument("--verify-saved", type=int, default=None, metavar="K",
+                    help="rerun K rows of the saved sweep (or --saved-csv), drawn at random, with the recorded "
+                         "configuration, and compare every column but the wall time (exit 1 if any differs)")
+    sm.add_argument("--verify-saved-rows", default=None, metavar="T:SEED,...",
+                    help="rerun the given saved rows, e.g. 64:3,16:1, and compare them")
+    sm.add_argument("--verify-seed", type=int, default=0, help="seed of the random choice of --verify-saved")
+    sm.add_argument("--saved-csv", default=None, help="the results file to verify (default: the saved sweep)")
     sm.set_defaults(func=_run_sparse_majority)
     _add_predict_gap(psub)
 
@@ -192,8 +199,52 @@ def _warn(msg: str) -> None:
     print(f"genbound: warning: {msg}", file=sys.stderr, flush=True)
 
 
+def _verify_sparse_majority(args) -> int:
+    """``--verify-saved`` / ``--verify-saved-rows``: every key is checked before anything is trained."""
+    import torch
+
+    from .sparse_majority import parse_row_keys, pick_rows, read_sweep, verify_rows
+
+    if args.verify_saved is not None and args.verify_saved_rows is not None:
+        raise ParameterError("give --verify-saved or --verify-saved-rows, not both")
+    table = read_sweep(args.saved_csv, report=_warn)
+    if args.verify_saved is not None:
+        keys = pick_rows(table, args.verify_saved, seed=args.verify_seed)
+    else:
+        keys = parse_row_keys(args.verify_saved_rows)
+        missing = [k for k in keys if k not in table.keys]
+        if missing:
+            raise ParameterError(f"{table.path}: no saved row for "
+                                 + ", ".join(f"T={t} seed={s}" for t, s in missing))
+    torch.set_num_threads(1)
+    env = table.environment
+    if env.get("torch") != torch.__version__ or env.get("threads") != 1:
+        _warn(f"the rows were saved with torch {env.get('torch')} on {env.get('threads')} thread(s); this is "
+              f"torch {torch.__version__} on 1: the float32 trajectories need not agree exactly")
+
+    def show(chk):
+        if args.json:
+            return
+        state = "exact" if chk.exact else "DIFFERS: " + ", ".join(
+            f"{c} saved {a!r} rerun {b!r}" for c, (a, b) in chk.differences.items())
+        print(f"T={chk.key[0]} seed={chk.key[1]}: {len(chk.compared)} columns, {state} "
+              f"({chk.seconds:.1f} s; saved run {chk.saved_seconds:.1f} s)", flush=True)
+
+    checks = verify_rows(table, keys, device="cpu", on_check=show)
+    n_exact = sum(c.exact for c in checks)
+    if args.json:
+        print(json.dumps({"csv": str(table.path), "rows": [c.to_dict() for c in checks],
+                          "n_exact": n_exact}, indent=1))
+    else:
+        print(f"{n_exact} of {len(checks)} rows reproduced exactly", flush=True)
+    return 0 if n_exact == len(checks) else 1
+
+
 def _run_sparse_majority(args) -> int:
     import torch
+
+    if args.verify_saved is not None or args.verify_saved_rows is not None:
+        return _verify_sparse_majority(args)
 
     from ..device import resolve_device
     from .sparse_majority import RESULT_KEYS, SparseMajorityConfig, _check_task, open_sweep, run_sweep

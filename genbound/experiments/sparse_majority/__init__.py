@@ -46,11 +46,14 @@ from __future__ import annotations
 
 import torch
 
-from .bounds import bound_results, bounds_for, sample_size_needed, spectral_measures
+from .bounds import (M_STAR_TARGET, bound_results, bounds_for, row_bound_fields, sample_size_needed, saved_norms,
+                     spectral_measures)
 from .config import PROTOCOLS, SparseMajorityConfig
 from .evaluation import bce_one_hot, evaluate_stack, ramp_risk
 from .files import SAVED_SWEEP, SCHEMA, csv_columns, open_sweep, read_csv, read_sweep, write_csv
 from .model import _PARAM_NAMES, build_model, cls_logits, keras_init_, load_stacked, stack_parameters
+from .verify import NOT_COMPARED, RowCheck, config_of, parse_row_keys, pick_rows, verify_rows
+from . import runs
 from .runs import RESULT_KEYS, RunResult, _seed_for, initial_model, run_seq_len, run_sweep
 from .summaries import gap_slope, plot_sweep, summarize, to_frame
 from .task import (D_HEAD, D_MODEL, N_HEADS, S_RELEVANT, SparseMajorityTask, _check_task, encoding_rows,
@@ -63,4 +66,6 @@ __all__ = ["D_MODEL", "N_HEADS", "D_HEAD", "S_RELEVANT", "RESULT_KEYS", "sinusoi
            "cls_logits", "bce_one_hot", "evaluate_stack", "ramp_risk", "bound_results", "bounds_for",
            "spectral_measures", "gap_slope", "sample_size_needed", "TrainOutcome", "train_stack", "RunResult",
            "initial_model", "run_seq_len", "run_sweep", "SCHEMA", "csv_columns", "open_sweep", "write_csv",
-           "read_csv", "read_sweep", "SAVED_SWEEP", "to_frame", "summarize", "plot_sweep"]
+           "read_csv", "read_sweep", "SAVED_SWEEP", "to_frame", "summarize", "plot_sweep", "M_STAR_TARGET",
+           "saved_norms", "row_bound_fields", "NOT_COMPARED", "RowCheck", "config_of", "parse_row_keys",
+           "pick_rows", "verify_rows"]

@@ -14,7 +14,7 @@ import math
 #: The target of every ``m*`` the experiments report: the smallest ``m`` at which a bound reaches 1/2.
 M_STAR_TARGET = 0.5
 
-__all__ = ["M_STAR_TARGET", "bound_results", "bounds_for", "bound_fields", "sample_size_needed", "spectral_measures"]
+__all__ = ["M_STAR_TARGET", "saved_norms", "row_bound_fields", "bound_results", "bounds_for", "bound_fields", "sample_size_needed", "spectral_measures"]
 
 
 def bound_results(net, *, m: int, seq_len: int, delta: float, B_X: float, margin: float = 1.0,
@@ -108,3 +108,20 @@ def spectral_measures(net) -> dict:
 
     return {"spectral_adaptive": sa.value, "spectral_p0": at(0), "spectral_pmax": at(lt.shape[1] - 1),
             "edelman_proxy": edelman_proxy(W, L_phi=net.L_sigma).value}
+
+
+def saved_norms(row: dict):
+    """The :class:`~genbound.nets.ModelNorms` of a saved run (its ``norms_json`` column)."""
+    from ...nets import ModelNorms
+
+    return ModelNorms.from_json(row["norms_json"])
+
+
+def row_bound_fields(row: dict, config) -> dict:
+    """Every bound column of a saved run recomputed from its saved norms alone (no weights, no
+    training): :func:`bound_fields` of :func:`saved_norms` with the run's ``m``, ``T`` and input radius
+    and the configuration's ``delta``, margin and ``m*`` target: the same code that produced the
+    columns from the trained network."""
+    return bound_fields(saved_norms(row), m=int(row["n_train"]), seq_len=int(row["seq_len"]),
+                        delta=config.delta, B_X=float(row["input_radius"]), margin=config.margin,
+                        m_star_target=M_STAR_TARGET if config.m_star else None)

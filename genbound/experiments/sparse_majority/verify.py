@@ -1,0 +1,132 @@
+"""Reproducing saved rows: rerun runs of a sweep's results file with its recorded configuration and
+compare every column (part of :mod:`genbound.experiments.sparse_majority`).
+
+Every run of a sweep is trained alone (:func:`~genbound.experiments.sparse_majority.run_sweep`), so a
+row is a function of ``(seq_len, seed)`` and the configuration in the file's header. On a CPU with one
+torch thread and the recorded torch version, a rerun reproduces **every column but** ``seconds`` (the
+wall time) **exactly**: fit step, steps, accuracies, losses, norms (``norms_json``), bounds and ``m*``
+(floats are compared bit for bit, as written with ``repr``). With other threads, another torch build or
+a GPU, the float32 training trajectory can differ in the last bits, and Adam's nearly sign-like early
+steps can amplify that into another fit step; :func:`verify_rows` then reports the columns that differ.
+
+>>> parse_row_keys("64:3, 16:1")
+[(64, 3), (16, 1)]
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from dataclasses import dataclass, fields
+from typing import Callable, Sequence
+
+from ...errors import ParameterError
+
+__all__ = ["NOT_COMPARED", "RowCheck", "parse_row_keys", "pick_rows", "config_of", "verify_rows"]
+
+#: Columns a rerun is not expected to reproduce: the wall time.
+NOT_COMPARED = ("seconds",)
+
+
+@dataclass(frozen=True)
+class RowCheck:
+    """One saved row against its rerun: ``key`` ``(seq_len, seed)``, ``compared`` (column names),
+    ``differences`` (``column -> (saved, rerun)`` for the columns that differ), ``seconds`` (the
+    rerun's wall time) and ``saved_seconds``."""
+
+    key: tuple[int, int]
+    compared: tuple[str, ...]
+    differences: dict
+    seconds: float
+    saved_seconds: float
+
+    @property
+    def exact(self) -> bool:
+        """Every compared column is equal."""
+        return not self.differences
+
+    def to_dict(self) -> dict:
+        """A JSON-ready dict."""
+        return {"seq_len": self.key[0], "seed": self.key[1], "exact": self.exact,
+                "n_compared": len(self.compared),
+                "differences": {k: [_plain(a), _plain(b)] for k, (a, b) in self.differences.items()},
+                "seconds": self.seconds, "saved_seconds": self.saved_seconds}
+
+
+def _plain(v):
+    return None if isinstance(v, float) and not math.isfinite(v) else v
+
+
+def parse_row_keys(text: str) -> list[tuple[int, int]]:
+    """``"64:3,16:1"`` -> ``[(64, 3), (16, 1)]`` (``T:seed`` pairs; raises
+    :class:`~genbound.errors.ParameterError` on anything else, naming the item)."""
+    items = [t.strip() for t in str(text).split(",")]
+    if not any(items):
+        raise ParameterError("--verify-saved-rows needs T:seed pairs, e.g. 64:3,16:1")
+    out = []
+    for it in items:
+        parts = it.split(":")
+        try:
+            if len(parts) != 2:
+                raise ValueError
+            key = (int(parts[0]), int(parts[1]))
+        except ValueError:
+            raise ParameterError(f"--verify-saved-rows: {it!r} is not T:seed (two integers, e.g. 64:3)") from None
+        if key in out:
+            raise ParameterError(f"--verify-saved-rows names {it!r} twice")
+        out.append(key)
+    return out
+
+
+def pick_rows(table, k: int, *, seed: int = 0) -> list[tuple[int, int]]:
+    """``k`` distinct keys ``(seq_len, seed)`` of the results table, drawn uniformly with ``random.Random(seed)``
+    from the sorted keys (``1 <= k <= `` the number of rows, else :class:`~genbound.errors.ParameterError`)."""
+    keys = sorted(table.keys)
+    if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= len(keys):
+        raise ParameterError(f"--verify-saved K must be an integer in [1, {len(keys)}] (the saved rows), got {k!r}")
+    return random.Random(seed).sample(keys, k)
+
+
+def config_of(table):
+    """The :class:`~genbound.experiments.sparse_majority.SparseMajorityConfig` recorded in the header."""
+    from .config import SparseMajorityConfig
+
+    names = {f.name for f in fields(SparseMajorityConfig)}
+    rec = dict(table.config)
+    unknown = sorted(set(rec) - names)
+    if unknown:
+        raise ParameterError(f"{table.path}: the recorded configuration has fields this genbound does not "
+                             f"know: {unknown}")
+    return SparseMajorityConfig(**rec).validated()
+
+
+def _equal(a, b) -> bool:
+    if isinstance(a, float) and isinstance(b, float) and math.isnan(a) and math.isnan(b):
+        return True
+    return a == b
+
+
+def verify_rows(table, keys: Sequence[tuple[int, int]], *, device="cpu",
+                on_check: Callable[[RowCheck], None] | None = None) -> list[RowCheck]:
+    """Rerun the rows ``keys`` of the results ``table`` (:func:`~genbound.experiments.sparse_majority.read_sweep`)
+    with its recorded configuration, each alone, and compare every column of the file but
+    :data:`NOT_COMPARED`. Every key is checked against the table before anything is trained (a key
+    that is not a saved row raises :class:`~genbound.errors.ParameterError`)."""
+    from .runs import run_seq_len
+
+    saved = {(r["seq_len"], r["seed"]): r for r in table.rows}
+    missing = [k for k in keys if k not in saved]
+    if missing:
+        raise ParameterError(f"{table.path}: no saved row for " + ", ".join(f"T={t} seed={s}" for t, s in missing))
+    cfg = config_of(table)
+    compared = tuple(c for c in table.columns if c not in NOT_COMPARED)
+    out = []
+    for key in keys:
+        (run,) = run_seq_len(key[0], [key[1]], cfg, device=device, progress=False)
+        new = run.to_dict()
+        diffs = {c: (saved[key][c], new[c]) for c in compared if not _equal(saved[key][c], new[c])}
+        chk = RowCheck(key, compared, diffs, float(run.seconds), float(saved[key]["seconds"]))
+        out.append(chk)
+        if on_check is not None:
+            on_check(chk)
+    return out

@@ -1,0 +1,190 @@
+"""Issue 19: rows anyone can reproduce. Runs are trained alone (a row depends on (T, seed) and the
+configuration only), the saved norms recompute every bound column, and ``--verify-saved`` reruns rows."""
+
+import json
+import math
+from math import comb
+
+import pytest
+import torch
+
+from genbound import cli
+from genbound.errors import ParameterError
+from genbound.experiments import sparse_majority as sm
+from genbound.nets import ModelNorms, ReferenceTransformer
+
+TINY = dict(n_train=40, n_val=30, n_test=50, steps=40, warmup=5, eval_every=7, m_star=True)
+BOUND_COLUMNS = ("tt_bound", "tt_trivial", "tt_capacity", "tt_m_star",
+                 "edelman_bound", "edelman_trivial", "edelman_capacity", "edelman_m_star")
+
+
+def _same(a, b):
+    return a == b or (isinstance(a, float) and isinstance(b, float) and math.isnan(a) and math.isnan(b))
+
+
+@pytest.fixture(scope="module")
+def tiny_sweep(tmp_path_factory):
+    # module-scoped fixtures run before conftest's one-thread fixture: set it here (rows depend on it)
+    path = tmp_path_factory.mktemp("sweep") / "tiny.csv"
+    cfg = sm.SparseMajorityConfig(**TINY)
+    old = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        w = sm.open_sweep(path, cfg)
+        sm.run_sweep([11, 13], [0, 1], cfg, device="cpu", progress=False, on_stack=w.append)
+    finally:
+        torch.set_num_threads(old)
+    return path
+
+
+# ------------------------------------------------------------------------------- saved norms
+def test_model_norms_round_trip_exactly_and_reject_garbage():
+    net = ReferenceTransformer(6, n_layers=2, seed=3, bias=True, dense=True)
+    saved = ModelNorms.from_json(ModelNorms.of(net).to_json())
+    a, b = net.weight_norms(), saved.weight_norms()
+    assert a.keys() == b.keys() and a["raw"] == b["raw"]
+    for g in ("QK", "V", "C", "w"):
+        for k in a[g]:
+            assert torch.equal(a[g][k].double(), b[g][k])
+    for bad in ("", "{}", "[1, 2]", '{"d": 1}'):
+        with pytest.raises(ParameterError):
+            ModelNorms.from_json(bad)
+    with pytest.raises(Exception, match="ReferenceTransformer"):
+        ModelNorms.of(torch.nn.Linear(2, 2))
+
+
+def test_bounds_from_saved_norms_equal_bounds_from_the_model():
+    from genbound.bounds.edelman import edelman_bound_from_model
+    from genbound.bounds.trauger_tewari import trauger_tewari_bound_from_model
+
+    for seed, scale in ((0, 1.0), (1, 0.01), (2, 30.0)):
+        net = ReferenceTransformer(5, seed=seed, bias=True, dense=True)
+        with torch.no_grad():
+            for p in net.parameters():
+                p.mul_(scale)
+        saved = ModelNorms.from_json(ModelNorms.of(net).to_json())
+        for fn, kw in ((trauger_tewari_bound_from_model, {}), (edelman_bound_from_model, {"T": 9})):
+            a = fn(net, m=500, delta=0.05, B_X=2.0, radius_grid=True, **kw)
+            b = fn(saved, m=500, delta=0.05, B_X=2.0, radius_grid=True, **kw)
+            assert (a.value, a.capacity, a.trivial) == (b.value, b.capacity, b.trivial)
+
+
+def test_one_bit_baseline_brute_force_and_expectation():
+    task = sm.make_task(15, seed=2)
+    bits, y = task.sample(4000, torch.Generator().manual_seed(1))
+    brute = max(float(sum(int(b[p]) == int(t) for b, t in zip(bits, y))) / len(y) for p in task.positions.tolist())
+    assert task.one_bit_accuracy(bits, y) == brute
+    expect = 0.5 + comb(task.s - 1, (task.s - 1) // 2) / 2 ** task.s          # 0.637 for s = 9
+    assert abs(brute - expect) < 4 * math.sqrt(0.25 / len(y)) + 0.02         # max of 9 draws: small upward bias
+
+
+# --------------------------------------------------------------------------- reproducible rows
+def test_a_row_does_not_depend_on_the_other_runs_of_the_sweep(tiny_sweep):
+    cfg = sm.SparseMajorityConfig(**TINY)
+    alone = {(r.seq_len, r.seed): r.to_dict() for r in sm.run_sweep([13], [1], cfg, device="cpu", progress=False)}
+    saved = {(r["seq_len"], r["seed"]): r for r in sm.read_sweep(tiny_sweep).rows}
+    row = saved[(13, 1)]
+    same = [_same(row[c], alone[(13, 1)][c]) for c in sm.SCHEMA.names if c != "seconds"]
+    assert all(same) and len(same) == len(sm.SCHEMA.names) - 1
+
+
+def test_verify_rows_reproduces_every_column_but_seconds(tiny_sweep):
+    table = sm.read_sweep(tiny_sweep)
+    (chk,) = sm.verify_rows(table, [(11, 1)])
+    assert chk.exact, {k: v for k, v in chk.differences.items() if k != "norms_json"}
+    assert "norms_json" in chk.compared and "seconds" not in chk.compared
+
+
+def test_verify_rows_detects_a_changed_row(tiny_sweep, tmp_path):
+    lines = tiny_sweep.read_text().splitlines(keepends=True)
+    head = [l for l in lines if l.startswith("#")]
+    table = sm.read_sweep(tiny_sweep)
+    cols = table.columns
+    rows = [l for l in lines if not l.startswith("#")]
+    i = cols.index("test_acc")
+    import csv, io
+
+    body = list(csv.reader(io.StringIO("".join(rows[1:]))))
+    k = next(j for j, r in enumerate(body) if (r[0], r[1]) == ("11", "0"))
+    body[k][i] = repr(float(body[k][i]) + 1e-12)
+    buf = io.StringIO()
+    csv.writer(buf, lineterminator="\n").writerows(body)
+    bad = tmp_path / "bad.csv"
+    bad.write_text("".join(head) + rows[0] + buf.getvalue())
+    (chk,) = sm.verify_rows(sm.read_sweep(bad), [(11, 0)])
+    assert not chk.exact and set(chk.differences) == {"test_acc"}
+
+
+def test_cli_verify_saved_rows(tiny_sweep, capsys):
+    rc = cli.main(["experiment", "sparse-majority", "--saved-csv", str(tiny_sweep), "--verify-saved-rows",
+                   "13:0", "--json"])
+    out = json.loads(capsys.readouterr().out)
+    assert rc == 0 and out["n_exact"] == 1 and out["rows"][0]["exact"] and out["rows"][0]["seq_len"] == 13
+
+
+@pytest.mark.parametrize("argv, match", [(["--verify-saved", "0"], "in [1, 4]"),
+                                         (["--verify-saved", "5"], "in [1, 4]"),
+                                         (["--verify-saved-rows", "64:3"], "no saved row for T=64 seed=3"),
+                                         (["--verify-saved-rows", "11:0,13"], "'13' is not T:seed"),
+                                         (["--verify-saved-rows", "11:x"], "is not T:seed"),
+                                         (["--verify-saved-rows", ""], "T:seed pairs"),
+                                         (["--verify-saved-rows", "11:0,11:0"], "twice"),
+                                         (["--verify-saved", "1", "--verify-saved-rows", "11:0"], "not both")])
+def test_cli_verify_bad_input_trains_nothing(argv, match, tiny_sweep, capsys, monkeypatch):
+    def boom(*a, **k):
+        raise AssertionError("trained")
+
+    monkeypatch.setattr(sm.runs, "run_seq_len", boom)
+    rc = cli.main(["experiment", "sparse-majority", "--saved-csv", str(tiny_sweep), *argv])
+    out = capsys.readouterr()
+    err = out.err.strip().splitlines()
+    assert rc == 2 and len(err) == 1 and err[0].startswith("genbound: error:") and match in err[0], out.err
+
+
+def test_pick_rows_is_seeded_and_distinct(tiny_sweep):
+    table = sm.read_sweep(tiny_sweep)
+    a, b = sm.pick_rows(table, 3, seed=4), sm.pick_rows(table, 3, seed=4)
+    assert a == b and len(set(a)) == 3 and set(a) <= table.keys
+
+
+# ------------------------------------------------------------------------------ the saved sweep
+def _saved():
+    table = sm.read_sweep()
+    if "norms_json" not in table.columns:
+        pytest.skip("the saved sweep predates saved norms (issue 19 regenerates it)")
+    return table
+
+
+def test_every_bound_column_of_the_saved_sweep_recomputes_from_its_saved_norms():
+    table = _saved()
+    cfg = sm.config_of(table)
+    for row in table.rows:
+        got = sm.row_bound_fields(row, cfg)
+        assert {c: got[c] for c in BOUND_COLUMNS} == {c: row[c] for c in BOUND_COLUMNS}, (row["seq_len"], row["seed"])
+
+
+def test_saved_sweep_trivial_flags_and_capacities_see_the_norms():
+    from genbound.experiments.sparse_majority.bounds import bound_results
+
+    table = _saved()
+    cfg = sm.config_of(table)
+    rows = table.rows
+    for row in rows:            # trivial exactly where the value is the cap (the Rademacher term at 1/2)
+        tt, ed = bound_results(sm.saved_norms(row), m=row["n_train"], seq_len=row["seq_len"], delta=cfg.delta,
+                               B_X=row["input_radius"], margin=cfg.margin)
+        assert row["tt_trivial"] == (tt.rademacher == 0.5) and row["edelman_trivial"] == (ed.rademacher == 0.5)
+    by_norms = {}
+    for row in rows:
+        by_norms.setdefault(row["norms_json"], set()).add((row["tt_capacity"], row["edelman_capacity"]))
+    assert len(by_norms) == len(rows)
+    caps = [c for s in by_norms.values() for c in s]
+    assert len({c[0] for c in caps}) == len(rows) and len({c[1] for c in caps}) == len(rows)
+
+
+def test_saved_sweep_has_eight_seeds_per_length_trained_alone_on_one_thread():
+    table = _saved()
+    seeds = {}
+    for row in table.rows:
+        seeds.setdefault(row["seq_len"], set()).add(row["seed"])
+    assert set(seeds) == {16, 32, 64, 128, 256, 512, 1024} and all(len(s) >= 8 for s in seeds.values())
+    assert table.environment["threads"] == 1 and table.environment["commit"]
