@@ -172,7 +172,8 @@ def test_run_record_is_consistent():
     (r,), (net,) = sm.run_seq_len(13, [0], cfg, device="cpu", progress=False, return_models=True)
     d = r.to_dict()
     assert set(sm.RESULT_KEYS) <= set(d)
-    assert all(math.isfinite(d[k]) for k in sm.RESULT_KEYS)
+    assert all(math.isfinite(d[k]) for k in sm.RESULT_KEYS if not k.endswith("_m_star"))
+    assert math.isnan(d["tt_m_star"]) and math.isnan(d["edelman_m_star"])      # m_star=False skips them
     assert d["acc_gap"] == pytest.approx(d["train_acc"] - d["test_acc"])
     assert d["loss_gap"] == pytest.approx(d["test_loss"] - d["train_loss"])
     assert r.fitted == (r.train_acc == 1.0)
@@ -354,7 +355,9 @@ def test_cli_json(capsys):
     assert [r["seq_len"] for r in recs] == [11, 13]
     for r in recs:
         assert set(sm.RESULT_KEYS) <= set(r)
-        assert all(isinstance(r[k], (int, float)) and math.isfinite(r[k]) for k in sm.RESULT_KEYS)
+        assert all(isinstance(r[k], (int, float)) and math.isfinite(r[k]) for k in sm.RESULT_KEYS
+                   if not k.endswith("_m_star"))
+        assert r["tt_m_star"] is None and r["edelman_m_star"] is None             # --no-m-star: JSON null
 
 
 def test_cli_csv_resumes(tmp_path, capsys):
