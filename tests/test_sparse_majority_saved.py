@@ -188,3 +188,80 @@ def test_saved_sweep_has_eight_seeds_per_length_trained_alone_on_one_thread():
         seeds.setdefault(row["seq_len"], set()).add(row["seed"])
     assert set(seeds) == {16, 32, 64, 128, 256, 512, 1024} and all(len(s) >= 8 for s in seeds.values())
     assert table.environment["threads"] == 1 and table.environment["commit"]
+
+
+# ------------------------------------------------------------------------------------ summaries
+def _frame(seed=0, k=5, per=4):
+    import numpy as np
+    import pandas as pd
+
+    rng = np.random.default_rng(seed)
+    T = np.repeat(2 ** np.arange(4, 4 + k), per)
+    return pd.DataFrame({"seq_len": T, "seed": np.tile(np.arange(per), k), "n_train": 300,
+                         "acc_gap": rng.normal(0.1 * np.log2(T) ** 0.5, 0.05),
+                         "tt_capacity": 10 ** rng.uniform(3, 6, len(T))})
+
+
+def test_per_length_means_are_t_intervals():
+    from scipy import stats
+
+    df = _frame()
+    out = sm.per_length_means(df)
+    for T, g in df.groupby("seq_len"):
+        lo, hi = stats.t.interval(0.95, len(g) - 1, loc=g["acc_gap"].mean(), scale=stats.sem(g["acc_gap"]))
+        assert out.loc[T, "lo"] == pytest.approx(lo, abs=1e-12) and out.loc[T, "hi"] == pytest.approx(hi, abs=1e-12)
+
+
+def test_lack_of_fit_equals_the_nested_regression_f_test():
+    import numpy as np
+    from scipy import stats
+
+    for seed in range(3):
+        df = _frame(seed)
+        x, y = np.log2(df["seq_len"].to_numpy(float)), df["acc_gap"].to_numpy(float)
+        line = np.column_stack([np.ones_like(x), x])
+        dummies = (df["seq_len"].to_numpy()[:, None] == np.unique(df["seq_len"])[None, :]).astype(float)
+        rss = [float(((y - A @ np.linalg.lstsq(A, y, rcond=None)[0]) ** 2).sum()) for A in (line, dummies)]
+        k, n = dummies.shape[1], len(y)
+        F = ((rss[0] - rss[1]) / (k - 2)) / (rss[1] / (n - k))
+        got = sm.lack_of_fit(df)
+        assert got["F"] == pytest.approx(F, rel=1e-9) and (got["df1"], got["df2"]) == (k - 2, n - k)
+        assert got["p"] == pytest.approx(stats.f.sf(F, k - 2, n - k), rel=1e-9)
+    with pytest.raises(ParameterError):
+        sm.lack_of_fit(_frame(k=2))
+
+
+def test_capacity_floor_and_matched_pairs_brute_force():
+    df = _frame(1)
+    floor = sm.capacity_floor(df)
+    for i in df.index:
+        assert floor[i] == max(df.at[j, "acc_gap"] for j in df.index if df.at[j, "tt_capacity"] <= df.at[i, "tt_capacity"])
+    pairs = sm.matched_pairs(df, within_log10=0.2)
+    import numpy as np
+
+    lc = np.log10(df["tt_capacity"].to_numpy())
+    brute = sum(1 for i in range(len(df)) for j in range(i + 1, len(df))
+                if df["seq_len"].iat[i] != df["seq_len"].iat[j] and abs(lc[i] - lc[j]) <= 0.2)
+    assert len(pairs) == brute and (pairs["gap_diff"] >= 0).all() and pairs["gap_diff"].is_monotonic_decreasing
+    assert (pairs["T_a"] != pairs["T_b"]).all()
+
+
+def test_learning_regime_thresholds():
+    assert sm.learning_regime(0.97, 0.637, 10_000) == "rule"
+    assert sm.learning_regime(0.70, 0.637, 10_000) == "partly learned"
+    assert sm.learning_regime(0.645, 0.637, 10_000) == "memorised"      # within 2 SE (0.0096) of the baseline
+    assert sm.learning_regime(0.50, 0.637, 10_000) == "memorised"
+
+
+def test_radius_prior_nats_add_up_to_the_confidence_the_bound_pays():
+    from genbound.experiments.sparse_majority.bounds import bound_results
+
+    for seed, scale in ((0, 1.0), (1, 1e-3), (2, 50.0)):
+        net = sm.initial_model(16, seed)
+        with torch.no_grad():
+            for p in net.parameters():
+                p.mul_(scale)
+        tt, _ = bound_results(net, m=300, seq_len=16, delta=0.05, B_X=9.0)
+        nats = sm.radius_prior_nats(net)
+        assert sum(nats) == pytest.approx(math.log(0.05 / tt.delta), rel=1e-12)
+        assert all(n >= math.log(3.0) - 1e-12 for n in nats)          # pi(0) = 1/3 is the largest share

@@ -55,7 +55,8 @@ from .model import _PARAM_NAMES, build_model, cls_logits, keras_init_, load_stac
 from .verify import NOT_COMPARED, RowCheck, config_of, parse_row_keys, pick_rows, verify_rows
 from . import runs
 from .runs import RESULT_KEYS, RunResult, _seed_for, initial_model, run_seq_len, run_sweep
-from .summaries import gap_slope, plot_sweep, summarize, to_frame
+from .summaries import (capacity_floor, gap_slope, lack_of_fit, learning_regime, matched_pairs, per_length_means,
+                        plot_sweep, radius_prior_nats, summarize, to_frame)
 from .task import (D_HEAD, D_MODEL, N_HEADS, S_RELEVANT, SparseMajorityTask, _check_task, encoding_rows,
                    make_task, sinusoidal_encoding, token_embeddings, uniform_input_radius)
 from .training import TrainOutcome, _tensors_for, _train_adam, train_stack
@@ -68,4 +69,5 @@ __all__ = ["D_MODEL", "N_HEADS", "D_HEAD", "S_RELEVANT", "RESULT_KEYS", "sinusoi
            "initial_model", "run_seq_len", "run_sweep", "SCHEMA", "csv_columns", "open_sweep", "write_csv",
            "read_csv", "read_sweep", "SAVED_SWEEP", "to_frame", "summarize", "plot_sweep", "M_STAR_TARGET",
            "saved_norms", "row_bound_fields", "NOT_COMPARED", "RowCheck", "config_of", "parse_row_keys",
-           "pick_rows", "verify_rows"]
+           "pick_rows", "verify_rows", "per_length_means", "lack_of_fit", "learning_regime", "capacity_floor",
+           "matched_pairs", "radius_prior_nats"]

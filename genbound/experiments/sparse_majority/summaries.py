@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import math
 from typing import Iterable, Sequence
 
 from ...errors import ParameterError
 from .files import csv_columns
 from .runs import RunResult
 
-__all__ = ["to_frame", "summarize", "gap_slope", "plot_sweep"]
+__all__ = ["to_frame", "summarize", "gap_slope", "per_length_means", "lack_of_fit", "learning_regime",
+           "capacity_floor", "matched_pairs", "radius_prior_nats", "plot_sweep"]
 
 
 def to_frame(results: Iterable[RunResult]):
@@ -62,6 +64,140 @@ def gap_slope(df, *, column: str = "acc_gap", n_boot: int = 2000, seed: int = 0)
         boots[b] = slope(x[idx], y[idx])
     lo, hi = np.quantile(boots, [0.025, 0.975])
     return {"slope": slope(x, y), "lo": float(lo), "hi": float(hi), "n": int(len(df))}
+
+
+def per_length_means(df, column: str = "acc_gap", *, level: float = 0.95):
+    """Per sequence length: the mean of ``column`` over the rows (seeds) with its Student-t interval
+    ``mean +- t_{n-1} sd / sqrt(n)`` at ``level`` (seeds are the independent units). A DataFrame indexed
+    by ``seq_len`` with columns ``mean, lo, hi, sd, n`` (``lo = hi = mean`` when ``n = 1``).
+
+    >>> import pandas as pd
+    >>> df = pd.DataFrame({"seq_len": [16, 16, 16], "acc_gap": [0.1, 0.2, 0.3]})
+    >>> round(float(per_length_means(df).loc[16, "hi"]), 4)
+    0.4484
+    """
+    import numpy as np
+    import pandas as pd
+    from scipy import stats
+
+    rows = {}
+    for T, g in df.groupby("seq_len"):
+        y = g[column].to_numpy(dtype=float)
+        n, mean = len(y), float(y.mean())
+        sd = float(y.std(ddof=1)) if n > 1 else 0.0
+        half = float(stats.t.ppf(0.5 + level / 2, n - 1)) * sd / np.sqrt(n) if n > 1 else 0.0
+        rows[int(T)] = {"mean": mean, "lo": mean - half, "hi": mean + half, "sd": sd, "n": n}
+    return pd.DataFrame.from_dict(rows, orient="index").rename_axis("seq_len")
+
+
+def lack_of_fit(df, column: str = "acc_gap") -> dict:
+    """The lack-of-fit F test of the straight line ``column ~ a + b log2 T`` against one mean per
+    length (the classical test with replicates): ``F = (SS_lof / (k - 2)) / (SS_pe / (n - k))`` with
+    ``k`` lengths and ``n`` rows, ``SS_pe`` the spread of the rows about their length's mean and
+    ``SS_lof`` the rest of the line's residual sum of squares. Returns ``{"F", "df1", "df2", "p"}``
+    (``p`` from the F distribution)."""
+    import numpy as np
+    from scipy import stats
+
+    x = np.log2(df["seq_len"].to_numpy(dtype=float))
+    y = df[column].to_numpy(dtype=float)
+    k, n = df["seq_len"].nunique(), len(y)
+    if k < 3 or n <= k:
+        raise ParameterError("lack_of_fit needs at least 3 lengths and more rows than lengths")
+    b, a = np.polyfit(x, y, 1)
+    ss_res = float(((y - (a + b * x)) ** 2).sum())
+    means = df.groupby("seq_len")[column].transform("mean").to_numpy(dtype=float)
+    ss_pe = float(((y - means) ** 2).sum())
+    df1, df2 = k - 2, n - k
+    F = ((ss_res - ss_pe) / df1) / (ss_pe / df2)
+    return {"F": float(F), "df1": int(df1), "df2": int(df2), "p": float(stats.f.sf(F, df1, df2))}
+
+
+def learning_regime(test_acc: float, one_bit_acc: float, n_test: int, *, rule: float = 0.95) -> str:
+    """What a fitted network learned, read off its test accuracy: ``"rule"`` when it is at least
+    ``rule``; ``"partly learned"`` when it beats the one-relevant-bit baseline ``one_bit_acc`` by more
+    than two binomial standard errors ``sqrt(p (1-p) / n_test)``; else ``"memorised"`` (no better
+    than a rule reading one relevant bit).
+
+    >>> learning_regime(0.66, 0.637, 10_000), learning_regime(0.64, 0.637, 10_000)
+    ('partly learned', 'memorised')
+    """
+    import math
+
+    se = math.sqrt(max(test_acc * (1 - test_acc), 1e-12) / n_test)
+    if test_acc >= rule:
+        return "rule"
+    return "partly learned" if test_acc > one_bit_acc + 2 * se else "memorised"
+
+
+def capacity_floor(df, capacity: str = "tt_capacity", gap: str = "acc_gap"):
+    """For every row ``i``, ``max{gap_j : capacity_j <= capacity_i}`` over the rows of ``df`` (one
+    training-set size ``m``): the lowest value that **any** valid bound can take at row ``i`` if it
+    depends on the network only through ``capacity`` and does not decrease in it (at fixed ``m``, the
+    same for every ``T``): it must hold for every network whose capacity is at most ``capacity_i``.
+    A Series aligned with ``df``.
+
+    >>> import pandas as pd
+    >>> df = pd.DataFrame({"tt_capacity": [1.0, 2.0, 3.0], "acc_gap": [0.3, 0.1, 0.2]})
+    >>> capacity_floor(df).tolist()
+    [0.3, 0.3, 0.3]
+    """
+    import numpy as np
+    import pandas as pd
+
+    if df["n_train"].nunique() > 1 if "n_train" in df else False:
+        raise ParameterError("capacity_floor compares networks trained on one m; the rows have several")
+    c = df[capacity].to_numpy(dtype=float)
+    g = df[gap].to_numpy(dtype=float)
+    order = np.argsort(c, kind="stable")
+    run = np.maximum.accumulate(g[order])
+    out = np.empty_like(g)
+    out[order] = run
+    # ties in capacity share the largest gap among them
+    for val in np.unique(c):
+        tie = c == val
+        out[tie] = out[tie].max()
+    return pd.Series(out, index=df.index, name=f"{capacity}_floor")
+
+
+def matched_pairs(df, capacity: str = "tt_capacity", gap: str = "acc_gap", *, within_log10: float = 0.1):
+    """Pairs of rows at different ``T`` whose ``capacity`` agrees within ``within_log10`` decades,
+    sorted by the difference of their gaps (largest first): a DataFrame with both rows' ``seq_len``,
+    ``seed``, ``capacity`` and ``gap`` and ``gap_diff`` (the larger-gap row second)."""
+    import numpy as np
+    import pandas as pd
+
+    rows = []
+    lc = np.log10(df[capacity].to_numpy(dtype=float))
+    recs = df.reset_index(drop=True)
+    for i in range(len(recs)):
+        for j in range(i + 1, len(recs)):
+            if recs.at[i, "seq_len"] == recs.at[j, "seq_len"] or abs(lc[i] - lc[j]) > within_log10:
+                continue
+            a, b = (i, j) if recs.at[i, gap] <= recs.at[j, gap] else (j, i)
+            rows.append({"T_a": int(recs.at[a, "seq_len"]), "seed_a": int(recs.at[a, "seed"]),
+                         "capacity_a": float(recs.at[a, capacity]), "gap_a": float(recs.at[a, gap]),
+                         "T_b": int(recs.at[b, "seq_len"]), "seed_b": int(recs.at[b, "seed"]),
+                         "capacity_b": float(recs.at[b, capacity]), "gap_b": float(recs.at[b, gap]),
+                         "gap_diff": float(recs.at[b, gap] - recs.at[a, gap])})
+    cols = ["T_a", "seed_a", "capacity_a", "gap_a", "T_b", "seed_b", "capacity_b", "gap_b", "gap_diff"]
+    out = pd.DataFrame(rows, columns=cols)
+    return out.sort_values("gap_diff", ascending=False, kind="stable").reset_index(drop=True)
+
+
+def radius_prior_nats(net) -> list[float]:
+    """What each radius of the Trauger–Tewari bound of ``net`` (a network or its saved
+    :class:`~genbound.nets.ModelNorms`) pays in confidence under the union over the grid of radii
+    (:prf:ref:`thm-radius-union`): ``log(1 / pi(i)) = log(1.5 (|i| + 1)(|i| + 2))`` nats with ``i`` the
+    grid index of the radius, for every radius of
+    :func:`~genbound.bounds.trauger_tewari.layer_radii_from_model` and the readout's ``B_w``, in the
+    order :func:`~genbound.bounds.radius_grid.round_layer_radii` visits them."""
+    from ...bounds.radius_grid import prior, round_layer_radii, round_radii
+    from ...bounds.trauger_tewari import layer_radii_from_model
+
+    _, idx = round_layer_radii(layer_radii_from_model(net))
+    _, i_w = round_radii([float(net.weight_norms()["w"]["l11"])])
+    return [-math.log(prior(i)) for i in idx + i_w]
 
 
 def plot_sweep(df, axes, *, label: str = "", color=None, marker: str = "o"):
