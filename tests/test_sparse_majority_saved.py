@@ -265,3 +265,28 @@ def test_radius_prior_nats_add_up_to_the_confidence_the_bound_pays():
         nats = sm.radius_prior_nats(net)
         assert sum(nats) == pytest.approx(math.log(0.05 / tt.delta), rel=1e-12)
         assert all(n >= math.log(3.0) - 1e-12 for n in nats)          # pi(0) = 1/3 is the largest share
+
+
+def test_merge_sweeps_of_parallel_processes(tmp_path, tiny_sweep):
+    from genbound.errors import ResultsFileError
+
+    cfg = sm.SparseMajorityConfig(**TINY)
+    rows = sm.read_sweep(tiny_sweep).rows
+    a, b = tmp_path / "a.csv", tmp_path / "b.csv"
+    sm.open_sweep(a, cfg).append([r for r in rows if r["seq_len"] == 13])
+    sm.open_sweep(b, cfg).append([r for r in rows if r["seq_len"] == 11])
+    out = sm.merge_sweeps([a, b], tmp_path / "m.csv")
+    merged = sm.read_sweep(out)
+    assert [(r["seq_len"], r["seed"]) for r in merged.rows] == [(11, 0), (11, 1), (13, 0), (13, 1)]
+    assert merged.rows == sorted(rows, key=lambda r: (r["seq_len"], r["seed"])) or all(
+        all(_same(x[c], y[c]) for c in merged.columns)
+        for x, y in zip(merged.rows, sorted(rows, key=lambda r: (r["seq_len"], r["seed"]))))
+    with pytest.raises(ResultsFileError, match="exists"):
+        sm.merge_sweeps([a, b], out)
+    with pytest.raises(ResultsFileError, match="in two files"):
+        sm.merge_sweeps([a, a], tmp_path / "m2.csv")
+    other = tmp_path / "c.csv"
+    sm.open_sweep(other, sm.SparseMajorityConfig(**{**TINY, "steps": 41})).append([])
+    with pytest.raises(ResultsFileError, match="header"):
+        sm.merge_sweeps([a, other], tmp_path / "m3.csv")
+    assert not (tmp_path / "m2.csv").exists() and not (tmp_path / "m3.csv").exists()

@@ -10,7 +10,7 @@ from typing import Callable, Iterable
 from ..results import Schema, environment, open_results, read_results
 from .config import SparseMajorityConfig
 
-__all__ = ["SAVED_SWEEP", "SCHEMA", "csv_columns", "open_sweep", "write_csv", "read_csv", "read_sweep"]
+__all__ = ["merge_sweeps", "SAVED_SWEEP", "SCHEMA", "csv_columns", "open_sweep", "write_csv", "read_csv", "read_sweep"]
 
 #: The saved larger sweep (a results file) and its notes (command, machine, wall time) beside it.
 SAVED_SWEEP = Path(__file__).resolve().parents[2] / "data" / "sparse_majority_sweep.csv"
@@ -81,3 +81,45 @@ def read_csv(path=None):
     results files: an unfinished last row is reported and left out; a file that is not a sweep's
     results file raises :class:`~genbound.errors.ResultsFileError`)."""
     return read_sweep(path).frame()
+
+
+def merge_sweeps(paths, out) -> Path:
+    """Merge results files written by parallel processes of one sweep into one new file ``out``:
+    every file must carry the **same header** (configuration and environment: one commit, one torch,
+    one thread count) and the files must share no ``(seq_len, seed)``. The rows are written sorted by
+    key under that header, so the merged file reads as if one process had run them all. Raises
+    :class:`~genbound.errors.ResultsFileError` (naming the file) otherwise; ``out`` must not exist."""
+    from ...errors import ResultsFileError
+    from ..results import _atomic_create
+
+    out = Path(out)
+    if out.exists():
+        raise ResultsFileError(f"{out}: exists; merge_sweeps writes a new file")
+    tables = [read_sweep(p) for p in paths]
+    if not tables:
+        raise ResultsFileError("merge_sweeps needs at least one results file")
+    head = tables[0].header
+    rows = {}
+    for t in tables:
+        if t.header != head:
+            raise ResultsFileError(f"{t.path}: its header (configuration or environment) differs from "
+                                   f"{tables[0].path}'s; only runs of one sweep can be merged")
+        if t.incomplete:
+            raise ResultsFileError(f"{t.path}: ends in an unfinished row ({t.incomplete})")
+        for r in t.rows:
+            key = (r["seq_len"], r["seed"])
+            if key in rows:
+                raise ResultsFileError(f"{t.path}: run T={key[0]} seed={key[1]} is in two files")
+            rows[key] = r
+    import csv as _csv
+    import io
+
+    from ..results import _fmt, _header_text
+
+    buf = io.StringIO()
+    w = _csv.writer(buf, lineterminator="\n")
+    for key in sorted(rows):
+        w.writerow([_fmt(rows[key][c], SCHEMA.type_of(c), c) for c in tables[0].columns])
+    _atomic_create(out, _header_text(head, tables[0].columns) + buf.getvalue())
+    read_sweep(out)                                # the merged file reads back as a results file
+    return out
