@@ -84,7 +84,7 @@ def test_plot_sweep_on_the_saved_sweep():
     df = sm.read_csv()                       # the saved sweep, through the results-file reader
     fitted = df[df["fitted"]]
     fig, axes = plotting.new_axes(2, 2, height=5.6)
-    sm.plot_sweep(fitted, axes.ravel(), label="fitted runs", color="C1")
+    sm.plot_sweep(fitted, axes.ravel(), m=300)
     fig.tight_layout()
     plotting.fit_tick_labels(fig)
     assert plotting.tick_label_problems(fig) == []

@@ -200,35 +200,43 @@ def radius_prior_nats(net) -> list[float]:
     return [-math.log(prior(i)) for i in idx + i_w]
 
 
-def plot_sweep(df, axes, *, label: str = "", color=None, marker: str = "o"):
-    """Draw the four panels of the chapter on ``axes`` (four matplotlib Axes) against ``T`` (log axis):
-    accuracy gap; summed l1 norm (dots, solid) and l1 distance from initialisation (crosses, dashed);
-    both bounds at the run's ``m``; and the sample size ``m*`` each bound would need at the same norms.
-    Every run is a dot; the seed mean is a line, with a band of one standard deviation in the first two
-    panels. Returns ``axes``."""
-    s = summarize(df)
-    T = s.index.to_numpy()
+def plot_sweep(df, axes, *, m: int | None = None):
+    """Draw the four panels of the chapter on ``axes`` (four matplotlib Axes) against ``T`` (log axis),
+    from the rows of ``df`` (e.g. the fitted runs): (1) the accuracy gap at the stopping checkpoint
+    (dots: runs; bars: per-length mean with its 95% interval, :func:`per_length_means`) and at the
+    validation-selected checkpoint (dashed); (2) the summed entrywise l1 norm (dots, solid) and the l1
+    distance from initialisation (crosses, dashed); (3) each bound's capacity and (4) its ``m*`` (log
+    scale; lines: geometric means over seeds), with a dotted line at ``m`` (the sample size used) when
+    given. The bounds' capped values are not drawn: where they are trivial they do not see the weights.
+    Returns ``axes``."""
+    import numpy as np
 
-    def band(ax, col, mk, ls, lab):
-        ax.plot(df["seq_len"], df[col], mk, ms=3, alpha=0.45, color=color, lw=0)
-        m, sd = s[(col, "mean")].to_numpy(), s[(col, "std")].fillna(0).to_numpy()
-        ax.plot(T, m, ls, color=color, label=lab)
-        ax.fill_between(T, m - sd, m + sd, color=color, alpha=0.15, lw=0)
+    def with_ci(ax, col, color, ls, lab):
+        ci = per_length_means(df, col)
+        ax.errorbar(ci.index, ci["mean"], yerr=[ci["mean"] - ci["lo"], ci["hi"] - ci["mean"]], color=color,
+                    capsize=3, ls=ls, label=lab)
 
-    band(axes[0], "acc_gap", marker, "-", label)
-    axes[0].set_ylabel("accuracy gap (train - test)")
-    band(axes[1], "l11_norm_sum", marker, "-", r"$\sum_W \|W\|_{1,1}$")
-    band(axes[1], "l11_dist_from_init", "x", "--", r"$\sum_W \|W - W_0\|_{1,1}$")
-    axes[1].set_ylabel("entrywise $\\ell_1$")
-    for ax, (tt, ed), ylabel, logy in ((axes[2], ("tt_bound", "edelman_bound"), "bound at the run's $m$", False),
-                                       (axes[3], ("tt_m_star", "edelman_m_star"),
-                                        "samples needed for bound $\\leq 0.5$", True)):
-        for col, ls, name in ((tt, "-", "Trauger-Tewari"), (ed, "--", "Edelman-type")):
-            ax.plot(df["seq_len"], df[col], marker, ms=3, alpha=0.45, color=color, lw=0)
-            ax.plot(T, s[(col, "mean")].to_numpy(), ls, color=color, label=name)
+    ax = axes[0]
+    ax.plot(df["seq_len"], df["acc_gap"], "o", ms=3, alpha=0.4, color="C1", lw=0)
+    with_ci(ax, "acc_gap", "C1", "-", "stopping checkpoint")
+    with_ci(ax, "val_acc_gap", "C0", "--", "validation-selected")
+    ax.set_ylabel("accuracy gap (train - test)")
+    means = df.groupby("seq_len")[["l11_norm_sum", "l11_dist_from_init"]].mean()
+    for col, mk, ls, lab in (("l11_norm_sum", "o", "-", r"$\sum_W \|W\|_{1,1}$"),
+                             ("l11_dist_from_init", "x", "--", r"$\sum_W \|W - W_0\|_{1,1}$")):
+        axes[1].plot(df["seq_len"], df[col], mk, ms=3, alpha=0.4, color="C2", lw=0)
+        axes[1].plot(means.index, means[col], ls, color="C2", label=lab)
+    axes[1].set_ylabel(r"entrywise $\ell_1$")
+    for ax, cols, ylabel in ((axes[2], ("tt_capacity", "edelman_capacity"), "capacity"),
+                             (axes[3], ("tt_m_star", "edelman_m_star"), "samples needed for bound $\\leq 0.5$")):
+        for col, ls, name, c in ((cols[0], "-", "Trauger\u2013Tewari", "C3"), (cols[1], "--", "Edelman-type", "C4")):
+            ax.plot(df["seq_len"], df[col], "o", ms=3, alpha=0.4, color=c, lw=0)
+            geo = df.groupby("seq_len")[col].apply(lambda v: float(np.exp(np.log(v).mean())))
+            ax.plot(geo.index, geo.to_numpy(), ls, color=c, label=name)
+        ax.set_yscale("log")
         ax.set_ylabel(ylabel)
-        if logy:
-            ax.set_yscale("log")
+    if m is not None:
+        axes[3].axhline(m, color="0.5", lw=0.8, ls=":", label=f"m used ({m})")
     for ax in axes:
         ax.set_xscale("log", base=2)
         ax.set_xlabel("sequence length $T$")
