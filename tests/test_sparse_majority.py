@@ -394,15 +394,16 @@ def test_cli_errors(argv, match, capsys, tmp_path):
 
 
 def test_saved_sweep_meets_the_protocol():
-    """The saved sweep: every T from 16 to 1024, at least 5 seeds each, at least 80% fitted at each T,
-    every fitted row with training accuracy exactly 1, and one T-uniform input radius."""
+    """The saved sweep: every T from 16 to 1024, at least 8 seeds each, at least 6 fitted at each T (the
+    chapter's per-length intervals need several fitted runs), every fitted row with training accuracy
+    exactly 1, and one T-uniform input radius."""
     df = sm.read_csv()
     need = {"seq_len", "seed", "train_acc", "test_acc", "acc_gap", "fitted", "l11_norm_sum",
             "l11_dist_from_init", "input_radius", "tt_bound", "edelman_bound"}
     assert need <= set(df.columns)
     assert set(df["seq_len"]) >= {16, 32, 64, 128, 256, 512, 1024}
-    assert df.groupby("seq_len")["seed"].nunique().min() >= 5
-    assert df.groupby("seq_len")["fitted"].mean().min() >= 0.8
+    assert df.groupby("seq_len")["seed"].nunique().min() >= 8
+    assert df.groupby("seq_len")["fitted"].sum().min() >= 6
     assert (df.loc[df["fitted"], "train_acc"] == 1.0).all()
     assert df["input_radius"].nunique() == 1
     assert (sm.SAVED_SWEEP.with_suffix(".md")).exists()

@@ -50,7 +50,7 @@ from .bounds import (M_STAR_TARGET, bound_results, bounds_for, row_bound_fields,
                      spectral_measures)
 from .config import PROTOCOLS, SparseMajorityConfig
 from .evaluation import bce_one_hot, evaluate_stack, ramp_risk
-from .files import merge_sweeps, SAVED_SWEEP, SCHEMA, csv_columns, open_sweep, read_csv, read_sweep, write_csv
+from .files import merge_sweeps, recompute_bound_columns, SAVED_SWEEP, SCHEMA, csv_columns, open_sweep, read_csv, read_sweep, write_csv
 from .model import _PARAM_NAMES, build_model, cls_logits, keras_init_, load_stacked, stack_parameters
 from .verify import NOT_COMPARED, RowCheck, config_of, parse_row_keys, pick_rows, verify_rows
 from . import runs
@@ -70,4 +70,4 @@ __all__ = ["D_MODEL", "N_HEADS", "D_HEAD", "S_RELEVANT", "RESULT_KEYS", "sinusoi
            "read_csv", "read_sweep", "SAVED_SWEEP", "to_frame", "summarize", "plot_sweep", "M_STAR_TARGET",
            "saved_norms", "row_bound_fields", "NOT_COMPARED", "RowCheck", "config_of", "parse_row_keys",
            "pick_rows", "verify_rows", "per_length_means", "lack_of_fit", "learning_regime", "capacity_floor",
-           "matched_pairs", "radius_prior_nats", "merge_sweeps"]
+           "matched_pairs", "radius_prior_nats", "merge_sweeps", "recompute_bound_columns"]

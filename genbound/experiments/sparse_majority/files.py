@@ -10,7 +10,7 @@ from typing import Callable, Iterable
 from ..results import Schema, environment, open_results, read_results
 from .config import SparseMajorityConfig
 
-__all__ = ["merge_sweeps", "SAVED_SWEEP", "SCHEMA", "csv_columns", "open_sweep", "write_csv", "read_csv", "read_sweep"]
+__all__ = ["merge_sweeps", "recompute_bound_columns", "SAVED_SWEEP", "SCHEMA", "csv_columns", "open_sweep", "write_csv", "read_csv", "read_sweep"]
 
 #: The saved larger sweep (a results file) and its notes (command, machine, wall time) beside it.
 SAVED_SWEEP = Path(__file__).resolve().parents[2] / "data" / "sparse_majority_sweep.csv"
@@ -23,10 +23,7 @@ def _schema() -> Schema:
 
     cols = tuple((f.name, _TYPES[f.type if isinstance(f.type, str) else f.type.__name__])
                  for f in fields(RunResult) if f.name != "l11_norms")
-    # added after the saved sweep was written: an older file reads them as NaN
-    later = frozenset({"tt_trivial", "edelman_trivial", "tt_capacity", "edelman_capacity", "one_bit_acc",
-                       "norms_json"})
-    return Schema("sparse-majority", cols, key=("seq_len", "seed"), optional=later)
+    return Schema("sparse-majority", cols, key=("seq_len", "seed"))
 
 
 #: The columns of a sweep's results file (the fields of :class:`RunResult` but the per-tensor norms),
@@ -111,15 +108,50 @@ def merge_sweeps(paths, out) -> Path:
             if key in rows:
                 raise ResultsFileError(f"{t.path}: run T={key[0]} seed={key[1]} is in two files")
             rows[key] = r
+    _write_rows(out, head, tables[0].columns, [rows[k] for k in sorted(rows)])
+    read_sweep(out)                                # the merged file reads back as a results file
+    return out
+
+
+def _write_rows(out: Path, header: dict, columns, rows) -> None:
+    """Create the results file ``out`` with ``header`` and ``rows`` (dicts) in one atomic write."""
     import csv as _csv
     import io
 
-    from ..results import _fmt, _header_text
+    from ..results import _atomic_create, _fmt, _header_text
 
     buf = io.StringIO()
     w = _csv.writer(buf, lineterminator="\n")
-    for key in sorted(rows):
-        w.writerow([_fmt(rows[key][c], SCHEMA.type_of(c), c) for c in tables[0].columns])
-    _atomic_create(out, _header_text(head, tables[0].columns) + buf.getvalue())
-    read_sweep(out)                                # the merged file reads back as a results file
+    for r in rows:
+        w.writerow([_fmt(r[c], SCHEMA.type_of(c), c) for c in columns])
+    _atomic_create(Path(out), _header_text(header, columns) + buf.getvalue())
+
+
+def recompute_bound_columns(path, out, *, columns: Iterable[str], notes: str) -> Path:
+    """Write ``out``: the results file ``path`` with the bound ``columns`` (names returned by
+    :func:`~genbound.experiments.sparse_majority.row_bound_fields`) recomputed from every row's saved
+    norms, every other column byte for byte, and ``notes`` added to the header (say which columns
+    were recomputed, with which commit, and why). For a change in how a bound column is defined that
+    needs no retraining."""
+    from ...errors import ResultsFileError
+    from .bounds import row_bound_fields
+    from .verify import config_of
+
+    out = Path(out)
+    if out.exists():
+        raise ResultsFileError(f"{out}: exists; recompute_bound_columns writes a new file")
+    table = read_sweep(path)
+    cfg = config_of(table)
+    columns = list(columns)
+    rows = []
+    for r in table.rows:
+        new = row_bound_fields(r, cfg)
+        unknown = [c for c in columns if c not in new]
+        if unknown:
+            raise ResultsFileError(f"row_bound_fields does not compute {unknown}")
+        rows.append({**r, **{c: new[c] for c in columns}})
+    header = dict(table.header)
+    header["notes"] = (header["notes"] + " " if header.get("notes") else "") + notes
+    _write_rows(out, header, table.columns, rows)
+    read_sweep(out)
     return out
