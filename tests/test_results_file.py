@@ -381,7 +381,8 @@ def test_saved_data_sets_carry_their_configuration():
     sweep = sm.read_sweep(sm.SAVED_SWEEP)
     assert sweep.incomplete is None and sweep.config == dataclasses.asdict(sm.SparseMajorityConfig())
     assert sweep.environment["torch"] == "2.13.0+cpu" and sweep.environment["threads"] == 1
-    assert len(sweep.environment["commit"]) == 40 and "notes" not in sweep.header   # written by the sweep itself
+    assert len(sweep.environment["commit"]) == 40                                  # written by the sweep itself
+    assert "recomputed from norms_json" in sweep.header["notes"]                  # the capacity columns
     assert len(sm.read_csv()) == len(sweep.rows) >= 56
     fam = read_results(pg.SAVED_FAMILY, pg.SCHEMA)
     assert fam.incomplete is None and fam.config == json.loads(json.dumps(dataclasses.asdict(pg.FamilyConfig())))

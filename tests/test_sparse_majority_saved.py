@@ -290,3 +290,17 @@ def test_merge_sweeps_of_parallel_processes(tmp_path, tiny_sweep):
     with pytest.raises(ResultsFileError, match="header"):
         sm.merge_sweeps([a, other], tmp_path / "m3.csv")
     assert not (tmp_path / "m2.csv").exists() and not (tmp_path / "m3.csv").exists()
+
+
+def test_recompute_bound_columns_changes_only_those_columns(tmp_path, tiny_sweep):
+    from genbound.errors import ResultsFileError
+
+    out = sm.recompute_bound_columns(tiny_sweep, tmp_path / "r.csv", columns=["tt_capacity"], notes="why")
+    a, b = sm.read_sweep(tiny_sweep), sm.read_sweep(out)
+    assert b.header["notes"] == "why" and b.config == a.config and b.environment == a.environment
+    for x, y in zip(a.rows, b.rows):
+        assert all(_same(x[c], y[c]) for c in a.columns)          # the tiny sweep already has own-norm capacities
+    with pytest.raises(ResultsFileError, match="does not compute"):
+        sm.recompute_bound_columns(tiny_sweep, tmp_path / "s.csv", columns=["test_acc"], notes="no")
+    with pytest.raises(ResultsFileError, match="exists"):
+        sm.recompute_bound_columns(tiny_sweep, out, columns=["tt_capacity"], notes="again")
