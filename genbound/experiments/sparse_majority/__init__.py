@@ -23,14 +23,17 @@ the forward pass needs neither the ``T x T`` attention matrix nor the embedded s
 :func:`cls_logits`, the structured mode of the model class
 (:meth:`genbound.nets.ReferenceTransformer.forward_stacked_tokens`), evaluates exactly
 ``ReferenceTransformer.forward`` (a test compares them) from the bits, in ``O(T d)`` per sequence, and
-it trains several seeds at once (a leading model axis ``K``; the seeds do not interact, each has its own
-data, initialisation, shuffling and stopping epoch).
+it can train several seeds at once (a leading model axis ``K``; the seeds do not interact, each has its
+own data, initialisation, shuffling and stopping epoch). A sweep (:func:`run_sweep`) trains every run
+alone, so that a saved row is reproduced exactly by rerunning it (:func:`verify_rows`, and the CLI's
+``--verify-saved``): the stack's size changes the float32 rounding, which Adam amplifies.
 
 Layout. The package follows the experiment's seams: ``task`` (bits, embeddings, encoding,
 radius), ``config`` (the protocols), ``model`` (the network, Keras' initialisation, stacks),
 ``training``, ``evaluation``, ``bounds`` (every call into :mod:`genbound.bounds`),
-``runs`` (records, one ``T``, a sweep), ``files`` (the results file) and ``summaries``
-(tables, slope, figure). Every public name is importable from the package itself.
+``runs`` (records, one ``T``, a sweep), ``files`` (the results file, merging and recomputing bound
+columns), ``verify`` (rerunning saved rows) and ``summaries`` (per-length intervals, slopes, the
+lack-of-fit test, the learning regimes, the capacity floor, the figure). Every public name is importable from the package itself.
 
 >>> task = make_task(12, seed=0)
 >>> bits, y = task.sample(4, torch.Generator().manual_seed(1))
