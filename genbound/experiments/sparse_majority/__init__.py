@@ -49,7 +49,7 @@ from __future__ import annotations
 
 import torch
 
-from .bounds import (M_STAR_TARGET, bound_results, bounds_for, row_bound_fields, sample_size_needed, saved_norms,
+from .bounds import (M_STAR_TARGET, bound_fields, bound_results, bounds_for, row_bound_fields, sample_size_needed, saved_norms,
                      spectral_measures)
 from .config import PROTOCOLS, SparseMajorityConfig
 from .evaluation import bce_one_hot, evaluate_stack, ramp_risk
@@ -68,7 +68,7 @@ __all__ = ["D_MODEL", "N_HEADS", "D_HEAD", "S_RELEVANT", "RESULT_KEYS", "sinusoi
            "token_embeddings", "uniform_input_radius", "PROTOCOLS", "SparseMajorityTask", "make_task",
            "SparseMajorityConfig", "build_model", "keras_init_", "stack_parameters", "load_stacked",
            "cls_logits", "bce_one_hot", "evaluate_stack", "ramp_risk", "bound_results", "bounds_for",
-           "spectral_measures", "gap_slope", "sample_size_needed", "TrainOutcome", "train_stack", "RunResult",
+           "spectral_measures", "bound_fields", "gap_slope", "sample_size_needed", "TrainOutcome", "train_stack", "RunResult",
            "initial_model", "run_seq_len", "run_sweep", "SCHEMA", "csv_columns", "open_sweep", "write_csv",
            "read_csv", "read_sweep", "SAVED_SWEEP", "to_frame", "summarize", "plot_sweep", "M_STAR_TARGET",
            "saved_norms", "row_bound_fields", "NOT_COMPARED", "RowCheck", "config_of", "parse_row_keys",

@@ -52,7 +52,7 @@ class RunResult:
     checkpoint; ``orig_*``: the original protocol's test-selected checkpoint (NaN unless tracked).
     ``seconds``: wall time of training and evaluating the stack of seeds trained together, divided by
     their number. ``one_bit_acc``: the test accuracy of the best one-relevant-bit rule on the same test
-    set (:meth:`~genbound.experiments.sparse_majority.task.SparseMajorityTask.one_bit_accuracy`), the
+    set (:meth:`~genbound.experiments.sparse_majority.SparseMajorityTask.one_bit_accuracy`), the
     baseline that tells "partly learned" from "memorised". ``norms_json``: the stopping checkpoint's
     :class:`~genbound.nets.ModelNorms` as JSON, from which every bound column recomputes
     (:func:`~genbound.experiments.sparse_majority.saved_norms`). ``l11_norms``: the entrywise l1 norm of

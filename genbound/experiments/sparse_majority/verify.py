@@ -80,7 +80,8 @@ def parse_row_keys(text: str) -> list[tuple[int, int]]:
 
 def pick_rows(table, k: int, *, seed: int = 0) -> list[tuple[int, int]]:
     """``k`` distinct keys ``(seq_len, seed)`` of the results table, drawn uniformly with ``random.Random(seed)``
-    from the sorted keys (``1 <= k <= `` the number of rows, else :class:`~genbound.errors.ParameterError`)."""
+    from the sorted keys; ``k`` must be at least 1 and at most the number of rows (else
+    :class:`~genbound.errors.ParameterError`)."""
     keys = sorted(table.keys)
     if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= len(keys):
         raise ParameterError(f"--verify-saved K must be an integer in [1, {len(keys)}] (the saved rows), got {k!r}")
@@ -109,8 +110,8 @@ def _equal(a, b) -> bool:
 def verify_rows(table, keys: Sequence[tuple[int, int]], *, device="cpu",
                 on_check: Callable[[RowCheck], None] | None = None) -> list[RowCheck]:
     """Rerun the rows ``keys`` of the results ``table`` (:func:`~genbound.experiments.sparse_majority.read_sweep`)
-    with its recorded configuration, each alone, and compare every column of the file but
-    :data:`NOT_COMPARED`. Every key is checked against the table before anything is trained (a key
+    with its recorded configuration, each alone, and compare every column of the file but those in
+    ``NOT_COMPARED`` (the wall time). Every key is checked against the table before anything is trained (a key
     that is not a saved row raises :class:`~genbound.errors.ParameterError`)."""
     from .runs import run_seq_len
 
