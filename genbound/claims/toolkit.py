@@ -215,6 +215,53 @@ def _l2_ratio(X, B):
     return exact / (B * rad.l2_linear_bound(X)).clamp(min=_TINY)
 
 
+def _mc_stderr_check(seed):
+    """The Monte Carlo path of :func:`genbound.rademacher.empirical_rademacher_linear` (``n_draws`` signs), on data
+    sets whose supremum takes two values only: one feature, two nonzero rows ``x_i, x_j``, so
+    ``B |sigma_i x_i + sigma_j x_j| / m`` is ``a = B |x_i + x_j| / m`` or ``b = B |x_i - x_j| / m``. The mean fixes the
+    fraction ``q`` of draws at ``a``; the standard error must then be the sample standard error of those draws,
+    ``|a - b| sqrt(q (1 - q) / (n - 1))`` (numpy's ``std(ddof=1) / sqrt(n)`` of ``n q`` values ``a`` and
+    ``n (1 - q)`` values ``b``), for every norm, in a batch, with chunks smaller than ``n``. Ratio ``1 + rel. error``."""
+    import numpy as np
+
+    gen = torch.Generator().manual_seed(int(seed))
+    worst, trials = 0.0, 0
+    for m, n, chunk in ((6, 200, 64), (9, 1001, 4096), (3, 37, 5)):
+        pairs = [(i, j) for i in range(m) for j in range(i + 1, m)][:6]
+        X = torch.zeros(len(pairs), m, 1, dtype=F64)
+        for b, (i, j) in enumerate(pairs):
+            X[b, i, 0], X[b, j, 0] = torch.randn(2, generator=gen, dtype=F64) + 0.1
+        B = 0.5 + float(torch.rand(1, generator=gen))
+        for norm in ("l1", "l2", "linf"):
+            est = rad.empirical_rademacher_linear(X, radius=B, norm=norm, n_draws=n, seed=seed + trials, device="cpu",
+                                                  chunk=chunk)
+            for b, (i, j) in enumerate(pairs):
+                xi, xj = float(X[b, i, 0]), float(X[b, j, 0])
+                hi, lo = B * abs(xi + xj) / m, B * abs(xi - xj) / m
+                q = (float(est.value[b]) - lo) / (hi - lo)
+                k = int(round(q * n))
+                if abs(q * n - k) > 1e-6 * n:           # the mean is not a mixture of the two values
+                    return math.inf, trials + 1
+                draws = np.array([hi] * k + [lo] * (n - k))
+                want = float(np.std(draws, ddof=1) / math.sqrt(n))
+                got = float(est.stderr[b])
+                worst = max(worst, _rel_ratio(got, want) if want > 0 else (1.0 if got == 0 else math.inf))
+                trials += 1
+            worst = max(worst, 1.0 if est.n_draws == n and not est.exact else math.inf)
+    return worst, trials
+
+
+def _stderr_population(old):
+    """Mutant maker: the standard error with the population variance (``ddof = 0``)."""
+    import dataclasses
+
+    def new(*args, **kwargs):
+        r = old(*args, **kwargs)
+        n = r.n_draws
+        return dataclasses.replace(r, stderr=r.stderr * math.sqrt((n - 1) / n))
+    return new
+
+
 register(Claim(
     label="cor-l1-linear-rademacher",
     statement="R_S({x -> w.x : ||w||_1 <= B}) = B E||X^T sigma||_inf / m <= B max_j ||X_{:,j}||_2 sqrt(2 log(2d)) / m",
@@ -231,10 +278,14 @@ register(Claim(
     label="cor-l2-linear-rademacher",
     statement="R_S({x -> w.x : ||w||_2 <= B}) = B E||X^T sigma||_2 / m <= B sqrt(sum_i ||x_i||_2^2) / m",
     chapter=CH_RAD, provenance="standard",
-    numeric=InequalityCheck(_lin_sample, _l2_ratio, trials=600, starts=16, steps=100, lr=0.03, search=("X",)),
+    numeric=AllOf((InequalityCheck(_lin_sample, _l2_ratio, trials=600, starts=16, steps=100, lr=0.03, search=("X",)),
+                   FunctionCheck(_mc_stderr_check))),
     symbolic=sym_rad.verify_l2_second_moment,
     mutants=(scaled(rad, "l2_linear_bound", 0.5, name="rhs-halved",
-                    what="l2_linear_bound returns half of B sqrt(sum ||x_i||^2) / m"),),
+                    what="l2_linear_bound returns half of B sqrt(sum ||x_i||^2) / m"),
+             replaced(rad, "empirical_rademacher_linear", _stderr_population, name="stderr-population",
+                      what="the Monte Carlo standard error from the population variance (ddof = 0)")),
+    covers=("genbound.rademacher.l2_linear_bound", "genbound.rademacher.empirical_rademacher_linear"),
 ))
 
 
@@ -477,17 +528,52 @@ def _relaxed_objective(alpha, A, lam, m, c):
             * (math.sqrt(A) * torch.log(c / (2 * alpha)) + math.sqrt(lam) * (c / 2 - alpha)))
 
 
+def _mp_integral(a, lam, lo, hi):
+    """``int_lo^hi sqrt(a/eps^2 + lam) d eps`` by ``mpmath.quad`` in ``log eps`` (independent of scipy's quadrature)."""
+    import mpmath
+
+    if hi <= lo:
+        return 0.0
+    f = lambda u: mpmath.sqrt(a * mpmath.exp(-2 * u) + lam) * mpmath.exp(u)  # noqa: E731
+    return float(mpmath.quad(f, [mpmath.log(lo), mpmath.log(hi)]))
+
+
+def _rel_ratio(got, want):
+    """``1 + |got - want| / |want|`` (``1`` when equal, ``inf`` when only ``want`` is 0): two-sided."""
+    if got == want:
+        return 1.0
+    if want == 0:
+        return math.inf
+    return 1.0 + abs(got - want) / abs(want)
+
+
+def _integral_scaled(factor):
+    """Mutant maker: :func:`~genbound.rademacher.dudley_bound` reporting ``factor`` times its integral."""
+    import dataclasses
+
+    def make(old):
+        def new(*args, **kwargs):
+            r = old(*args, **kwargs)
+            return dataclasses.replace(r, integral=factor * r.integral)
+        return new
+    return make
+
+
 def _inv_sq_check(seed):
     """(a) the closed form bounds the numerical infimum of Dudley's objective from above; (b) it is the
     minimum of the relaxed objective: its value is at most the minimum over a fine grid of alpha in (0, c/2]
     refined by golden section (a wrong alpha* gives a larger value, a ratio above 1); (c) with ``A = 0`` it
-    equals the infimum of the (then linear) objective, two-sided."""
+    equals the infimum of the (then linear) objective, two-sided; (d) the ``integral`` that
+    :func:`~genbound.rademacher.dudley_bound` reports equals the integral at its cut-off (``mpmath.quad``), two-sided."""
     gen = torch.Generator().manual_seed(int(seed))
     worst = 0.0
     A, L, m, c = _dudley_params(gen, 24)
     g = (math.sqrt(5) - 1) / 2
-    for a, lam, mm, cc in zip(A, L, m, c):
-        num = rad.dudley_bound(lambda e: a / e**2 + lam, m=mm, diameter=cc).value
+    for k, (a, lam, mm, cc) in enumerate(zip(A, L, m, c)):
+        dud = rad.dudley_bound(lambda e: a / e**2 + lam, m=mm, diameter=cc)
+        num = dud.value
+        if k % 3 == 0:                  # the reported integral: int_alpha^{c/2} sqrt(A/eps^2 + Lambda) d eps (mpmath)
+            worst = max(worst, _rel_ratio(dud.integral, _mp_integral(a, lam, dud.alpha, cc / 2)))
         closed = rad.dudley_inverse_square(a, lam, m=mm, diameter=cc).value
         grid = cc / 2 * torch.logspace(-12, 0, 4001, dtype=F64)
         vals = _relaxed_objective(grid, a, lam, mm, cc)
@@ -520,7 +606,9 @@ register(Claim(
     symbolic=lambda: sym_dudley.verify_sqrt_split() and sym_dudley.verify_inverse_square_convex(),
     rtol=1e-7,
     mutants=(scaled(rad, "INVERSE_SQUARE_ALPHA_COEF", 2.0, name="alpha-star-doubled",
-                    what="alpha* = 6 sqrt(A)/(sqrt(m) - 6 sqrt(Lambda)): not the minimiser"),),
+                    what="alpha* = 6 sqrt(A)/(sqrt(m) - 6 sqrt(Lambda)): not the minimiser"),
+             replaced(rad, "dudley_bound", _integral_scaled(1.001), name="integral-off",
+                      what="dudley_bound reports its integral 0.1% too large (the value unchanged)")),
 ))
 
 
