@@ -202,6 +202,16 @@ register(Claim(
 ))
 
 
+def _integral_scaled_at_k0(old):
+    """Mutant maker: :func:`~genbound.rademacher.dudley_parametric` reporting integral 1 when ``k = 0``."""
+    import dataclasses
+
+    def new(k, C, *, m, diameter):
+        r = old(k, C, m=m, diameter=diameter)
+        return dataclasses.replace(r, integral=1.0) if k == 0 else r
+    return new
+
+
 def _param_check(seed):
     gen = torch.Generator().manual_seed(int(seed))
     worst = 0.0
@@ -212,7 +222,12 @@ def _param_check(seed):
         num = rad.dudley_bound(lambda e: k * max(math.log(C / e), 0.0), m=mm, diameter=cc).value
         closed = rad.dudley_parametric(k, C, m=mm, diameter=cc).value
         worst = max(worst, num / closed, closed / num)
-    return worst, len(ks)
+    # k = 0 (log N = 0, one function): the infimum is 0 as alpha -> 0, with an empty integral; every field
+    # of the result is exactly 0 (two-sided: 0 and nothing else)
+    for C, mm, cc in zip(Cs[:5], m[:5], c[:5]):
+        r0 = rad.dudley_parametric(0.0, C, m=mm, diameter=cc)
+        worst = max(worst, 1.0 if (r0.value, r0.alpha, r0.integral) == (0.0, 0.0, 0.0) else math.inf)
+    return worst, len(ks) + 5
 
 
 register(Claim(
@@ -223,5 +238,7 @@ register(Claim(
     symbolic=sym_dudley.verify_parametric_antiderivative,
     rtol=1e-7,
     mutants=(scaled(rad, "PARAMETRIC_ALPHA_DENOM", 2.0, name="alpha-star-moved",
-                    what="alpha* = C exp(-m/(18 k)) instead of C exp(-m/(9 k))"),),
+                    what="alpha* = C exp(-m/(18 k)) instead of C exp(-m/(9 k))"),
+             replaced(rad, "dudley_parametric", _integral_scaled_at_k0, name="k0-integral-one",
+                      what="log N = 0 (k = 0) reported with integral 1 instead of 0")),
 ))
