@@ -149,11 +149,22 @@ def _integral_scaled(factor):
     return make
 
 
+def _cutoff_doubled_at_a0(old):
+    """Mutant maker: :func:`~genbound.rademacher.dudley_inverse_square` reporting twice its cut-off when ``A = 0``."""
+    import dataclasses
+
+    def new(A, Lambda, *, m, diameter):
+        r = old(A, Lambda, m=m, diameter=diameter)
+        return dataclasses.replace(r, alpha=2 * r.alpha) if A == 0 else r
+    return new
+
+
 def _inv_sq_check(seed):
     """(a) the closed form bounds the numerical infimum of Dudley's objective from above; (b) it is the
     minimum of the relaxed objective: its value is at most the minimum over a fine grid of alpha in (0, c/2]
     refined by golden section (a wrong alpha* gives a larger value, a ratio above 1); (c) with ``A = 0`` it
-    equals the infimum of the (then linear) objective, two-sided; (d) the ``integral`` that
+    equals the infimum of the (then linear) objective, two-sided, with the minimising end as its reported cut-off and
+    the integral there; (d) the ``integral`` that
     :func:`~genbound.rademacher.dudley_bound` reports equals the integral at its cut-off (``mpmath.quad``), two-sided."""
     gen = torch.Generator().manual_seed(int(seed))
     worst = 0.0
@@ -182,9 +193,17 @@ def _inv_sq_check(seed):
     for lam, mm, cc in zip(L, m, c):
         lam = lam if lam > 0 else 1.0
         for mmm in (mm, max(1, int(9 * lam))):          # both sides of 4 = 12 sqrt(Lambda / m)
-            closed = rad.dudley_inverse_square(0.0, lam, m=mmm, diameter=cc).value
+            res = rad.dudley_inverse_square(0.0, lam, m=mmm, diameter=cc)
+            closed = res.value
             ends = min(12 * math.sqrt(lam / mmm) * cc / 2, 4 * cc / 2)
             worst = max(worst, closed / ends, ends / closed)
+            # the reported cut-off is the minimising end (alpha -> 0, reported as 0, or c/2), and the
+            # reported integral the statement's int_alpha^{c/2} sqrt(Lambda) d eps there
+            slope = 4 - 12 * math.sqrt(lam / mmm)
+            if abs(slope) > 1e-9:
+                al = 0.0 if slope > 0 else cc / 2
+                worst = max(worst, 1.0 if res.alpha == al else math.inf,
+                            _rel_ratio(res.integral, math.sqrt(lam) * (cc / 2 - al)))
     return worst, 3 * len(A)
 
 
@@ -198,7 +217,9 @@ register(Claim(
     mutants=(scaled(rad, "INVERSE_SQUARE_ALPHA_COEF", 2.0, name="alpha-star-doubled",
                     what="alpha* = 6 sqrt(A)/(sqrt(m) - 6 sqrt(Lambda)): not the minimiser"),
              replaced(rad, "dudley_bound", _integral_scaled(1.001), name="integral-off",
-                      what="dudley_bound reports its integral 0.1% too large (the value unchanged)")),
+                      what="dudley_bound reports its integral 0.1% too large (the value unchanged)"),
+             replaced(rad, "dudley_inverse_square", _cutoff_doubled_at_a0, name="a0-cutoff-doubled",
+                      what="with A = 0 the cut-off reported as c instead of c/2 (the value unchanged)")),
 ))
 
 
