@@ -105,6 +105,12 @@ def part1_equalities(seed: int = 0, n: int = 60) -> dict[str, float]:
         out["allocation"] = max(out["allocation"], rel(val, f_av(*cc, *aa, ev)),
                                 *(rel(float(x), w) for x, w in zip(ej, want)),
                                 rel(float(cov.allocation_value(cc, ev, weights=aa)), f_av(*cc, *aa, ev)))
+    # edge cases of allocate_scales: one part of cost 1 (the sum S is exactly 1: eps_j = eps, value 1/eps^2) and
+    # every cost 0 (S = 0: every scale 0, value 0)
+    e1, v1 = cov.allocate_scales([1.0], 0.5)
+    e0, v0 = cov.allocate_scales([0.0, 0.0], 0.5)
+    out["allocation"] = max(out["allocation"], rel(float(e1[0]), 0.5), rel(v1, 4.0),
+                            0.0 if (float(e0.abs().sum()), v0) == (0.0, 0.0) else math.inf)
     return out
 
 

@@ -219,6 +219,17 @@ def _alloc_attained(seed):
     return worst, 60
 
 
+def _zero_split_when_sum_one(old):
+    """Mutant maker: :func:`genbound.covering.allocate_scales` answering ``(0, 0)`` whenever its sum ``S`` is 1."""
+    def new(costs, eps, *, weights=None):
+        e, v = old(costs, eps, weights=weights)
+        c = torch.as_tensor(costs, dtype=F64)
+        a = torch.ones_like(c) if weights is None else torch.as_tensor(weights, dtype=F64)
+        S = float((c ** cov.ALLOCATION_COST_EXPONENT * a ** cov.ALLOCATION_WEIGHT_EXPONENT).sum())
+        return (torch.zeros_like(e), 0.0) if S == 1.0 else (e, v)
+    return new
+
+
 register(Claim(
     label="lem-allocation",
     statement="min { sum_j c_j/eps_j^2 : sum_j a_j eps_j <= eps } = (sum_j c_j^{1/3} a_j^{2/3})^3 / eps^2",
@@ -230,5 +241,7 @@ register(Claim(
     mutants=(scaled(cov, "allocation_value", 2.0, name="value-doubled",
                     what="allocation_value returns 2 (sum c^{1/3} a^{2/3})^3 / eps^2: above some feasible split"),
              scaled(cov, "allocation_value", 0.5, name="value-halved",
-                    what="allocation_value returns half the minimum: not attained by any split")),
+                    what="allocation_value returns half the minimum: not attained by any split"),
+             replaced(cov, "allocate_scales", _zero_split_when_sum_one, name="sum-one-as-zero",
+                      what="allocate_scales treats a sum S = 1 as the all-zero case (scales 0, value 0)")),
 ))
