@@ -1,7 +1,7 @@
 """What the book's chapters share: the helpers every chapter's setup cell used to define for itself.
 
 A chapter (a MyST notebook under ``book/``) checks the claims it states, glues numbers and figures into its
-prose with MyST-NB's ``glue`` and draws its figures with :mod:`genbound.plotting`. Its setup cell imports::
+prose with MyST-NB's ``glue`` and draws its figures with ``genbound.plotting``. Its setup cell imports::
 
     from genbound.chapter import glue, show_claim as show
 
