@@ -65,8 +65,11 @@ def test_toc_lists_every_chapter_and_only_existing_ones():
 def test_glue_roles_refer_to_glued_keys():
     for path in BOOK.rglob("*.md"):
         text = path.read_text(encoding="utf-8")
-        glued = set(re.findall(r"glue\(\s*f?[\"']([^\"'{]+)", text))
-        glued |= {k.split("{")[0] for k in re.findall(r"glue\(\s*f[\"']([^\"']+)", text)}
+        glued = set(re.findall(r"glue(?:_figure)?\(\s*f?[\"']([^\"'{]+)", text))
+        glued |= {k.split("{")[0] for k in re.findall(r"glue(?:_figure)?\(\s*f[\"']([^\"']+)", text)}
+        # genbound.chapter.show_claim (imported as show) glues {label}-summary and {label}-ratio
+        for label in re.findall(r"\bshow(?:_claim)?\(\s*[\"']([^\"']+)[\"']", text):
+            glued |= {f"{label}-summary", f"{label}-ratio"}
         used = re.findall(r"\{glue(?::\w+)?\}`([^`:]+)", text)
         used += re.findall(r"```\{glue(?::\w+)?\}\s+(\S+)", text)
         for key in used:

@@ -26,7 +26,9 @@ PENDING: set[str] = set()
 CELL_RE = re.compile(r"^```\{code-cell\}[^\n]*\n(.*?)^```", re.S | re.M)
 OPTION_RE = re.compile(r"^:(\w[\w-]*):\s*(.*)$")
 # calls whose value is None: a trailing call to one of them shows nothing
-SILENT_CALLS = {"glue", "close", "set_num_threads", "use_style", "manual_seed"}
+SILENT_CALLS = {"glue", "glue_figure", "close", "set_num_threads", "single_thread", "use_style", "manual_seed"}
+# calls that close the figure they are given (genbound.chapter.glue_figure glues, then closes)
+CLOSING_CALLS = {"close", "glue_figure"}
 FIGURE_CALLS = {"new_axes", "subplots", "figure"}
 
 
@@ -81,7 +83,7 @@ def shows_output(source: str) -> bool:
             kw = {k.arg: k.value for k in c.keywords}
             if not (isinstance(kw.get("display"), ast.Constant) and kw["display"].value is False):
                 return True
-    if FIGURE_CALLS & set(names) and "close" not in names:
+    if FIGURE_CALLS & set(names) and not CLOSING_CALLS & set(names):
         return True
     if tree.body and isinstance(tree.body[-1], ast.Expr):
         last_line = [ln for ln in source.rstrip().splitlines() if ln.strip()][-1]
@@ -124,6 +126,8 @@ def test_cells_without_output_are_folded(chapter):
     ("for k in ks:\n    display(k)", True),
     ("table.style.hide(axis='index')", True),
     ("plt.close(fig)", False),
+    ("fig, ax = plotting.new_axes()\nax.plot([1])\nglue_figure('f', fig)", False),
+    ("fig, ax = plotting.new_axes()\nax.plot([1])", True),
     ("x = 1  # a comment;\nx", True),
 ])
 def test_shows_output_matches_examples(source, expected):

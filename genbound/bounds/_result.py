@@ -41,9 +41,9 @@ def check_target(target) -> float:
 
 def smallest_m(value_at: Callable[[int], float], target: float, *, tol: float = 0.0,
                max_m: int = 10**40) -> float:
-    """The smallest ``m`` in ``[1, max_m]`` with ``value_at(m) <= target`` for a non-increasing
-    ``value_at`` (bisection on integers); ``inf`` when ``value_at(max_m) > target``.
-
+    """The least ``m`` in ``[1, max_m]`` with ``value_at(m) <= target`` for a non-increasing ``value_at``: bisect
+    ``[lo, hi] = [1, max_m]`` at ``isqrt(lo hi)`` while ``hi > 4 lo``, else at ``(lo + hi) // 2`` (inside ``(lo, hi)``),
+    return ``hi``; ``inf`` when ``value_at(max_m) > target``, ``1`` when ``value_at(1) <= target``.
     ``tol`` (decades): stop once ``hi <= lo * 10**tol``; the result ``M`` then meets the target and
     ``M / 10**tol`` does not (``tol = 0``: exact, ``M - 1`` does not)."""
     target = check_target(target)

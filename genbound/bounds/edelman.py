@@ -146,8 +146,8 @@ class EdelmanCover:
         return allocation_split(cs, eps)
 
     def scales(self, eps: float) -> dict[str, float]:
-        """The split ``eps_j``: the better (smaller cover) of the allocation lemma iterated (as
-        :func:`genbound.covering.allocate_scales`) and :meth:`fixed_scales`."""
+        """The split ``eps_j``: the better (smaller cover; the iterated one on a tie) of the allocation lemma
+        iterated (as :func:`genbound.covering.allocate_scales`) and :meth:`fixed_scales`."""
         eps = check_real(eps, "eps", lo=0.0, lo_open=True)
         cs = {t.name: t.c for t in self.terms}
         cs.update({z.name: z.c(eps) for z in self.zhang})

@@ -132,7 +132,7 @@ class InverseSquareCover:
         return allocation_split({t.name: t.c for t in self.terms}, eps)    # Part I, lem-allocation
 
     def atoms_per_term(self, eps: float) -> dict[str, int]:
-        """Maurey's number of atoms ``K_j = ceil((factor rho radius / eps_j)^2)`` at the allocated scales."""
+        """Maurey's atom count ``K_j = ceil((factor rho radius / eps_j)^2 - 1e-12)`` (1e-12: round-off) at the scales."""
         sc = self.scales(eps)
         return {t.name: (1 if t.factor * t.rho * t.radius == 0 or sc[t.name] == 0 else
                          max(1, math.ceil((t.factor * t.rho * t.radius / sc[t.name]) ** 2 - 1e-12)))

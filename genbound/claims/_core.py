@@ -27,7 +27,8 @@ import torch
 from ..errors import ParameterError
 
 __all__ = ["ClaimResult", "Claim", "InequalityCheck", "FunctionCheck", "AllOf", "NumericCheck", "Mutant",
-           "MutantResult", "PROVENANCES", "LOOSE_THRESHOLD", "register_cache", "scaled", "replaced"]
+           "MutantResult", "PROVENANCES", "LOOSE_THRESHOLD", "register_cache", "scaled", "replaced",
+           "call_with_time_limit"]
 
 Params = dict[str, torch.Tensor]
 
@@ -51,6 +52,29 @@ def register_cache(fn):
 def _clear_caches() -> None:
     for fn in _CACHES:
         fn.cache_clear()
+
+
+def call_with_time_limit(fn, seconds: float):
+    """``fn()``, or ``TimeoutError`` after ``seconds`` (SIGALRM; without a limit outside the main thread, or when a
+    limit is already running). For checks of functions whose wrong versions may never return (a loop walking the
+    wrong way): the check must fail, not hang."""
+    import signal
+    import threading
+
+    if (threading.current_thread() is not threading.main_thread() or not hasattr(signal, "setitimer")
+            or signal.getitimer(signal.ITIMER_REAL)[0] > 0):
+        return fn()
+
+    def _raise(signum, frame):
+        raise TimeoutError(f"no result within {seconds} s")
+
+    old = signal.signal(signal.SIGALRM, _raise)
+    try:
+        signal.setitimer(signal.ITIMER_REAL, seconds)
+        return fn()
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
 
 
 @dataclass(frozen=True)

@@ -17,6 +17,7 @@ from .. import schatten_entropy as se
 from .. import spectra as _sv
 from ..symbolic import sakai_imaizumi as sym
 from . import AllOf, Claim, FunctionCheck, InequalityCheck, register, replaced, scaled
+from ._core import call_with_time_limit
 
 ENTROPY = "book/part3/entropy.md"
 DEEP = "book/part3/deep.md"
@@ -791,8 +792,21 @@ register(Claim(
 ))
 
 
+#: seconds the check of prop-sa-capacity may take (it takes about 2 s): a samples_needed whose round-off guard
+#: walks the wrong way never returns, and must fail the check rather than hang it
+CAPACITY_CHECK_SECONDS = 60.0
+
+
 def _capacity_check(seed: int) -> tuple[float, int]:
+    try:
+        return call_with_time_limit(lambda: _capacity_check_body(seed), CAPACITY_CHECK_SECONDS)
+    except TimeoutError:
+        return math.inf, 0
+
+
+def _capacity_check_body(seed: int) -> tuple[float, int]:
     ex = _Excess()
+    _samples_boundary(ex)
     S = _sym_numeric()
     gen = torch.Generator().manual_seed(seed)
     # kappa_p: the package's Dudley factor equals sympy's integral, and lies in [1, 2 sqrt 2] with both ends
@@ -836,6 +850,47 @@ def _capacity_check(seed: int) -> tuple[float, int]:
     return ex.ratio()
 
 
+def samples_boundary_instances(limit: int = 60):
+    """``(log_capacity, target, kind)`` where the float ``ceil(exp(2 (log_capacity - log target)))`` is one off the
+    least ``n`` with ``log_capacity - log(n)/2 <= log target`` (evaluated in float64): ``kind = "up"`` when that ceil
+    fails the inequality, ``"down"`` when ``ceil - 1`` already meets it. Found by scanning ``log_capacity =
+    log t + log(k)/2`` and its float neighbours for ``k < limit``."""
+    out = []
+    for t in (1.0, 0.5, 0.37):
+        for k in range(2, limit):
+            base = math.log(t) + 0.5 * math.log(k)
+            for lc in (base, math.nextafter(base, math.inf), math.nextafter(base, -math.inf)):
+                n0 = max(1, math.ceil(math.exp(2.0 * (lc - math.log(t)))))
+                ok = lambda j, lc=lc: lc - 0.5 * math.log(j) <= math.log(t)  # noqa: E731
+                if not ok(n0):
+                    out.append((lc, t, "up"))
+                elif n0 > 1 and ok(n0 - 1):
+                    out.append((lc, t, "down"))
+    return out
+
+
+def _samples_boundary(ex) -> None:
+    """``samples_needed`` where the float ceil is one off (both directions): the result meets the inequality and
+    ``n - 1`` does not, exactly in float64 (no slack); and ``trivial`` on its boundary
+    ``capacity / sqrt(n) = 1`` exactly (``log_capacity = log(n)/2``): trivial (the bound is at the loss range)."""
+    kinds = set()
+    for lc, t, kind in samples_boundary_instances():
+        try:
+            n = _si.samples_needed(lc, t)
+        except (ValueError, OverflowError) as exc:
+            ex.holds(False, f"samples_needed({lc!r}, {t}) ({kind}): {type(exc).__name__}")
+            continue
+        ok = isinstance(n, int) and n >= 1 and lc - 0.5 * math.log(n) <= math.log(t)
+        least = n == 1 or lc - 0.5 * math.log(n - 1) > math.log(t)
+        ex.holds(ok and least, f"samples_needed({lc!r}, {t}) = {n} ({kind})")
+        kinds.add(kind)
+    ex.holds(kinds == {"up", "down"}, "boundary instances of both kinds")
+    for k in (1, 4, 7, 100, 12345):
+        lc = 0.5 * math.log(k)
+        ex.holds(lc - 0.5 * math.log(k) == 0.0 and _si._trivial(lc, k) is True, f"trivial at capacity = sqrt({k})")
+        ex.holds(_si._trivial(math.nextafter(lc, -math.inf), k) is False, f"not trivial below sqrt({k})")
+
+
 def _sym_dudley_12():
     from ..symbolic import dudley as sd
 
@@ -857,8 +912,33 @@ register(Claim(
     mutants=(replaced(_si, "DUDLEY_INTEGRAL_COEF", lambda old: old / 2, name="dudley-halved", what="6 instead of 12"),
              scaled(se, "log_dudley_factor", 0.5, name="kappa-rooted", what="sqrt(kappa_p) instead of kappa_p"),
              replaced(_si, "samples_needed", lambda old: (lambda lc, t: old(lc, t) + 1), name="n-plus-one",
-                      what="one sample more than needed")),
+                      what="one sample more than needed"),
+             replaced(_si, "samples_needed", lambda old: _samples_needed_unguarded("up"), name="no-round-up-guard",
+                      what="samples_needed without the step up when the float ceil fails the inequality"),
+             replaced(_si, "samples_needed", lambda old: _samples_needed_unguarded("down"), name="no-round-down-guard",
+                      what="samples_needed without the step down when the float ceil minus one meets it"),
+             replaced(_si, "_trivial", lambda old: (lambda lc, n: None if n is None else bool(lc - 0.5 * math.log(n) > 0)),
+                      name="trivial-strict", what="trivial only when capacity / sqrt(n) > 1 (not at = 1)")),
 ))
+
+
+def _samples_needed_unguarded(skip: str):
+    """A wrong :func:`genbound.bounds.sakai_imaizumi.samples_needed` (mutant): one round-off guard left out."""
+    def samples_needed(log_capacity, target):
+        lc, t = float(log_capacity), float(target)
+        log_n = 2.0 * (lc - math.log(t))
+        if log_n > 1000 * math.log(2):
+            return math.inf
+        if log_n > 50 * math.log(2):
+            return int(math.ceil(math.exp(log_n) * (1 + 1e-12)))
+        n = max(1, math.ceil(math.exp(log_n)))
+        ok = lambda k: lc - 0.5 * math.log(k) <= math.log(t)  # noqa: E731
+        while skip != "up" and not ok(n):
+            n += 1
+        while skip != "down" and n > 1 and ok(n - 1):
+            n -= 1
+        return n
+    return samples_needed
 
 
 # =========================================================================== lemma-level values, two-sided

@@ -403,6 +403,20 @@ def _norms_check(seed: int) -> tuple[float, int]:
             ex.close(_norms.norm_21(W), want21, 1e-12, scale=max(want21, 1e-300), what="norm_21")
             ex.close(_norms.norm_11(W), want11, 1e-12, scale=max(want11, 1e-300), what="norm_11")
     ex.close(_norms.stable_rank(torch.zeros(3, dtype=torch.float64)), 0.0, 1.0, scale=1.0, what="stable_rank(0)")
+    # gradients in the singular values (the norms are documented differentiable): d||s||_p / ds_i =
+    # s_i^(p-1) ||s||_p^(1-p) for p > 0, and 0 at p = 0 (the rank is locally constant), in numpy
+    for shape in ((6, 4), (3, 9)):
+        s_np = _np_svd(torch.randn(*shape, generator=gen, dtype=torch.float64).numpy()) + 0.1
+        gp = grid[grid != 1.3]
+        norm = np.array([np.sum(s_np**q) ** (1 / q) if q > 0 else 0.0 for q in gp])
+        want = np.array([s_np ** (q - 1) * nq ** (1 - q) if q > 0 else np.zeros_like(s_np) for q, nq in zip(gp, norm)])
+        sb = torch.tensor(np.tile(s_np, (len(gp), 1)), requires_grad=True)
+        _norms.schatten_norm_at(sb, torch.as_tensor(gp)).sum().backward()
+        ex.close(sb.grad, want, 1e-12, scale=np.maximum(np.abs(want), 1.0), what="schatten_norm_at gradient")
+        for q, wq in zip(gp, want):
+            sq = torch.tensor(s_np, requires_grad=True)
+            _norms.schatten_norm(sq, float(q)).backward()
+            ex.close(sq.grad, wq, 1e-12, scale=np.maximum(np.abs(wq), 1.0), what=f"schatten_norm gradient p={q}")
     for bad in (-0.1, 2.0 + 1e-9, 4.0, float("nan")):
         ex.raises(lambda b=bad: _norms.schatten_power(torch.ones(2, dtype=torch.float64), b), Exception, f"p={bad}")
         ex.raises(lambda b=bad: _norms.log_schatten_power_at(torch.ones(1, 2, dtype=torch.float64), torch.tensor([b], dtype=torch.float64)),
@@ -432,11 +446,18 @@ register(Claim(
                     what="the Gram rounding bound halved")),
 ))
 
+def _rank_branch_divides(logp, p):
+    """A wrong :func:`genbound.norms._norm_from_power` (mutant): ``logp / p`` is formed at ``p = 0`` too and then
+    discarded by ``where``; the values are unchanged, but the gradient is ``0 * inf = NaN`` there."""
+    return torch.where(p > 0, (logp / torch.where(p >= 0, p, torch.ones_like(p))).exp(), logp.exp())
+
+
 register(Claim(
     label="prop-computed-norms",
     statement="genbound's Schatten powers and norms (any p in [0, 2], rank at p = 0), spectral, Frobenius and "
               "nuclear norms, stable rank and (p, q) group norms equal their definitions on numpy's SVD and "
-              "norms of the dense matrix, with values at or below the rank threshold as zeros; p outside "
+              "norms of the dense matrix, with values at or below the rank threshold as zeros; the gradients "
+              "of the Schatten norms in the singular values equal s_i^(p-1) ||s||_p^(1-p) (0 at p = 0); p outside "
               "[0, 2] is refused",
     chapter=CHAPTER, provenance="standard",
     numeric=FunctionCheck(_norms_check), rtol=EQ_RTOL,
@@ -448,5 +469,7 @@ register(Claim(
     mutants=(scaled(_norms, "nuclear_norm", 1.5, name="nuclear-loosened", what="nuclear norm times 3/2"),
              scaled(_norms, "log_schatten_power", 1.0 + 1e-6, name="log-power-off",
                     what="log ||W||_{S_p}^p off by a relative 1e-6"),
-             replaced(_norms, "P_MAX", lambda old: 4.0, name="p-range-widened", what="p up to 4 accepted")),
+             replaced(_norms, "P_MAX", lambda old: 4.0, name="p-range-widened", what="p up to 4 accepted"),
+             replaced(_norms, "_norm_from_power", lambda old: _rank_branch_divides, name="rank-branch-divides",
+                      what="the p = 0 branch also divides log rank by p = 0: the same values, NaN gradients")),
 ))

@@ -18,12 +18,14 @@ import torch
 
 from .. import covering as cov
 from .. import rademacher as rad_mod
+from ..bounds import _result as _result_mod
 from ..bounds import edelman as ed_mod
 from ..bounds import trauger_tewari as tt_mod
 from ..bounds.trauger_tewari import LayerRadii, layer_radii_from_model
 from ..nets import ReferenceTransformer, augment, forward_effective
 from ..symbolic import trauger_tewari as sym
 from . import AllOf, Claim, FunctionCheck, InequalityCheck, Mutant, register, register_cache, replaced, scaled
+from ._core import call_with_time_limit
 
 
 CH_COVERS = "book/part2/tt_covers.md"
@@ -625,6 +627,56 @@ COVER_A_HALVED = scaled(tt_mod, "allocation_value", 0.5, name="complexity-halved
                         what="the allocated complexity A = (sum_j c_j^{2/3})^3 halved in log N <= A/eps^2 + Lambda")
 
 
+#: the round-off slack of Maurey's atom count: ``K = ceil(x^2 - ATOM_SLACK)``, ``x = f rho B / eps_j``
+ATOM_SLACK = 1e-12
+
+
+def _atoms_check(seed):
+    """:meth:`~genbound.bounds.trauger_tewari.InverseSquareCover.atoms_per_term` equals ``ceil(x^2 - 1e-12)`` with
+    ``x = f rho B / eps_j`` at its own scales, evaluated in exact rational arithmetic (``fractions``), on covers of one
+    to three maps whose ``x^2`` sits at ``k + delta`` for ``delta`` in ``{-3, -0.5, 0, 0.5, 1.5, 3} x 1e-12`` and a
+    random offset: inside the slack the count is ``k``, past it ``k + 1``. Ratio ``0`` when every count agrees
+    (``inf`` otherwise), so the claim's worst ratio stays that of its inequalities."""
+    import random
+    from fractions import Fraction
+
+    rng = random.Random(seed)
+    slack = Fraction(ATOM_SLACK)
+    worst, trials = 0.0, 0
+    for k in (1, 2, 7, 40, 333):
+        for delta in (-3e-12, -0.5e-12, 0.0, 0.5e-12, 1.5e-12, 3e-12, rng.uniform(0.01, 0.99)):
+            if k + delta < 1:
+                continue
+            n_terms = 1 + trials % 3
+            terms = [tt_mod.CoverTerm(f"M{j}", rng.uniform(0.5, 2.0), rng.uniform(0.5, 2.0), math.log(2 * 4 * 4),
+                                      2.0 if j == 1 else 1.0) for j in range(n_terms)]
+            cover = tt_mod.InverseSquareCover(tuple(terms))
+            t0 = terms[0]
+            x0 = t0.factor * t0.rho * t0.radius
+            # eps such that the first map's share eps_0 gives x0^2 / eps_0^2 = k + delta
+            share = cover.scales(1.0)[t0.name]
+            eps = x0 / math.sqrt(k + delta) / share
+            sc, K = cover.scales(eps), cover.atoms_per_term(eps)
+            for t in terms:
+                x = Fraction(t.factor * t.rho * t.radius) / Fraction(sc[t.name])
+                want = max(1, math.ceil(x * x - slack))
+                worst = max(worst, 0.0 if K[t.name] == want else math.inf)
+            trials += 1
+    return worst, trials
+
+
+def _atoms_with_slack(slack):
+    """Mutant maker: :meth:`InverseSquareCover.atoms_per_term` with another round-off slack."""
+    def make(old):
+        def atoms_per_term(self, eps):
+            sc = self.scales(eps)
+            return {t.name: (1 if t.factor * t.rho * t.radius == 0 or sc[t.name] == 0 else
+                             max(1, math.ceil((t.factor * t.rho * t.radius / sc[t.name]) ** 2 - slack)))
+                    for t in self.terms}
+        return atoms_per_term
+    return make
+
+
 register(Claim(
     label="thm-tt-single-layer",
     statement="one layer, no dense map: log N_unif(F, eps) <= C_1^2/eps^2 + Lambda_Sigma with "
@@ -633,10 +685,14 @@ register(Claim(
     chapter=CH_SINGLE, provenance="reconstructed",
     numeric=AllOf((FunctionCheck(lambda s: _constructive_cover_ratio(s, L=1, H=2, dense=False, bias=False,
                                                                      row_norm=False)),
-                   FunctionCheck(_tt_value_check("single")))),
+                   FunctionCheck(_tt_value_check("single")), FunctionCheck(_atoms_check))),
     symbolic=sym.verify_single_layer_factorisation,
-    mutants=(COVER_A_HALVED, COVER_CONSTANT_DOUBLED, CONFIDENCE_3_TO_4),
-    covers=TT_COVERS,
+    mutants=(COVER_A_HALVED, COVER_CONSTANT_DOUBLED, CONFIDENCE_3_TO_4,
+             replaced(tt_mod.InverseSquareCover, "atoms_per_term", _atoms_with_slack(2 * ATOM_SLACK),
+                      name="atom-slack-doubled", what="Maurey's atom count rounded down within 2e-12 of an integer"),
+             replaced(tt_mod.InverseSquareCover, "atoms_per_term", _atoms_with_slack(0.0),
+                      name="atom-slack-dropped", what="Maurey's atom count with no round-off slack")),
+    covers=TT_COVERS + ("genbound.bounds.trauger_tewari.InverseSquareCover.atoms_per_term",),
 ))
 
 register(Claim(
@@ -773,9 +829,10 @@ def _edelman_parts_fn(H, dense, bias, row_norm, multiclass):
     return keys, fm, fz, zf
 
 
-def _edelman_reference_cover(parts, zf, iterations):
-    """``log N(eps)`` of the statement at the better of two splits (the allocation lemma iterated, and the
-    split at the ``m``-free constants), built from the sympy parts only (no genbound cover code)."""
+def _edelman_reference_split(parts, zf, iterations):
+    """``eps -> (split, total)``: the split ``eps_j`` the statement uses (the allocation lemma iterated, or the split at the
+    ``m``-free constants when that gives a strictly smaller cover; the iterated one on a tie) and ``log N(eps)``
+    there, built from the sympy parts only (no genbound cover code)."""
     from ..symbolic.allocation import ALLOCATION_EXPONENTS
 
     p_cost = float(ALLOCATION_EXPONENTS[0])
@@ -793,7 +850,7 @@ def _edelman_reference_cover(parts, zf, iterations):
     def total(sc):
         return sum(C * C / sc[k] ** 2 + la for k, (C, la) in maps.items()) + sum(zcost(k, sc[k]) for k in zh)
 
-    def cover(eps):
+    def chosen(eps):
         C = {k: C for k, (C, _) in maps.items()}
         C.update({k: math.sqrt(zcost(k, eps)) * eps for k in zh})
         for _ in range(iterations):
@@ -801,9 +858,18 @@ def _edelman_reference_cover(parts, zf, iterations):
             C.update({k: math.sqrt(zcost(k, sc[k])) * sc[k] for k in zh})
         fixed = {k: C for k, (C, _) in maps.items()}
         fixed.update({k: math.sqrt(float(sym.ZHANG_LEADING)) * rho * a * b for k, (rho, a, b, n) in zh.items()})
-        return min(total(split(C, eps)), total(split(fixed, eps)))
+        it, fx = split(C, eps), split(fixed, eps)
+        t_it, t_fx = total(it), total(fx)
+        return (it, t_it) if t_it <= t_fx else (fx, t_fx)
 
-    return cover
+    return chosen
+
+
+def _edelman_reference_cover(parts, zf, iterations):
+    """``log N(eps)`` of the statement at the better of two splits (the allocation lemma iterated, and the
+    split at the ``m``-free constants), built from the sympy parts only (no genbound cover code)."""
+    chosen = _edelman_reference_split(parts, zf, iterations)
+    return lambda eps: chosen(eps)[1]
 
 
 def _dudley_reference(cover, alpha, m, c):
@@ -876,6 +942,60 @@ EDELMAN_COVERS = ("genbound.bounds.edelman.edelman_bound", "genbound.bounds.edel
 def _edelman_value_check(seed):
     worst, trials, _ = edelman_value_agreement(seed)
     return worst / EDELMAN_VALUE_RTOL, trials
+
+
+def edelman_split_agreement(seed: int, n: int = 2) -> tuple[float, int]:
+    """For :prf:ref:`thm-edelman-type`: the largest relative difference, key by key, between the split
+    :meth:`genbound.bounds.edelman.EdelmanCover.scales` of the loss cover and the statement's split
+    (:func:`_edelman_reference_split`, from the sympy parts) at three scales. Half the instances are ties: every
+    score class has ``F_QK = 1e-30``, so its cost lies below the rounding of the maps' costs and both splits give
+    the same cover in float64 while their score scales differ by about ``log(6 m T + 1)^(1/3)``; there the iterated
+    split is the one reported. Returns ``(worst, trials)``."""
+    import random
+
+    rng = random.Random(seed)
+    worst, trials = 0.0, 0
+    for i, (H, dense, bias, row_norm, out_dim) in enumerate(((2, True, True, False, 1), (1, False, False, False, 1),
+                                                             (2, True, False, True, 3)) * 2 * n):
+        u = lambda lo=-1.5, hi=1.0: 10 ** rng.uniform(lo, hi)  # noqa: E731
+        tie = i % 2 == 1
+        sv = [u() for _ in range(H)]
+        lay = ed_mod.EdelmanLayerRadii(tuple(1e-30 if tie else u() for _ in range(H)), tuple(u() for _ in range(H)),
+                                       tuple(sv), u() if dense else None, u() if dense else None)
+        kw = dict(B_X=u(-1, 0.7), B_w21=u(), S_w=u(), d=rng.randint(1, 32), m=int(10 ** rng.uniform(1, 12)),
+                  T=rng.randint(1, 2000), delta=0.05, margin=u(-1, 0.5), L_sigma=rng.uniform(0.5, 2.0),
+                  kappa=rng.uniform(0.5, 1.5))
+        cover = ed_mod.edelman_log_cover(lay, out_dim=out_dim, bias=bias, row_norm=row_norm,
+                                         **{k: v for k, v in kw.items() if k not in ("delta", "margin")})
+        loss = cover.scaled(tt_mod.loss_lipschitz(kw["margin"], out_dim))
+        keys, fm, fz, zf = _edelman_parts_fn(H, dense, bias, row_norm, out_dim > 1)
+        args = _edelman_args(keys, lay, kw, H, dense, out_dim)
+        parts = ({k: tuple(f(*args)) for k, f in fm.items()}, {k: tuple(f(*args)) for k, f in fz.items()})
+        chosen = _edelman_reference_split(parts, zf, loss.iterations)
+        for e in (1e-3, 0.03, 0.25):
+            got, (want, _) = loss.scales(e), chosen(e)
+            if set(got) != set(want):
+                return math.inf, trials + 1
+            worst = max(worst, *(abs(got[k] - want[k]) / max(abs(want[k]), 1e-300) for k in want))
+        trials += 1
+    return worst, trials
+
+
+def _edelman_split_check(seed):
+    worst, trials = edelman_split_agreement(seed)
+    return worst / EDELMAN_VALUE_RTOL, trials
+
+
+def _prefer_fixed_on_tie(old):
+    """Mutant maker: :meth:`~genbound.bounds.edelman.EdelmanCover.scales` reporting the fixed split on a tie."""
+    def scales(self, eps):
+        sc, fx = old(self, eps), self.fixed_scales(eps)
+        return fx if self._total(fx) <= self._total(sc) else sc
+    return scales
+
+
+TIE_PREFERS_FIXED = replaced(ed_mod.EdelmanCover, "scales", _prefer_fixed_on_tie, name="tie-prefers-fixed",
+                             what="on a tie of the two covers, the split at the m-free constants reported")
 
 
 ZHANG_CONSTANT_DOUBLED = replaced(ed_mod, "ZHANG_CONSTANT", lambda old: 2 * old, name="zhang-constant-doubled",
@@ -1076,13 +1196,13 @@ register(Claim(
               "+ sum_j ceil(c_j^2/eps_j^2) log(2 d_in d_out) for any split sum eps_j = eps; grows like log(mT)",
     chapter=CH_EDELMAN, provenance="reconstructed",
     numeric=AllOf((FunctionCheck(_edelman_constructive_ratio), FunctionCheck(_edelman_allocation_check),
-                   FunctionCheck(_edelman_value_check))),
+                   FunctionCheck(_edelman_value_check), FunctionCheck(_edelman_split_check))),
     symbolic=lambda: _edelman_sensitivities_match(),
     mutants=(replaced(ed_mod, "allocation_split",
                       lambda old: (lambda radii, eps: {k: 2 * v for k, v in old(radii, eps).items()}),
                       name="split-doubled", what="the scales eps_j of the cover add up to 2 eps"),
-             COVER_CONSTANT_DOUBLED, CONFIDENCE_3_TO_4, ZHANG_CONSTANT_DOUBLED),
-    covers=EDELMAN_COVERS,
+             COVER_CONSTANT_DOUBLED, CONFIDENCE_3_TO_4, ZHANG_CONSTANT_DOUBLED, TIE_PREFERS_FIXED),
+    covers=EDELMAN_COVERS + ("genbound.bounds.edelman.EdelmanCover.scales",),
 ))
 
 
@@ -1206,6 +1326,123 @@ CAPACITY_MUTANTS = (
     Mutant("log-factor-halved", "the log factor halved", _patch_both("inverse_square_log_factor", 0.5)),
 )
 
+class _Recorded:
+    """``value_at`` that records where it is evaluated (and gives up after ``limit`` evaluations)."""
+
+    def __init__(self, fn, limit: int = 5000):
+        self.fn, self.limit, self.calls = fn, limit, []
+
+    def __call__(self, m):
+        self.calls.append(m)
+        if len(self.calls) > self.limit:
+            raise RuntimeError(f"more than {self.limit} evaluations")
+        return self.fn(m)
+
+
+def _follows_bisection(calls, values, target, tol, max_m, M) -> bool:
+    """Whether the evaluations ``calls`` (with ``values``) and the result ``M`` follow the documented search of
+    :func:`genbound.bounds._result.smallest_m`: first ``max_m`` (``inf`` if it fails), then ``1`` (``1`` if it
+    meets), then each point the midpoint of the bracket ``[lo, hi]`` that the earlier evaluations leave --
+    ``isqrt(lo hi)`` while ``hi > 4 lo``, else ``(lo + hi) // 2``, inside ``(lo, hi)`` -- evaluated only while the
+    bracket is wider than the tolerance (``hi - lo > 1`` and ``hi > lo 10**tol``), and ``M = hi`` once it is not."""
+    if not calls or calls[0] != max_m:
+        return False
+    if values[0] > target:
+        return M == math.inf and len(calls) == 1
+    if len(calls) < 2 or calls[1] != 1:
+        return False
+    if values[1] <= target:
+        return M == 1 and len(calls) == 2
+    lo, hi = 1, max_m
+    for m, v in zip(calls[2:], values[2:]):
+        if not (hi - lo > 1 and hi > lo * 10**tol):
+            return False
+        mid = math.isqrt(lo * hi) if hi > 4 * lo else (lo + hi) // 2
+        if type(m) is not int or m != min(max(mid, lo + 1), hi - 1):
+            return False
+        lo, hi = (lo, m) if v <= target else (m, hi)
+    return not (hi - lo > 1 and hi > lo * 10**tol) and type(M) is int and M == hi
+
+
+def samples_needed_contract(seed: int, n: int = 3) -> tuple[float, int]:
+    """For :prf:ref:`cor-tt-capacity`: :func:`genbound.bounds._result.smallest_m` (behind every
+    ``samples_needed``) and ``samples_needed(target, tol)`` of the Trauger-Tewari bound, at ``tol`` from 0 to 2
+    decades. On each: the returned ``M`` meets the target and ``floor(M / 10**tol)`` (``M - 1`` at ``tol = 0``) does
+    not, and the evaluations follow the documented bisection (:func:`_follows_bisection`). Instances: ``C / sqrt(m)``
+    with ``m*`` from ``10`` to ``10^14`` (geometric and arithmetic steps), the bracket meeting the tolerance exactly
+    (``[1, 10]`` at ``tol = 1``) and the switch ``hi = 4 lo`` (``[2, 8]``), the target equal to ``value_at(max_m)``
+    and to ``value_at(1)``, and a step function equal to the target from ``m*`` on. Ratio ``0`` when all hold
+    (``inf`` otherwise)."""
+    import random
+
+    from ..bounds import _result
+
+    rng = random.Random(seed)
+    bad, trials = False, 0
+
+    def meets(value_at, target, tol, M):
+        if M == math.inf:
+            return value_at(10**40) > target
+        if not (type(M) is int and M >= 1 and value_at(M) <= target):
+            return False
+        below = M - 1 if tol == 0 else math.floor(M / 10**tol)
+        return below < 1 or value_at(below) > target
+
+    def run(fn, target, tol, max_m=10**40):
+        rec = _Recorded(fn)
+        try:
+            M = _result.smallest_m(rec, target, tol=tol, max_m=max_m)
+        except RuntimeError:
+            return False
+        vals = [fn(m) for m in rec.calls]
+        return _follows_bisection(rec.calls, vals, target, tol, max_m, M) and (max_m != 10**40 or meets(fn, target, tol, M))
+
+    tols = (0.0, 0.01, 0.05, 0.2, 0.3, 0.5, 1.0, 2.0)
+    for i in range(8 * n):
+        C, t = 10 ** rng.uniform(1, 5.5), rng.uniform(0.05, 1.0)    # m* below 10^14: v steps by more than an ulp
+        bad |= not run(lambda m, C=C: C / math.sqrt(m), t, tols[i % len(tols)])
+        trials += 1
+    C = rng.uniform(0.5, 1.0)
+    for fn, t, tol, max_m in ((lambda m: 1.0 / math.sqrt(m), 1.0 / math.sqrt(5), 1.0, 10**32),    # [1, 100] -> [1, 10]
+                              (lambda m: 1.0 / math.sqrt(m), 1.0 / math.sqrt(6), 0.0, 2**96),     # [1, 8] -> [2, 8]
+                              (lambda m: C / math.sqrt(m), C / math.sqrt(10**40), 0.0, 10**40),   # target = value_at(max_m)
+                              (lambda m: C / math.sqrt(m), C, 0.3, 10**40),                       # target = value_at(1)
+                              (lambda m: 1.0 if m < 12345 else 0.5, 0.5, 0.0, 10**40),            # equal from m* on
+                              (lambda m: 1.0 if m < 10**9 else 0.5, 0.5, 0.01, 10**40)):
+        bad |= not run(fn, t, tol, max_m)
+        trials += 1
+    configs = TT_VALUE_CONFIGS["single"]
+    for i in range(n):
+        L, H, dense, bias, row_norm, out_dim = configs[i % len(configs)]
+        layers, kw = _tt_case(rng, L, H, dense, i)
+        r = tt_mod.trauger_tewari_bound(layers, out_dim=out_dim, bias=bias, row_norm=row_norm, **kw)
+        for tol in (0.0, 0.3):
+            t = rng.uniform(0.2, 1.0)
+            bad |= not meets(lambda m: r.at(m).value, t, tol, r.samples_needed(t, tol=tol))
+            trials += 1
+    return (math.inf if bad else 0.0), trials
+
+
+#: seconds the samples_needed part of cor-tt-capacity may take (it takes well under 1 s): a bisection that never
+#: narrows must fail the check rather than hang it
+SAMPLES_CHECK_SECONDS = 30.0
+
+
+def _samples_needed_check(seed):
+    try:
+        return call_with_time_limit(lambda: samples_needed_contract(seed), SAMPLES_CHECK_SECONDS)
+    except TimeoutError:
+        return math.inf, 0
+
+
+def _smallest_m_overshoot(old):
+    """Mutant maker: ``smallest_m`` returning ``ceil(10**tol M)`` (``M + 1`` at ``tol = 0``): still meets the target."""
+    def smallest_m(value_at, target, *, tol=0.0, max_m=10**40):
+        M = old(value_at, target, tol=tol, max_m=max_m)
+        return M if M == math.inf else max(M + 1, math.ceil(M * 10**tol))
+    return smallest_m
+
+
 register(Claim(
     label="cor-tt-capacity",
     statement="for log N(eps) <= A/eps^2 + Lambda at diameter c, Dudley's closed form is at most "
@@ -1213,20 +1450,68 @@ register(Claim(
               "capacity = 12 (sqrt(A) + (c/2) sqrt(Lambda)); equality when Lambda = 0 and 3 sqrt(A)/sqrt(m) <= c/2; "
               "for the Trauger-Tewari bounds A = L_loss^2 A_cover, c = 1/2",
     chapter=CH_SINGLE, provenance="reconstructed",
-    numeric=FunctionCheck(_tt_capacity_check),
+    numeric=AllOf((FunctionCheck(_tt_capacity_check), FunctionCheck(_samples_needed_check))),
     symbolic=lambda: __import__("genbound.symbolic.dudley", fromlist=["x"]).verify_capacity_bound(),
-    mutants=CAPACITY_MUTANTS,
+    mutants=CAPACITY_MUTANTS + (replaced(_result_mod, "smallest_m", _smallest_m_overshoot, name="m-star-overshoot",
+                                         what="samples_needed one tolerance step too large (still meets the target)"),),
     covers=("genbound.rademacher.inverse_square_capacity", "genbound.rademacher.inverse_square_log_factor",
             "genbound.rademacher.dudley_inverse_square", "genbound.bounds.trauger_tewari.TTBound.capacity",
-            "genbound.bounds.trauger_tewari.TTBound.log_factor", "genbound.bounds.trauger_tewari.trauger_tewari_bound"),
+            "genbound.bounds.trauger_tewari.TTBound.log_factor", "genbound.bounds.trauger_tewari.trauger_tewari_bound",
+            "genbound.bounds._result.smallest_m", "genbound.bounds._result.BoundResultMixin.samples_needed"),
 ))
+
+
+@lru_cache(maxsize=None)
+def _log_factor_parts_fn():
+    """``(alpha_0(A, m), l(a, b, eta, n))`` lambdified: the cut-off ``alpha_0 = 3 sqrt(A)/sqrt(m)`` of
+    :func:`genbound.symbolic.dudley.inverse_square_alpha` at ``Lambda = 0`` (the point where
+    :func:`genbound.symbolic.dudley.capacity_derivation` evaluates the objective), and Zhang's logarithm
+    ``l = eta^2 zhang_smooth_log_cover(a, b, eta, n) / (36 a^2 b^2)`` (:func:`genbound.symbolic.trauger_tewari.zhang_smooth_log_cover`)."""
+    from ..symbolic import dudley as sd
+
+    a, b, eta, n = sym.sp.symbols("a b eta n", positive=True)
+    ell = sym.sp.simplify(sym.zhang_smooth_log_cover(a, b, eta, n) * eta**2 / (sym.ZHANG_LEADING * a**2 * b**2))
+    a0 = sym.sp.simplify(sd.inverse_square_alpha().subs(sd.Lam, 0))
+    return (sym.sp.lambdify((sd.A, sd.m), a0, modules="math"),
+            sym.sp.lambdify((a, b, eta, n), ell, modules="math"))
+
+
+def edelman_log_factor_reference(maps, zh, A0, m, c):
+    """``(eps -> l(eps), log factor)`` of :prf:ref:`cor-edelman-capacity` from the sympy parts only: ``l(eps)`` is
+    ``max(1, max_h l_h(eps_h / rho_h))`` at the split ``eps_h = eps C_h^{2/3} / sum_j C_j^{2/3}`` (maps: ``C_j``;
+    score classes: ``6 rho a b``), and the log factor ``sqrt(l(alpha_0)) max(1, 1 + log(c sqrt(m)/(6 sqrt(A0))))``
+    with ``alpha_0 = min(3 sqrt(A0)/sqrt(m), c/2)`` (``1`` when ``A0 = 0``)."""
+    from ..symbolic.allocation import ALLOCATION_EXPONENTS
+
+    a0f, zlog = _log_factor_parts_fn()
+    _, fl = _capacity_fn()
+    p_cost = float(ALLOCATION_EXPONENTS[0])
+    lead = float(sym.ZHANG_LEADING)
+    w = {k: (C * C) ** p_cost for k, (C, _) in maps.items()}
+    w.update({k: (lead * (rho * a * b) ** 2) ** p_cost for k, (rho, a, b, _) in zh.items()})
+    tot = sum(w.values())
+
+    def ell(eps):
+        vals = [1.0]
+        for k, (rho, a, b, n) in zh.items():
+            e_h = eps * w[k] / tot
+            if rho * a * b > 0 and e_h > 0:
+                vals.append(zlog(a, b, e_h / rho, n))
+        return max(vals)
+
+    if A0 == 0:
+        return ell, 1.0
+    alpha0 = min(a0f(A0, m), c / 2)
+    return ell, math.sqrt(ell(alpha0)) * fl(A0, m, c)
 
 
 def edelman_capacity_ratios(seed: int, n: int = 6) -> tuple[float, float, int]:
     """For :prf:ref:`cor-edelman-capacity`: ``(worst ratio, worst relative difference from sympy, trials)``;
     ratios: ``rademacher / (capacity * log_factor / sqrt(m))`` and the premise
     ``log N(eps) / (A0 l(eps)/eps^2 + Lambda)`` of the loss cover at five scales, on random radii; the
-    sympy side: ``A0``, ``Lambda`` and ``capacity`` from :func:`genbound.symbolic.trauger_tewari.edelman_bound_parts`."""
+    sympy side: ``A0``, ``Lambda`` and ``capacity`` from :func:`genbound.symbolic.trauger_tewari.edelman_bound_parts`,
+    and the log factor and ``l(eps)`` from :func:`edelman_log_factor_reference` (two-sided: a log factor taken at
+    another cut-off or another split fails as surely as a smaller one)."""
     import random
 
     from ..symbolic.allocation import ALLOCATION_EXPONENTS
@@ -1259,6 +1544,8 @@ def edelman_capacity_ratios(seed: int, n: int = 6) -> tuple[float, float, int]:
         Lam = sum(la for _, la in maps)
         c = float(sym.LOSS_DIAMETER)
         err = max(err, _rel(cov.A0, A0), _rel(cov.Lambda, Lam), _rel(r.capacity, fc(A0, Lam, c)))
+        ell, lf = edelman_log_factor_reference(dict(zip(fm, maps)), dict(zip(fz, zh)), A0, kw["m"], c)
+        err = max(err, _rel(r.log_factor, lf), *(_rel(cov.log_factor(e), ell(e)) for e in (1e-4, 1e-2, 0.25)))
         trials += 1
     return worst, err, trials
 
@@ -1278,7 +1565,13 @@ register(Claim(
     numeric=FunctionCheck(_edelman_capacity_check),
     mutants=CAPACITY_MUTANTS[:1] + CAPACITY_MUTANTS[2:] + (
         replaced(ed_mod.ZhangTerm, "c0", lambda old: property(lambda self: 0.5 * old.fget(self)),
-                 name="zhang-c0-halved", what="the m-free constant of a score class taken as 3 rho a b"),),
+                 name="zhang-c0-halved", what="the m-free constant of a score class taken as 3 rho a b"),
+        replaced(ed_mod, "INVERSE_SQUARE_ALPHA_COEF", lambda old: 2 * old, name="log-factor-cutoff-doubled",
+                 what="Zhang's logarithm of the log factor read at alpha_0 = 6 sqrt(A0)/sqrt(m) (a smaller log factor)"),
+        replaced(ed_mod.EdelmanCover, "log_factor",
+                 lambda old: (lambda self, eps: max([1.0] + [z.log_term(eps) for z in self.zhang])),
+                 name="log-factor-unsplit", what="l(eps) read at the whole eps instead of each score class's share "
+                                                 "(a smaller log factor)")),
     covers=("genbound.bounds.edelman.EdelmanBound.capacity", "genbound.bounds.edelman.EdelmanBound.log_factor",
             "genbound.bounds.edelman.EdelmanCover.A0", "genbound.bounds.edelman.EdelmanCover.log_factor",
             "genbound.bounds.edelman.EdelmanCover.fixed_scales", "genbound.rademacher.inverse_square_capacity",
