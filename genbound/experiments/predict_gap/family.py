@@ -36,7 +36,9 @@ _N_DIGITS = 1797
 @dataclass(frozen=True)
 class FamilyConfig:
     """The factorial ``depths x widths x lrs x n_train[task]`` on every task of ``tasks``, times ``seeds``
-    seed indices. Training: full-batch Adam, ``warmup`` steps of warm-up, cosine decay over the budget
+    seed indices, trained in stacks of at most ``stack`` seed indices of one setting; the seed indices
+    come in blocks of ``stack``, and every setting of a block is trained before the next block starts
+    (so a family cut short is a complete factorial over fewer seed indices). Training: full-batch Adam, ``warmup`` steps of warm-up, cosine decay over the budget
     ``steps``, decoupled ``weight_decay``; a model is fitted at the first step at which it classifies its
     whole training set correctly. ``n_test``: test sequences of sparse majority (digits test on the images
     beyond the largest training set). ``delta``, ``margin``: confidence and ramp margin at which the
@@ -52,6 +54,7 @@ class FamilyConfig:
     n_train: dict = field(default_factory=lambda: {"sparse-majority": (40, 80, 160),
                                                    "digits": (100, 200, 400)})
     seeds: int = 10
+    stack: int = 5
     steps: int = 2000
     warmup: int = 50
     weight_decay: float = 0.0
@@ -90,6 +93,7 @@ class FamilyConfig:
             check_real(lr, "lr", lo=0.0, lo_open=True)
         check_real(self.weight_decay, "weight_decay", lo=0.0)
         check_positive_int(self.seeds, "seeds")
+        check_positive_int(self.stack, "stack")
         check_positive_int(self.steps, "steps")
         check_positive_int(self.n_test, "n_test")
         check_real(self.delta, "delta", lo=0.0, hi=1.0, lo_open=True, hi_open=True)

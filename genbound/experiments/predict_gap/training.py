@@ -139,7 +139,8 @@ def run_family(config: FamilyConfig | None = None, *, csv_path=None, progress: b
     created with every field of ``config`` and the environment in its header, or resumed when it
     records the same configuration (otherwise refused, naming the fields that differ). Every stack's
     records are appended in one whole write as soon as it finishes and the models already in the file
-    are skipped (a killed run loses at most one stack). Returns the records trained in this call."""
+    are skipped (a killed run loses at most one stack). The stacks run block by block of seed indices
+    (:class:`~genbound.experiments.predict_gap.FamilyConfig`). Returns the records trained in this call."""
     cfg = (config or FamilyConfig()).validated()
     writer = open_family(csv_path, cfg, report=report) if csv_path is not None else None
     done = writer.done if writer is not None else set()
@@ -147,9 +148,11 @@ def run_family(config: FamilyConfig | None = None, *, csv_path=None, progress: b
     from tqdm import tqdm
 
     settings = cfg.settings()
-    bar = tqdm(settings, desc="predict-gap", disable=not (progress if progress is not None else sys.stderr.isatty()))
-    for setting in bar:
-        seeds = [s for s in range(cfg.seeds) if _key({**setting, "seed": s}) not in done]
+    blocks = [range(b, min(b + cfg.stack, cfg.seeds)) for b in range(0, cfg.seeds, cfg.stack)]
+    jobs = [(block, setting) for block in blocks for setting in settings]
+    bar = tqdm(jobs, desc="predict-gap", disable=not (progress if progress is not None else sys.stderr.isatty()))
+    for block, setting in bar:
+        seeds = [s for s in block if _key({**setting, "seed": s}) not in done]
         if not seeds:
             continue
         recs = train_setting(setting, seeds, cfg)
