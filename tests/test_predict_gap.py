@@ -230,6 +230,32 @@ def test_fast_bootstrap_equals_the_cluster_bootstrap_of_the_tables():
     assert np.quantile(fast["psi"], 0.025) == pytest.approx(ref["lo"]["psi"], abs=1e-12)
 
 
+def test_measure_figure_has_readable_ticks():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from genbound import plotting
+
+    df = _synthetic().assign(mu=lambda d: np.exp(d["mu"]))
+    fig = pg.plot_measures_vs_gap(df, ["mu", "n_params", "mu"])
+    assert plotting.tick_label_problems(fig) == []
+    plt.close(fig)
+
+
+def test_tables_show_a_dash_for_undefined_entries():
+    df = _synthetic()
+    df["undef"] = np.where(df["depth"] == 1, df["mu"], np.nan)
+    df["const"] = 1.0
+    tab, _ = pg.measure_table(df, ["mu", "const", "undef"], n_boot=10)
+    assert math.isnan(tab.loc["undef", "psi_depth"]) and math.isfinite(tab.loc["undef", "psi"])
+    shown = pd.concat([pg.rank_table(tab), pg.noise_table(tab)], axis=1)
+    assert not shown.apply(lambda c: c.str.contains("nan")).any().any()
+    assert tab.loc["const", "psi"] == 0.0                      # all tied: 0, never dropped
+    assert pg.fmt(float("nan")) == pg.DASH and pg.fmt(-0.5) == "\u22120.50"
+
+
 def test_paired_gap_changes_by_hand():
     rows = [{"task": "t", "seed": s, "depth": 1, "width": w, "lr": 0.1, "n_train": 5, "fitted": True,
              "gap": 0.1 * w + 0.01 * s, "test_se": 0.02} for s in range(3) for w in (1, 2, 4)]
