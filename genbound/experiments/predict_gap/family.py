@@ -1,8 +1,9 @@
 """The family of Part V: its configuration, its two tasks and its models. Book: :ref:`ch-predict-gap`.
 
-Coupling. A model is named by its setting (task and one value of every axis of :data:`AXES`) and its
-seed index. Everything random about a model depends on the task and the seed index only, never on the
-setting: the initialisation seed (:func:`init_seed`), the data seed, the split. Training sets are
+Coupling. A model is named by its setting (task and one value of every axis of
+:data:`~genbound.experiments.predict_gap.AXES`) and its seed index. Everything random about a model
+depends on the task and the seed index only, never on the setting: the initialisation seed
+(:func:`~genbound.experiments.predict_gap.init_seed`), the data seed, the split. Training sets are
 **nested**: the ``n`` training examples of seed index ``s`` are the first ``n`` of one fixed draw, and
 the test set of seed index ``s`` is the same for every training-set size. So two models of one seed
 index that differ in one axis differ in that axis only (Dziugaite et al. 2020 call such a pair coupled).
@@ -38,8 +39,8 @@ class FamilyConfig:
     """The factorial ``depths x widths x lrs x n_train[task]`` on every task of ``tasks``, times ``seeds``
     seed indices, trained in stacks of at most ``stack`` seed indices of one setting; the seed indices
     come in blocks of ``stack``, and every setting of a block is trained before the next block starts
-    (so a family cut short is a complete factorial over fewer seed indices). Training: full-batch Adam, ``warmup`` steps of warm-up, cosine decay over the budget
-    ``steps``, decoupled ``weight_decay``; a model is fitted at the first step at which it classifies its
+    (so a family cut short is a complete factorial over fewer seed indices). Training: full-batch Adam,
+    ``warmup`` steps of warm-up, cosine decay over the budget ``steps``, decoupled ``weight_decay``; a model is fitted at the first step at which it classifies its
     whole training set correctly. ``n_test``: test sequences of sparse majority (digits test on the images
     beyond the largest training set). ``delta``, ``margin``: confidence and ramp margin at which the
     Part II bounds are evaluated. ``margin_quantile``: the quantile of the training margins that

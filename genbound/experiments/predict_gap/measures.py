@@ -1,10 +1,10 @@
 """The measures of Part V: what is ranked against the gap, and what is only reported. Book:
 :ref:`ch-predict-gap`.
 
-**Capacities** (from :func:`~genbound.experiments.sparse_majority.bounds.capacity_fields`, the one
+**Capacities** (from :func:`~genbound.experiments.sparse_majority.capacity_fields`, the one
 caller of :mod:`genbound.bounds` in the experiments). For each of the four bounds ``b`` of
-:data:`BOUNDS` (Trauger-Tewari, Edelman-type, the spectrum-adaptive proxy, the Edelman proxy), four
-columns:
+:data:`~genbound.experiments.predict_gap.BOUNDS` (Trauger-Tewari, Edelman-type, the spectrum-adaptive
+proxy, the Edelman proxy), four columns:
 
 * ``{b}_cap``: the bound's ``m``-free ``capacity`` (the certified bound is about
   ``capacity * log / sqrt(m)``, before its cap);
@@ -28,8 +28,9 @@ matrices of the model (each head's ``W_Q, W_K, W_V, W_O``, each layer's ``W_C``,
 ``fro_sum`` and ``log_fro_prod`` (sum of Frobenius norms, log of their product), ``spec_sum`` and
 ``log_spec_prod`` (the same with spectral norms); ``fro_dist_init`` (Frobenius distance of all
 parameters from initialisation) and ``spec_dist_init`` (sum of the spectral norms of ``W - W_0``);
-``mag_flatness``: ``1 / sigma'^2`` with ``sigma'`` of :func:`magnitude_flatness` (Jiang et al.'s
-"magnitude-aware" PAC-Bayes flatness, the family of measures that ranked best there).
+``mag_flatness``: ``1 / sigma'^2`` with ``sigma'`` of
+:func:`~genbound.experiments.predict_gap.magnitude_flatness` (Jiang et al.'s "magnitude-aware" PAC-Bayes
+flatness, the family of measures that ranked best there).
 
 >>> len(MEASURES), "tt_cap" in MEASURES, "tt_bound" in MEASURES
 (27, True, False)

@@ -101,7 +101,7 @@ def trivial_shares(df) -> dict:
 def plot_measures_vs_gap(df, measures: Sequence[str], *, ncols: int = 2, height_per_row: float = 2.3):
     """One panel per measure: the measure (log scale when positive) against the gap, one dot per fitted
     model, colour by task and marker by depth; ``tau`` per task in the title. Returns the figure
-    (tick labels fitted, :func:`genbound.plotting.fit_tick_labels`)."""
+    (tick labels fitted by ``genbound.plotting.fit_tick_labels``)."""
     from ... import plotting
 
     fit = fitted_models(df)

@@ -3,16 +3,17 @@
 Every statistic is one of :mod:`genbound.experiments.ranking` (definitions there and in the chapter),
 computed over the **fitted** models on which the measure is defined (the Edelman-type capacities: the
 depth-1 models). The axes are the columns of :data:`~genbound.experiments.predict_gap.AXES` that take
-at least two values among the fitted models (:func:`axes_of`).
+at least two values among the fitted models (:func:`~genbound.experiments.predict_gap.axes_of`).
 
-Intervals are a cluster bootstrap over seed indices (:func:`psi_bootstrap`): a replicate draws the seed
-indices with replacement (numpy's ``default_rng(seed).choice``, as
-:func:`~genbound.experiments.ranking.cluster_bootstrap` does) and treats each draw as a new cluster.
+Intervals are a cluster bootstrap over seed indices
+(:func:`~genbound.experiments.predict_gap.psi_bootstrap`): a replicate draws the seed indices with
+replacement (numpy's ``default_rng(seed).choice``, as :func:`~genbound.experiments.ranking.cluster_bootstrap`
+does) and treats each draw as a new cluster.
 Because every group of :func:`~genbound.experiments.ranking.psi` lies inside one seed index and
 :func:`~genbound.experiments.ranking.kendall_tau` is a sum over pairs, a replicate's ``psi`` and ``tau``
 are exact weighted sums of per-seed (and per-seed-pair) terms, with weights the number of times each
-seed index was drawn; :func:`psi_bootstrap` evaluates them that way (a test checks equality with
-``cluster_bootstrap`` on the resampled tables).
+seed index was drawn; :func:`~genbound.experiments.predict_gap.psi_bootstrap` evaluates them that way
+(a test checks equality with ``cluster_bootstrap`` on the resampled tables).
 """
 
 from __future__ import annotations

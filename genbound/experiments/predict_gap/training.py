@@ -190,7 +190,7 @@ def open_family(path, config: FamilyConfig, *, report: Callable[[str], None] | N
 
 def expected_nan(df, col: str) -> "np.ndarray":
     """Where a measure column may be ``nan`` by definition: every measure of a diverged model, the
-    depth-1-only measures (:data:`~genbound.experiments.predict_gap.measures.DEPTH1_ONLY`) of deeper
+    depth-1-only measures (:data:`~genbound.experiments.predict_gap.DEPTH1_ONLY`) of deeper
     models, and the margin-normalised capacities of unfitted models (their margin quantile may be
     ``<= 0``)."""
     mask = df["diverged"].to_numpy(bool).copy()
