@@ -40,8 +40,8 @@ class FamilyConfig:
     seed indices, trained in stacks of at most ``stack`` seed indices of one setting; the seed indices
     come in blocks of ``stack``, and every setting of a block is trained before the next block starts
     (so a family cut short is a complete factorial over fewer seed indices). Training: full-batch Adam,
-    ``warmup`` steps of warm-up, cosine decay over the budget ``steps``, decoupled ``weight_decay``; a model is fitted at the first step at which it classifies its
-    whole training set correctly. ``n_test``: test sequences of sparse majority (digits test on the images
+    ``warmup`` steps of warm-up, cosine decay over the budget ``steps``, decoupled ``weight_decay``; a
+    model is fitted at the first step at which it classifies its whole training set correctly. ``n_test``: test sequences of sparse majority (digits test on the images
     beyond the largest training set). ``delta``, ``margin``: confidence and ramp margin at which the
     Part II bounds are evaluated. ``margin_quantile``: the quantile of the training margins that
     normalises capacities. ``flat_*``: the magnitude-aware flatness measure (largest multiplicative noise
