@@ -173,15 +173,16 @@ def measure_table(df, measures: Sequence[str] = MEASURES, *, n_boot: int = 1000,
     axes = axes_of(fit)
     reps = psi_bootstrap(fit, list(dict.fromkeys([*measures, REFERENCE])), axes=axes, n_boot=n_boot, seed=seed)
     rows = []
+    ref_all = measure_stats(fit, REFERENCE, axes=axes)
     for m in measures:
         st = measure_stats(fit, m, axes=axes)
         d = measure_frame(fit, m)
-        ref = measure_stats(d, REFERENCE, axes=axes) if len(d) != len(fit) else None
-        if ref is not None:           # the reference on the measure's own models (same draws)
+        if len(d) != len(fit):        # the reference on the measure's own models (same draws)
+            ref = measure_stats(d, REFERENCE, axes=axes)
             ref_reps = psi_bootstrap(d, [REFERENCE], axes=axes, n_boot=n_boot, seed=seed,
                                      seeds=fit["seed"].unique())[REFERENCE]
         else:
-            ref, ref_reps = measure_stats(fit, REFERENCE, axes=axes) if m != REFERENCE else st, reps[REFERENCE]
+            ref, ref_reps = ref_all, reps[REFERENCE]
         r = reps[m]
         row = {"measure": m, "n_models": st["n_models"], "tau": st["tau"], "psi": st["psi"],
                "psi_wo": st["psi_without_n_train"], "cmi": st["cmi"],
