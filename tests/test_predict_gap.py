@@ -100,6 +100,11 @@ def test_measures_forms_and_definitions(depth):
         else:
             assert math.isnan(m0[f"{b}_cap_margin"])
     assert m0["n_params"] == sum(p.numel() for p in net.parameters())
+    from genbound.experiments.predict_gap.measures import _matrices
+
+    mats = _matrices(net)                                 # 4 maps per head, W_C per layer, the readout
+    assert len(mats) == depth * (4 * 2 + 1) + 1 and all(A.ndim == 2 and min(A.shape) >= 6 for A in mats)
+    assert m0["fro_sum"] == pytest.approx(sum(float(torch.linalg.matrix_norm(A)) for A in mats))
     assert m0["spectral_p0"] >= m0["spectral_adaptive"] - 1e-9 and m0["spectral_pmax"] >= m0["spectral_adaptive"] - 1e-9
     assert m0["mag_flatness"] == pytest.approx(1 / m0["flat_sigma"] ** 2)
     # the measures see the weights: scaling every parameter moves every norm-based capacity

@@ -115,15 +115,18 @@ def magnitude_flatness(net, X: torch.Tensor, y: torch.Tensor, *, seed: int, max_
     return 0.5 * (lo + up)
 
 
+_WEIGHTS = {"W_Q", "W_K", "W_V", "W_O", "W_C", "w"}
+
+
 def _matrices(net) -> list[torch.Tensor]:
-    """The weight matrices of ``net``: each head's slice of the stacked ``(H, d, d_head)`` tensors, each
-    2-d weight."""
+    """The weight matrices of ``net`` (biases excluded): each head's slice of the stacked
+    ``(H, d, d_head)`` tensors ``W_Q, W_K, W_V`` and ``(H, d_head, d)`` ``W_O``, each ``W_C``, the readout
+    ``w``."""
     out = []
-    for _, p in net.named_parameters():
-        if p.ndim == 3:
-            out.extend(p[h] for h in range(p.shape[0]))
-        elif p.ndim == 2:
-            out.append(p)
+    for name, p in net.named_parameters():
+        if name.split(".")[-1] not in _WEIGHTS:
+            continue
+        out.extend(p[h] for h in range(p.shape[0])) if p.ndim == 3 else out.append(p)
     return out
 
 
