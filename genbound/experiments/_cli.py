@@ -159,10 +159,10 @@ def _run_predict_gap(args) -> int:
             f = lambda v: "   —  " if v is None else f"{v:+.3f}"  # noqa: E731
             print(f"{out['n_models']} models ({out['n_fitted']} fitted) on {', '.join(out['tasks'])}; "
                   f"axes {', '.join(out['hyperparameters'])}")
-            print(f"{'measure':>22} {'tau':>7} {'95% CI':>17} {'Psi':>7} {'95% CI':>17} {'Psi-n':>7} {'K':>7} "
+            print(f"{'measure':>24} {'tau':>7} {'95% CI':>17} {'Psi':>7} {'95% CI':>17} {'Psi-n':>7} {'K':>7} "
                   f"{'signerr':>7}")
             for name, m in out["measures"].items():
-                print(f"{name:>22} {f(m['tau'])} [{f(m['tau_ci'][0])}, {f(m['tau_ci'][1])}] {f(m['psi'])} "
+                print(f"{name:>24} {f(m['tau'])} [{f(m['tau_ci'][0])}, {f(m['tau_ci'][1])}] {f(m['psi'])} "
                       f"[{f(m['psi_ci'][0])}, {f(m['psi_ci'][1])}] {f(m['psi_without_n_train'])} {f(m['cmi'])} "
                       f"{f(m['sign_error_mean'])}")
         return 0
