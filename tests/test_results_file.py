@@ -343,9 +343,10 @@ def test_family_resume_is_refused_on_another_configuration(one_run, tmp_path, ca
     before = path.read_bytes()
     capsys.readouterr()
     assert cli.main(["experiment", "predict-gap", "--csv", str(path), "--tasks", "digits", "--seeds", "1",
-                     "--steps", "200", "--widths", "16", "--lrs", "0.003", "--depths", "1"]) == 2
-    _one_error(capsys, str(path), "steps (file 60, this run 200)", "warmup (file 5, this run 100)",
-               "n_train.digits (file [60], this run [150, 450])")
+                     "--steps", "200", "--widths", "16", "--lrs", "0.003", "--depths", "1",
+                     "--n-train-digits", "100"]) == 2
+    _one_error(capsys, str(path), "steps (file 60, this run 200)", "flat_steps (file 3, this run ",
+               "n_train.digits (file [60], this run [100])")
     assert path.read_bytes() == before
     cfg = pg.FamilyConfig(tasks=("digits",), depths=(1,), widths=(16,), lrs=(3e-3,),
                           n_train={"digits": (60,)}, seeds=1, steps=60, warmup=5, flat_steps=3, flat_draws=2)
