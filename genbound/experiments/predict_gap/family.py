@@ -50,13 +50,13 @@ class FamilyConfig:
 
     tasks: tuple[str, ...] = TASKS
     depths: tuple[int, ...] = (1, 2)
-    widths: tuple[int, ...] = (12, 16, 24)
-    lrs: tuple[float, ...] = (3e-3,)
-    n_train: dict = field(default_factory=lambda: {"sparse-majority": (40, 80, 160),
+    widths: tuple[int, ...] = (12, 20, 32)
+    lrs: tuple[float, ...] = (1e-2,)
+    n_train: dict = field(default_factory=lambda: {"sparse-majority": (30, 60, 120),
                                                    "digits": (100, 200, 400)})
-    seeds: int = 10
-    stack: int = 5
-    steps: int = 2000
+    seeds: int = 24
+    stack: int = 6
+    steps: int = 3000
     warmup: int = 50
     weight_decay: float = 0.0
     n_test: int = 2000
