@@ -3,8 +3,8 @@
 Book: :ref:`ch-predict-gap`. Every function takes a table of trained models (a pandas DataFrame, one
 row per model) with a ``task`` column, a seed-index column ``seed``, one column per hyperparameter axis,
 the gap column and one column per measure. The definitions follow Jiang et al. (2020, "Fantastic
-generalization measures and where to find them", section 4) and Dziugaite et al. (2020, "In search of
-robust measures of generalization", section 3); where the papers leave a choice open, the choice made
+generalization measures and where to find them") and Dziugaite et al. (2020, "In search of
+robust measures of generalization"); where the papers leave a choice open, the choice made
 here is stated in the docstring (our reading, not the papers' words).
 
 * :func:`kendall_tau` — the mean over ordered pairs of distinct models of

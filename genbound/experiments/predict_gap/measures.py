@@ -23,7 +23,7 @@ unfitted model can have it). The capped bound values (``tt_bound``, ``edelman_bo
 **The spectrum-adaptive choice**: ``spectral_adaptive`` (the proxy's value, index chosen per matrix),
 ``spectral_p0``, ``spectral_pmax`` (every matrix at the rank end and at the largest index of the grid).
 
-**Baselines** (Jiang et al. 2020, section 6 and appendix C, our reading): ``n_params``; over the weight
+**Baselines** (after Jiang et al. 2020, our reading): ``n_params``; over the weight
 matrices of the model (each head's ``W_Q, W_K, W_V, W_O``, each layer's ``W_C``, the readout ``w``)
 ``fro_sum`` and ``log_fro_prod`` (sum of Frobenius norms, log of their product), ``spec_sum`` and
 ``log_spec_prod`` (the same with spectral norms); ``fro_dist_init`` (Frobenius distance of all
