@@ -182,11 +182,18 @@ def test_structured_mode_on_the_experiments_models_equals_forward():
 
 
 def test_predict_gap_trains_with_the_stacked_mode():
-    nets = [pg._build(16, 10, s) for s in (0, 1)]
+    """Part V's models are ReferenceTransformer modules; its stacks run their forward_stacked."""
+    import inspect
+
+    from genbound.experiments.predict_gap import training
+
+    nets = [pg.build_model(16, 10, depth=2, seed=s) for s in (0, 1)]
     X = torch.randn(2, 5, 9, 16, dtype=torch.float64, generator=torch.Generator().manual_seed(0))
     P = stack_parameters(nets)
     with torch.no_grad():
-        assert torch.equal(pg.stacked_logits(P, X, nets[0].score_scale), nets[0].forward_stacked(P, X))
+        z = nets[0].forward_stacked(P, X)
+        assert all(torch.allclose(z[k], nets[k](X[k]), rtol=1e-12, atol=1e-12) for k in range(2))
+    assert "arch.forward_stacked" in inspect.getsource(training.train_setting)
 
 
 def test_no_other_forward_pass_in_the_experiments():

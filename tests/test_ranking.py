@@ -70,6 +70,8 @@ def test_psi_brute_force():
             taus.append(_tau_loops(list(g["mu"]), list(g["gap"])))
         assert out["per_axis"][ax] == pytest.approx(np.mean(taus), abs=1e-12)
     assert out["psi"] == pytest.approx(np.mean(list(out["per_axis"].values())))
+    # leaving an axis out averages the other axes' psi_a, each still holding the left-out axis fixed
+    assert rk.psi(df, "mu", axes=["a", "b"], leave_out="b")["psi_without"] == pytest.approx(out["per_axis"]["a"])
 
 
 def _cmi_loops(df, S):

@@ -120,12 +120,14 @@ def _add_predict_gap(psub) -> None:
 
     dflt = FamilyConfig()
     pg = psub.add_parser(
-        "predict-gap", help="Part V: train a family of transformers and rank the bounds by their gaps",
-        description="Train the Part V family (a full factorial over width, learning rate, weight decay and "
-                    "training-set size, with seeds, on sparse majority and the bundled digits), appending "
-                    "every finished stack to a CSV and skipping models already in it; or, with --saved, "
-                    "summarise a saved family: Kendall's tau-b of every measure against the gap, its 95% "
-                    "bootstrap interval, and the granulated tau Psi.")
+        "predict-gap", help="Part V: train a family of transformers and rank the bounds' capacities by their gaps",
+        description="Train the Part V family (a full factorial over depth, width, learning rate and "
+                    "training-set size, with coupled seed indices, on sparse majority and the bundled digits), "
+                    "appending every finished stack to a CSV and skipping models already in it; or, with "
+                    "--saved, summarise a saved family: per measure Kendall's tau (ties 0) per task and its "
+                    "mean with a seed-cluster bootstrap interval, Jiang et al.'s granulated Psi (with and "
+                    "without the training-set size), their conditional mutual information K, and Dziugaite "
+                    "et al.'s sign error over environments.")
     pg.add_argument("--saved", action="store_true",
                     help=f"summarise a saved family (default {SAVED_FAMILY.name}) instead of training")
     pg.add_argument("--csv", default=None, help="the family's results file (train: created with the full "
@@ -133,12 +135,16 @@ def _add_predict_gap(psub) -> None:
                     "default: the saved family shipped with genbound)")
     pg.add_argument("--json", action="store_true", help="print one JSON object")
     pg.add_argument("--tasks", default=",".join(dflt.tasks), help="comma-separated tasks")
-    pg.add_argument("--seeds", type=int, default=dflt.seeds, help=f"seeds per point (default {dflt.seeds})")
+    pg.add_argument("--seeds", type=int, default=dflt.seeds, help=f"seed indices per setting (default {dflt.seeds})")
     pg.add_argument("--steps", type=int, default=dflt.steps, help=f"Adam step budget (default {dflt.steps})")
+    pg.add_argument("--depths", default=",".join(map(str, dflt.depths)))
     pg.add_argument("--widths", default=",".join(map(str, dflt.widths)))
     pg.add_argument("--lrs", default=",".join(map(str, dflt.lrs)))
-    pg.add_argument("--weight-decays", default=",".join(map(str, dflt.weight_decays)))
-    pg.add_argument("--boot", type=int, default=1000, help="bootstrap resamples for the tau interval")
+    pg.add_argument("--n-train-sm", default=",".join(map(str, dflt.n_train["sparse-majority"])),
+                    help="training-set sizes of sparse majority")
+    pg.add_argument("--n-train-digits", default=",".join(map(str, dflt.n_train["digits"])),
+                    help="training-set sizes of digits")
+    pg.add_argument("--boot", type=int, default=1000, help="bootstrap resamples of the seed indices")
     pg.add_argument("--threads", type=int, default=1, help="torch CPU threads (default 1)")
     pg.add_argument("--progress", action="store_true", help="show a progress bar even when not a terminal")
     pg.set_defaults(func=_run_predict_gap)
@@ -157,12 +163,15 @@ def _run_predict_gap(args) -> int:
         if args.json:
             print(json.dumps(_jsonable_tree(out)))
         else:
+            f = lambda v: "   —  " if v is None else f"{v:+.3f}"  # noqa: E731
             print(f"{out['n_models']} models ({out['n_fitted']} fitted) on {', '.join(out['tasks'])}; "
                   f"axes {', '.join(out['hyperparameters'])}")
-            print(f"{'measure':>20} {'tau':>7} {'95% CI':>17} {'Psi':>7}")
+            print(f"{'measure':>24} {'tau':>7} {'95% CI':>17} {'Psi':>7} {'95% CI':>17} {'Psi-n':>7} {'K':>7} "
+                  f"{'signerr':>7}")
             for name, m in out["measures"].items():
-                lo, hi = m["tau_ci"]
-                print(f"{name:>20} {m['kendall_tau']:>7.3f} [{lo:>6.3f}, {hi:>6.3f}] {m['granulated_psi']:>7.3f}")
+                print(f"{name:>24} {f(m['tau'])} [{f(m['tau_ci'][0])}, {f(m['tau_ci'][1])}] {f(m['psi'])} "
+                      f"[{f(m['psi_ci'][0])}, {f(m['psi_ci'][1])}] {f(m['psi_without_n_train'])} {f(m['cmi'])} "
+                      f"{f(m['sign_error_mean'])}")
         return 0
     if args.csv is None:
         raise ParameterError("training needs --csv PATH (the file to append to and resume from)")
@@ -170,9 +179,11 @@ def _run_predict_gap(args) -> int:
         raise ParameterError(f"--threads must be >= 1, got {args.threads}")
     tasks = tuple(t.strip() for t in args.tasks.split(",") if t.strip())
     cfg = pg.FamilyConfig(tasks=tasks, seeds=args.seeds, steps=args.steps,
+                          depths=tuple(parse_int_list(args.depths, "--depths")),
                           widths=tuple(parse_int_list(args.widths, "--widths")),
                           lrs=tuple(parse_float_list(args.lrs, "--lrs")),
-                          weight_decays=tuple(parse_float_list(args.weight_decays, "--weight-decays"))
+                          n_train={"sparse-majority": tuple(parse_int_list(args.n_train_sm, "--n-train-sm")),
+                                   "digits": tuple(parse_int_list(args.n_train_digits, "--n-train-digits"))}
                           ).validated()
     torch.set_num_threads(args.threads)
     recs = pg.run_family(cfg, csv_path=args.csv, progress=True if args.progress else None, report=_warn)

@@ -3,8 +3,8 @@
 Book: :ref:`ch-predict-gap`. Every function takes a table of trained models (a pandas DataFrame, one
 row per model) with a ``task`` column, a seed-index column ``seed``, one column per hyperparameter axis,
 the gap column and one column per measure. The definitions follow Jiang et al. (2020, "Fantastic
-generalization measures and where to find them", section 4) and Dziugaite et al. (2020, "In search of
-robust measures of generalization", section 3); where the papers leave a choice open, the choice made
+generalization measures and where to find them") and Dziugaite et al. (2020, "In search of
+robust measures of generalization"); where the papers leave a choice open, the choice made
 here is stated in the docstring (our reading, not the papers' words).
 
 * :func:`kendall_tau` — the mean over ordered pairs of distinct models of
@@ -84,14 +84,16 @@ def tau(df, measure: str, *, gap: str = "gap") -> float:
     return float(np.mean(vals)) if vals else math.nan
 
 
-def psi(df, measure: str, *, axes: Sequence[str], gap: str = "gap") -> dict:
+def psi(df, measure: str, *, axes: Sequence[str], gap: str = "gap", leave_out: str = "n_train") -> dict:
     """Jiang et al.'s granulated Kendall coefficient.
 
     For each axis ``a``: group the models by the task, the seed index and every other axis; each group
     with at least two models gives :func:`kendall_tau` of ``measure`` against ``gap`` within it (a group
     whose measure or gap is all tied gives 0 and is kept); ``psi_a`` is the mean over the groups.
-    ``psi`` is the mean of ``psi_a`` over the axes that have at least one group. Returns
-    ``{"psi": ..., "per_axis": {a: psi_a}, "n_groups": {a: count}}``."""
+    ``psi`` is the mean of ``psi_a`` over the axes that have at least one group; ``psi_without`` the
+    same mean leaving out the axis ``leave_out`` (default the training-set size ``n_train``: each other
+    ``psi_a`` still holds it fixed, so the training-set size is conditioned on and never varied).
+    Returns ``{"psi": ..., "psi_without": ..., "per_axis": {a: psi_a}, "n_groups": {a: count}}``."""
     axes = list(axes)
     _check_columns(df, ["task", "seed", measure, gap, *axes])
     per, counts = {}, {}
@@ -101,7 +103,9 @@ def psi(df, measure: str, *, axes: Sequence[str], gap: str = "gap") -> dict:
         per[a] = float(np.mean(taus)) if taus else math.nan
         counts[a] = len(taus)
     vals = [per[a] for a in axes if counts[a]]
-    return {"psi": float(np.mean(vals)) if vals else math.nan, "per_axis": per, "n_groups": counts}
+    rest = [per[a] for a in axes if counts[a] and a != leave_out]
+    return {"psi": float(np.mean(vals)) if vals else math.nan,
+            "psi_without": float(np.mean(rest)) if rest else math.nan, "per_axis": per, "n_groups": counts}
 
 
 def _entropy(counts: np.ndarray) -> float:
@@ -109,11 +113,12 @@ def _entropy(counts: np.ndarray) -> float:
     return float(-(p * np.log(p)).sum())
 
 
-def _pairs(df, measure: str, gap: str, cols: Sequence[str]):
-    """Every ordered pair of distinct models of one task with ``g_i != g_j``: arrays of
-    ``sign(dmu)``, ``sign(dg)`` and, per column, the pair's two values (``(a_i, a_j)``)."""
-    v_mu, v_g, u = [], [], []
-    for task, g in df.groupby("task", sort=True):
+def _pair_codes(df, measure: str, gap: str, cols: Sequence[str]):
+    """Every ordered pair ``(i, j)`` of distinct models of one task with ``g_i != g_j``: arrays of
+    ``sign(mu_i - mu_j)``, ``sign(g_i - g_j)`` and one integer code per pair naming the task and, per
+    column of ``cols``, the pair's two values ``(a_i, a_j)`` (equal codes, equal ``U_S``)."""
+    v_mu, v_g, codes = [], [], []
+    for t_index, (_, g) in enumerate(df.groupby("task", sort=True)):
         mu, gg = g[measure].to_numpy(float), g[gap].to_numpy(float)
         n = len(g)
         i, j = np.where(~np.eye(n, dtype=bool))
@@ -122,27 +127,33 @@ def _pairs(df, measure: str, gap: str, cols: Sequence[str]):
         i, j = i[keep], j[keep]
         v_mu.append(np.sign(mu[i] - mu[j]))
         v_g.append(dg[keep])
-        vals = [g[c].to_numpy() for c in cols]
-        u.append([(task, *[(x[a], x[b]) for x in vals]) for a, b in zip(i, j)])
-    return np.concatenate(v_mu), np.concatenate(v_g), [x for part in u for x in part]
+        code = np.full(len(i), t_index, dtype=np.int64)
+        for c in cols:
+            _, lev = np.unique(g[c].to_numpy(), return_inverse=True)
+            k = int(lev.max()) + 1
+            code = (code * k + lev[i]) * k + lev[j]
+        codes.append(code)
+    cat = lambda parts, dt: np.concatenate(parts) if parts else np.zeros(0, dt)  # noqa: E731
+    return cat(v_mu, float), cat(v_g, float), cat(codes, np.int64)
 
 
 def _conditional_mi_ratio(v_mu, v_g, u) -> float:
     """``I(V_mu; V_g | U) / H(V_g | U)`` with empirical probabilities, natural logs (``nan`` when
-    ``H(V_g | U) = 0``)."""
-    import pandas as pd
+    ``H(V_g | U) = 0``); ``u``: one integer code per pair."""
+    n = len(v_g)
+    _, cu = np.unique(u, return_inverse=True)
+    mi_code = (cu * 3 + (v_mu.astype(np.int64) + 1))
+    gi_code = (cu * 3 + (v_g.astype(np.int64) + 1))
+    j_code = mi_code * 3 + (v_g.astype(np.int64) + 1)
 
-    t = pd.DataFrame({"u": pd.Series(u, dtype=object).map(repr), "m": v_mu, "g": v_g})
-    n = len(t)
-    mi = h = 0.0
-    for _, cell in t.groupby("u", sort=False):
-        w = len(cell) / n
-        joint = cell.groupby(["m", "g"]).size().to_numpy(float)
-        h_m = _entropy(cell.groupby("m").size().to_numpy(float))
-        h_g = _entropy(cell.groupby("g").size().to_numpy(float))
-        mi += w * (h_m + h_g - _entropy(joint))
-        h += w * h_g
-    return mi / h if h > 0 else math.nan
+    def plogp(codes):       # sum over cells of c/n * log(c/n)
+        c = np.unique(codes, return_counts=True)[1].astype(float)
+        return float((c / n * np.log(c / n)).sum())
+
+    h_u, h_um, h_ug, h_umg = -plogp(cu), -plogp(mi_code), -plogp(gi_code), -plogp(j_code)
+    mi = h_um + h_ug - h_umg - h_u           # I(M; G | U) = H(M,U) + H(G,U) - H(M,G,U) - H(U)
+    h = h_ug - h_u                           # H(G | U)
+    return mi / h if h > 1e-15 else math.nan
 
 
 def cmi(df, measure: str, *, axes: Sequence[str], gap: str = "gap", max_set: int = 2) -> dict:
@@ -151,18 +162,18 @@ def cmi(df, measure: str, *, axes: Sequence[str], gap: str = "gap", max_set: int
     Over the ordered pairs ``(i, j)`` of distinct models of one task with ``g_i != g_j`` (pairs with
     equal gaps are left out): ``V_g = sign(g_i - g_j)``, ``V_mu = sign(mu_i - mu_j)`` in ``{-1, 0, 1}``,
     and ``U_S`` the task with the pair's two values ``(a_i, a_j)`` of each axis ``a`` in ``S``.
-    ``K = min over S, |S| <= max_set, of I(V_mu; V_g | U_S) / H(V_g | U_S)`` (empirical probabilities,
-    natural logs; a set ``S`` with ``H(V_g | U_S) = 0`` has no gap left to explain and is skipped).
-    Returns ``{"cmi": K, "argmin": S, "per_set": {S: ratio}}``."""
+    ``K = min over S, |S| <= max_set (the empty set included), of I(V_mu; V_g | U_S) / H(V_g | U_S)``
+    (empirical probabilities, natural logs; a set ``S`` with ``H(V_g | U_S) = 0`` has no gap left to
+    explain and is skipped). Returns ``{"cmi": K, "argmin": S, "per_set": {S: ratio}}``."""
     axes = list(axes)
     _check_columns(df, ["task", measure, gap, *axes])
-    v_mu, v_g, _ = _pairs(df, measure, gap, [])
+    v_mu, v_g, _ = _pair_codes(df, measure, gap, [])
     if len(v_g) == 0:
         return {"cmi": math.nan, "argmin": None, "per_set": {}}
     per = {}
     for k in range(0, max_set + 1):
         for S in itertools.combinations(axes, k):
-            _, _, u = _pairs(df, measure, gap, list(S))
+            _, _, u = _pair_codes(df, measure, gap, list(S))
             per[S] = _conditional_mi_ratio(v_mu, v_g, u)
     finite = {S: r for S, r in per.items() if math.isfinite(r)}
     if not finite:
@@ -187,30 +198,39 @@ def sign_error(df, measure: str, *, axes: Sequence[str], gap: str = "gap", se: s
     sign error is the share of wrong pairs. Returns the mean, the 90th percentile (numpy's default,
     linear interpolation) and the maximum over environments, and the same three restricted to coupled
     pairs with ``|dg| > se_factor * sqrt(se_i^2 + se_j^2)`` (column ``se``: each model's test-set
-    standard error, e.g. :func:`gap_standard_error`; environments left without such pairs drop out of
-    the restricted figures, and their number is reported)."""
+    standard error, e.g. :func:`gap_standard_error`; the two test errors treated as independent, which
+    overstates the noise of a difference measured on one shared test set; environments left without
+    such pairs drop out of the restricted figures, and their number is reported)."""
     axes = list(axes)
     _check_columns(df, ["task", "seed", measure, gap, *axes, *([se] if se else [])])
     errs, errs_big = [], []
-    for task, g in df.groupby("task", sort=True):
-        settings = {k: grp.set_index("seed") for k, grp in g.groupby(axes, sort=True)}
-        keys = sorted(settings)
-        for ka, kb in itertools.combinations(keys, 2):
-            ka_t, kb_t = (ka,) if len(axes) == 1 else ka, (kb,) if len(axes) == 1 else kb
-            if sum(x != y for x, y in zip(ka_t, kb_t)) != 1:
+    for _, g in df.groupby("task", sort=True):
+        sett = g[axes].drop_duplicates().sort_values(axes).to_numpy()
+        seeds = np.sort(g["seed"].unique())
+        pos = {tuple(r): k for k, r in enumerate(sett.tolist())}
+        row = np.array([pos[tuple(r)] for r in g[axes].to_numpy().tolist()])
+        col = np.searchsorted(seeds, g["seed"].to_numpy())
+        shape = (len(sett), len(seeds))
+        M, G, E = (np.full(shape, np.nan) for _ in range(3))
+        M[row, col] = g[measure].to_numpy(float)
+        G[row, col] = g[gap].to_numpy(float)
+        present = np.zeros(shape, bool)
+        present[row, col] = True
+        if se:
+            E[row, col] = g[se].to_numpy(float)
+        for a, b in itertools.combinations(range(len(sett)), 2):
+            if int((sett[a] != sett[b]).sum()) != 1:
                 continue
-            A, B = settings[ka], settings[kb]
-            seeds = sorted(set(A.index) & set(B.index))
-            if not seeds:
+            both = present[a] & present[b]
+            if not both.any():
                 continue
-            dmu = np.sign(A.loc[seeds, measure].to_numpy(float) - B.loc[seeds, measure].to_numpy(float))
-            dgv = A.loc[seeds, gap].to_numpy(float) - B.loc[seeds, gap].to_numpy(float)
+            dmu = np.sign(M[a, both] - M[b, both])
+            dgv = G[a, both] - G[b, both]
             dg = np.sign(dgv)
             wrong = np.where((dmu == 0) | (dg == 0), 0.5, (dmu != dg).astype(float))
             errs.append(float(wrong.mean()))
             if se:
-                s = np.sqrt(A.loc[seeds, se].to_numpy(float) ** 2 + B.loc[seeds, se].to_numpy(float) ** 2)
-                big = np.abs(dgv) > se_factor * s
+                big = np.abs(dgv) > se_factor * np.sqrt(E[a, both] ** 2 + E[b, both] ** 2)
                 if big.any():
                     errs_big.append(float(wrong[big].mean()))
 

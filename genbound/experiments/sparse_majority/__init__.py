@@ -49,8 +49,8 @@ from __future__ import annotations
 
 import torch
 
-from .bounds import (M_STAR_TARGET, bound_fields, bound_results, bounds_for, row_bound_fields, sample_size_needed, saved_norms,
-                     spectral_measures)
+from .bounds import (M_STAR_TARGET, bound_fields, bound_results, bounds_for, capacity_fields, row_bound_fields,
+                     sample_size_needed, saved_norms, spectral_measures)
 from .config import PROTOCOLS, SparseMajorityConfig
 from .evaluation import bce_one_hot, evaluate_stack, ramp_risk
 from .files import merge_sweeps, recompute_bound_columns, SAVED_SWEEP, SCHEMA, csv_columns, open_sweep, read_csv, read_sweep, write_csv
@@ -67,7 +67,7 @@ from .training import TrainOutcome, _tensors_for, _train_adam, train_stack
 __all__ = ["D_MODEL", "N_HEADS", "D_HEAD", "S_RELEVANT", "RESULT_KEYS", "sinusoidal_encoding", "encoding_rows",
            "token_embeddings", "uniform_input_radius", "PROTOCOLS", "SparseMajorityTask", "make_task",
            "SparseMajorityConfig", "build_model", "keras_init_", "stack_parameters", "load_stacked",
-           "cls_logits", "bce_one_hot", "evaluate_stack", "ramp_risk", "bound_results", "bounds_for",
+           "cls_logits", "bce_one_hot", "evaluate_stack", "ramp_risk", "bound_results", "bounds_for", "capacity_fields",
            "spectral_measures", "bound_fields", "gap_slope", "sample_size_needed", "TrainOutcome", "train_stack", "RunResult",
            "initial_model", "run_seq_len", "run_sweep", "SCHEMA", "csv_columns", "open_sweep", "write_csv",
            "read_csv", "read_sweep", "SAVED_SWEEP", "to_frame", "summarize", "plot_sweep", "M_STAR_TARGET",

@@ -14,7 +14,8 @@ import math
 #: The target of every ``m*`` the experiments report: the smallest ``m`` at which a bound reaches 1/2.
 M_STAR_TARGET = 0.5
 
-__all__ = ["M_STAR_TARGET", "saved_norms", "row_bound_fields", "bound_results", "bounds_for", "bound_fields", "sample_size_needed", "spectral_measures"]
+__all__ = ["M_STAR_TARGET", "saved_norms", "row_bound_fields", "bound_results", "bounds_for", "bound_fields",
+           "sample_size_needed", "spectral_measures", "capacity_fields"]
 
 
 def bound_results(net, *, m: int, seq_len: int, delta: float, B_X: float, margin: float = 1.0,
@@ -134,3 +135,44 @@ def row_bound_fields(row: dict, config) -> dict:
     return bound_fields(saved_norms(row), m=int(row["n_train"]), seq_len=int(row["seq_len"]),
                         delta=config.delta, B_X=float(row["input_radius"]), margin=config.margin,
                         m_star_target=M_STAR_TARGET if config.m_star else None)
+
+
+def capacity_fields(net, *, m: int, seq_len: int, delta: float, B_X: float, margin: float = 1.0) -> dict:
+    """What Part V ranks and reports of each bound of ``net`` (a ``ReferenceTransformer`` of any depth),
+    flat for a results row; every number is a field of a result of :mod:`genbound.bounds`:
+
+    * ``tt_capacity``, ``tt_bound``, ``tt_trivial``: ``capacity``, ``value`` and ``trivial`` of the
+      Trauger-Tewari bound (:prf:ref:`thm-tt-multilayer`, radius grid, at ``m``, ``delta``, ``margin``).
+      These capacities are those of the certified result, **at the grid radii** (every radius rounded
+      up to a power of 2), so models whose norms round to one grid point share a capacity (a tie, which
+      counts 0 in Kendall's tau); :func:`bound_fields` (Part II) reports the capacity at the network's
+      own norms instead. The saved Part V family was measured with this definition;
+    * ``edelman_capacity``, ``edelman_bound``, ``edelman_trivial``: the same of the Edelman-type bound,
+      defined for one layer only: ``nan`` for deeper networks (``edelman_trivial`` is then ``nan`` too,
+      else ``1.0``/``0.0``);
+    * ``sa_capacity``, ``sa_trivial``: the spectrum-adaptive proxy's ``capacity`` and ``trivial`` at
+      ``n_samples = m``; ``sa_all_p0``: the chosen Schatten index is 0 (the rank) for every matrix;
+    * ``edproxy_capacity``, ``edproxy_trivial``: the Edelman proxy's;
+    * ``spectral_adaptive``, ``spectral_p0``, ``spectral_pmax``: :func:`spectral_measures` (the proxy's
+      value with the index chosen per matrix and the two fixed-index sums).
+    """
+    from ...bounds.edelman import edelman_bound_from_model
+    from ...bounds.sakai_imaizumi import edelman_proxy, spectral_adaptive_bound
+    from ...bounds.trauger_tewari import trauger_tewari_bound_from_model
+
+    tt = trauger_tewari_bound_from_model(net, m=m, delta=delta, B_X=B_X, margin=margin, radius_grid=True)
+    out = {"tt_capacity": tt.capacity, "tt_bound": tt.value, "tt_trivial": bool(tt.trivial)}
+    if net.n_layers == 1:
+        ed = edelman_bound_from_model(net, m=m, T=seq_len + 1, delta=delta, B_X=B_X, margin=margin,
+                                      radius_grid=True)
+        out.update(edelman_capacity=ed.capacity, edelman_bound=ed.value, edelman_trivial=float(ed.trivial))
+    else:
+        out.update(edelman_capacity=math.nan, edelman_bound=math.nan, edelman_trivial=math.nan)
+    W = net.proxy_weights()
+    sa = spectral_adaptive_bound(W, L_phi=net.L_sigma, n_samples=m)
+    ep = edelman_proxy(W, L_phi=net.L_sigma, n_samples=m)
+    out.update(sa_capacity=sa.capacity, sa_trivial=bool(sa.trivial),
+               sa_all_p0=bool((sa.table["p_opt"] == 0).all()),
+               edproxy_capacity=ep.capacity, edproxy_trivial=bool(ep.trivial))
+    out.update(spectral_measures(net))
+    return out

@@ -1,0 +1,201 @@
+"""The family of Part V: its configuration, its two tasks and its models. Book: :ref:`ch-predict-gap`.
+
+Coupling. A model is named by its setting (task and one value of every axis of
+:data:`~genbound.experiments.predict_gap.AXES`) and its seed index. Everything random about a model
+depends on the task and the seed index only, never on the setting: the initialisation seed
+(:func:`~genbound.experiments.predict_gap.init_seed`), the data seed, the split. Training sets are
+**nested**: the ``n`` training examples of seed index ``s`` are the first ``n`` of one fixed draw, and
+the test set of seed index ``s`` is the same for every training-set size. So two models of one seed
+index that differ in one axis differ in that axis only (Dziugaite et al. 2020 call such a pair coupled).
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+import math
+from dataclasses import dataclass, field
+
+import torch
+
+from ..._validate import check_positive_int, check_real
+from ...errors import ParameterError
+
+__all__ = ["TASKS", "AXES", "FamilyConfig", "TaskData", "make_task_data", "init_seed", "build_model"]
+
+#: The two tasks. ``sparse-majority``: Part II's task at ``T = 16`` (``s = 9``) with embeddings of the
+#: model's width; ``digits``: scikit-learn's bundled 8x8 digits (1,797 images, 10 classes), rows as tokens.
+TASKS = ("sparse-majority", "digits")
+#: The hyperparameter axes: CSV columns, one value each per model (the seed index is ``seed``).
+AXES = ("depth", "width", "lr", "n_train")
+
+_SM_SEQ_LEN = 16
+_DIGIT_ROWS = 8
+_N_DIGITS = 1797
+
+
+@dataclass(frozen=True)
+class FamilyConfig:
+    """The factorial ``depths x widths x lrs x n_train[task]`` on every task of ``tasks``, times ``seeds``
+    seed indices, trained in stacks of at most ``stack`` seed indices of one setting; the seed indices
+    come in blocks of ``stack``, and every setting of a block is trained before the next block starts
+    (so a family cut short is a complete factorial over fewer seed indices). Training: full-batch Adam,
+    ``warmup`` steps of warm-up, cosine decay over the budget ``steps``, decoupled ``weight_decay``; a
+    model is fitted at the first step at which it classifies its whole training set correctly. ``n_test``: test sequences of sparse majority (digits test on the images
+    beyond the largest training set). ``delta``, ``margin``: confidence and ramp margin at which the
+    Part II bounds are evaluated. ``margin_quantile``: the quantile of the training margins that
+    normalises capacities. ``flat_*``: the magnitude-aware flatness measure (largest multiplicative noise
+    ``sigma'`` whose mean training error over ``flat_draws`` seeded draws exceeds the model's own by at
+    most ``flat_error``; bisection on ``[0, flat_hi]`` in ``flat_steps`` steps)."""
+
+    tasks: tuple[str, ...] = TASKS
+    depths: tuple[int, ...] = (1, 2)
+    widths: tuple[int, ...] = (12, 20, 32)
+    lrs: tuple[float, ...] = (1e-2,)
+    n_train: dict = field(default_factory=lambda: {"sparse-majority": (30, 60, 120),
+                                                   "digits": (100, 200, 400)})
+    seeds: int = 24
+    stack: int = 6
+    steps: int = 3000
+    warmup: int = 50
+    weight_decay: float = 0.0
+    n_test: int = 2000
+    delta: float = 0.05
+    margin: float = 1.0
+    margin_quantile: float = 0.1
+    flat_error: float = 0.1
+    flat_draws: int = 8
+    flat_steps: int = 12
+    flat_hi: float = 2.0
+
+    def validated(self) -> "FamilyConfig":
+        """Return ``self`` after checking every field (raises :class:`~genbound.errors.ParameterError`)."""
+        if not self.tasks:
+            raise ParameterError("the family needs at least one task")
+        for t in self.tasks:
+            if t not in TASKS:
+                raise ParameterError(f"unknown task {t!r}; expected one of {TASKS}")
+            if t not in self.n_train or not self.n_train[t]:
+                raise ParameterError(f"n_train has no sizes for task {t!r}")
+            for n in self.n_train[t]:
+                check_positive_int(n, f"n_train[{t!r}]", minimum=2)
+            if t == "digits" and max(self.n_train[t]) > _N_DIGITS - 100:
+                raise ParameterError("digits: n_train must leave at least 100 of the 1,797 images for testing")
+        for name in ("depths", "widths", "lrs"):
+            if not getattr(self, name):
+                raise ParameterError(f"{name} must name at least one value")
+        for L in self.depths:
+            check_positive_int(L, "depth")
+        for w in self.widths:
+            check_positive_int(w, "width", minimum=10)
+            if w % 2:
+                raise ParameterError(f"width {w} must be even (two heads of width/2)")
+        for lr in self.lrs:
+            check_real(lr, "lr", lo=0.0, lo_open=True)
+        check_real(self.weight_decay, "weight_decay", lo=0.0)
+        check_positive_int(self.seeds, "seeds")
+        check_positive_int(self.stack, "stack")
+        check_positive_int(self.steps, "steps")
+        check_positive_int(self.n_test, "n_test")
+        check_real(self.delta, "delta", lo=0.0, hi=1.0, lo_open=True, hi_open=True)
+        check_real(self.margin, "margin", lo=0.0, lo_open=True)
+        check_real(self.margin_quantile, "margin_quantile", lo=0.0, hi=1.0)
+        check_real(self.flat_error, "flat_error", lo=0.0, hi=1.0, lo_open=True)
+        check_positive_int(self.flat_draws, "flat_draws")
+        check_positive_int(self.flat_steps, "flat_steps")
+        check_real(self.flat_hi, "flat_hi", lo=0.0, lo_open=True)
+        from ..fullbatch import AdamProtocol
+
+        AdamProtocol(steps=self.steps, warmup=self.warmup).validated()
+        return self
+
+    def settings(self) -> list[dict]:
+        """Every setting of the factorial (task and one value per axis), in a fixed order."""
+        out = []
+        for task in self.tasks:
+            for L, w, lr, n in itertools.product(self.depths, self.widths, self.lrs, self.n_train[task]):
+                out.append({"task": task, "depth": int(L), "width": int(w), "lr": float(lr), "n_train": int(n)})
+        return out
+
+
+@dataclass(frozen=True)
+class TaskData:
+    """Inputs ``X`` ``(n, T + 1, d)`` (float64, the [CLS] row last) and labels for train and test, the
+    number of classes, and ``B_X``: a bound on every input row's l2 norm that holds for every input the
+    task can produce (fixed before the data are drawn)."""
+
+    X_train: torch.Tensor
+    y_train: torch.Tensor
+    X_test: torch.Tensor
+    y_test: torch.Tensor
+    n_classes: int
+    B_X: float
+
+
+@functools.lru_cache(maxsize=8)
+def _digits_inputs(width: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """All 1,797 digits as sequences: row ``r`` of the image (8 pixels scaled to ``[0, 1]``) in the
+    first 8 coordinates and the sinusoidal encoding of ``r`` in the other ``width - 8``; a [CLS] row
+    (pixels 0, encoding of position 8) last. Every coordinate lies in ``[-1, 1]``, so ``||x|| <= sqrt(d)``."""
+    from sklearn.datasets import load_digits
+
+    from ..sparse_majority import sinusoidal_encoding
+
+    data = load_digits()
+    img = torch.as_tensor(data.images, dtype=torch.float64) / 16.0                  # (N, 8, 8)
+    N = img.shape[0]
+    pe = sinusoidal_encoding(_DIGIT_ROWS + 1, width - 8)                             # (9, d - 8)
+    rows = torch.cat([torch.cat([img, torch.zeros(N, 1, 8, dtype=torch.float64)], 1),
+                      pe.expand(N, -1, -1)], dim=-1)                                 # (N, 9, d)
+    return rows, torch.as_tensor(data.target, dtype=torch.long)
+
+
+def _data_seed(task: str, seed: int) -> int:
+    return 7919 * int(seed) + (0 if task == "sparse-majority" else 104729)
+
+
+def init_seed(task: str, seed: int) -> int:
+    """The initialisation seed of every model of seed index ``seed`` on ``task``: a function of the two
+    only, so that models of one seed index are coupled across all settings.
+
+    >>> init_seed("digits", 3) == init_seed("digits", 3), init_seed("digits", 3) == init_seed("digits", 4)
+    (True, False)
+    """
+    return 1_000_003 * int(seed) + (17 if task == "sparse-majority" else 29)
+
+
+def make_task_data(task: str, *, width: int, n_train: int, seed: int, n_max: int | None = None,
+                   n_test: int = 2000) -> TaskData:
+    """The data of seed index ``seed`` with the first ``n_train`` training examples of a draw of
+    ``n_max`` (default ``n_train``; the family passes its largest size, so training sets are nested and
+    the test set does not depend on ``n_train``). ``digits``: a seeded permutation of the 1,797 images;
+    the first ``n_max`` are the training pool, the rest the test set. ``sparse-majority``: the task of
+    :mod:`genbound.experiments.sparse_majority` at ``T = 16`` with token width ``width`` (the positions,
+    the bits and the labels depend on the seed only, the embeddings also on the width), ``n_max``
+    training and ``n_test`` test sequences."""
+    n_max = n_train if n_max is None else n_max
+    if n_train > n_max:
+        raise ParameterError(f"n_train {n_train} exceeds the pool n_max {n_max}")
+    ds = _data_seed(task, seed)
+    if task == "digits":
+        X, y = _digits_inputs(width)
+        perm = torch.randperm(X.shape[0], generator=torch.Generator().manual_seed(ds))
+        tr, te = perm[:n_train], perm[n_max:]
+        return TaskData(X[tr], y[tr], X[te], y[te], 10, math.sqrt(width))
+    if task == "sparse-majority":
+        from ..sparse_majority import make_task, uniform_input_radius
+
+        t = make_task(_SM_SEQ_LEN, d=width, seed=ds)
+        g = torch.Generator().manual_seed(ds + 1)
+        (btr, ytr), (bte, yte) = t.sample(n_max, g), t.sample(n_test, g)
+        return TaskData(t.embed(btr[:n_train]), ytr[:n_train], t.embed(bte), yte, 2, uniform_input_radius(width))
+    raise ParameterError(f"unknown task {task!r}; expected one of {TASKS}")
+
+
+def build_model(width: int, n_classes: int, *, depth: int = 1, seed: int = 0):
+    """A :class:`~genbound.nets.ReferenceTransformer` of the family: ``depth`` layers of two heads of
+    width ``width / 2``, biases, ReLU, a dense map, read out at the last ([CLS]) row, float64."""
+    from ...nets import ReferenceTransformer
+
+    return ReferenceTransformer(width, n_layers=int(depth), n_heads=2, d_head=width // 2, out_dim=n_classes,
+                                activation="relu", bias=True, dense=True, cls_index=-1, seed=int(seed))

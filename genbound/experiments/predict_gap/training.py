@@ -1,0 +1,227 @@
+"""Training the family and its results file. Book: :ref:`ch-predict-gap`.
+
+Every setting's seed indices are trained in one stack by full-batch Adam
+(:mod:`genbound.experiments.fullbatch`) to one common stopping criterion: training accuracy exactly 1
+(whole training set, confirmed in float64), within a step budget. A model that does not reach it is
+**unfitted**; one whose loss became non-finite is **diverged** (its measures are ``nan``); both are
+kept in the file and counted, and the statistics use the fitted ones (as Jiang et al. 2020 use the
+models that reach their cross-entropy criterion).
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+import time
+from dataclasses import asdict, dataclass, fields
+from pathlib import Path
+from typing import Callable, Sequence
+
+import numpy as np
+import torch
+
+from ...errors import GenboundError
+from ..fullbatch import AdamProtocol, fit_stack
+from ..results import Schema, environment, open_results, read_results
+from .family import AXES, TASKS, FamilyConfig, build_model, init_seed, make_task_data
+from .measures import CAPACITY_FORMS, DEPTH1_ONLY, MEASURES, REPORTED, measures_for
+
+__all__ = ["SAVED_FAMILY", "ModelRecord", "train_setting", "run_family", "SCHEMA", "open_family",
+           "read_family", "expected_nan"]
+
+#: The saved family (CSV) and its notes (command, machine, wall time) beside it.
+SAVED_FAMILY = Path(__file__).resolve().parents[2] / "data" / "predict_gap_family.csv"
+
+
+@dataclass(frozen=True)
+class ModelRecord:
+    """One trained model: its setting (task and :data:`AXES`), seed index, whether it reached the
+    stopping criterion (``fitted``; ``fit_step`` ``-1`` if not) or diverged, accuracies (float64, whole
+    sets), ``gap`` = test error - train error, ``n_test`` and ``test_se`` (the standard error
+    ``sqrt(e (1 - e) / n_test)`` of its test error ``e``), the measures and reported columns, and
+    ``seconds`` (wall time of its stack / its size)."""
+
+    task: str
+    depth: int
+    width: int
+    lr: float
+    n_train: int
+    seed: int
+    fitted: bool
+    diverged: bool
+    fit_step: int
+    steps: int
+    train_acc: float
+    test_acc: float
+    gap: float
+    n_test: int
+    test_se: float
+    seconds: float
+    measures: dict
+
+    def row(self) -> dict:
+        """The CSV row (measures flattened into columns)."""
+        d = asdict(self)
+        d.update(d.pop("measures"))
+        return d
+
+
+def _nan_measures() -> dict:
+    out = {m: math.nan for m in MEASURES}
+    out.update({k: (False if t is bool else math.nan) for k, t in REPORTED.items()})
+    return out
+
+
+def train_setting(setting: dict, seeds: Sequence[int], config: FamilyConfig) -> list[ModelRecord]:
+    """Train one model per seed index at ``setting`` (the task and one value per axis), all in one
+    stack; returns their records."""
+    from ...nets import stack_parameters
+
+    cfg = config.validated()
+    t0 = time.perf_counter()
+    task, L, w, n = setting["task"], setting["depth"], setting["width"], setting["n_train"]
+    n_max = max(cfg.n_train[task])
+    datas = [make_task_data(task, width=w, n_train=n, seed=s, n_max=n_max, n_test=cfg.n_test) for s in seeds]
+    nets = [build_model(w, datas[0].n_classes, depth=L, seed=init_seed(task, s)) for s in seeds]
+    P = stack_parameters(nets, dtype=torch.float32)
+    Xtr = torch.stack([d.X_train for d in datas]).float()
+    ytr = torch.stack([d.y_train for d in datas])
+    arch = nets[0]                              # the architecture; the stacked mode trains every seed at once
+
+    def loss_logits(Pa, idx):
+        z = arch.forward_stacked(Pa, Xtr[idx])
+        return torch.nn.functional.cross_entropy(z.transpose(1, 2), ytr[idx], reduction="none").mean(-1), z
+
+    def confirm(Pk, k):
+        z = arch.forward_stacked({nm: v[None] for nm, v in Pk.items()}, datas[k].X_train[None])
+        return bool((z[0].argmax(-1) == datas[k].y_train).all())
+
+    proto = AdamProtocol(lr=setting["lr"], steps=cfg.steps, warmup=cfg.warmup, weight_decay=cfg.weight_decay,
+                         eval_every=cfg.steps)
+    out = fit_stack(P, loss_logits, ytr, proto, confirm=confirm, progress=False)
+    records = []
+    elapsed = time.perf_counter() - t0
+    for k, s in enumerate(seeds):
+        d = datas[k]
+        init = build_model(w, d.n_classes, depth=L, seed=init_seed(task, s)).requires_grad_(False)
+        net = build_model(w, d.n_classes, depth=L, seed=0).requires_grad_(False)
+        with torch.no_grad():
+            for nm, p in net.named_parameters():
+                p.copy_(out.stop[nm][k].double())
+            acc = [float((net(X).argmax(-1) == y).double().mean()) for X, y in
+                   ((d.X_train, d.y_train), (d.X_test, d.y_test))]
+        fitted = acc[0] == 1.0 and not out.diverged[k]
+        if out.diverged[k]:
+            meas = _nan_measures()
+        else:
+            meas = measures_for(net, init, X_train=d.X_train, y_train=d.y_train, m=n,
+                                seq_len=d.X_train.shape[1] - 1, B_X=d.B_X, delta=cfg.delta, margin=cfg.margin,
+                                margin_quantile=cfg.margin_quantile, flat_seed=init_seed(task, s),
+                                flat={"max_error": cfg.flat_error, "draws": cfg.flat_draws,
+                                      "steps": cfg.flat_steps, "hi": cfg.flat_hi})
+        e = 1.0 - acc[1]
+        records.append(ModelRecord(
+            task=task, depth=L, width=w, lr=float(setting["lr"]), n_train=n, seed=int(s), fitted=fitted,
+            diverged=bool(out.diverged[k]), fit_step=out.fit_step[k] if fitted else -1, steps=out.steps[k],
+            train_acc=acc[0], test_acc=acc[1], gap=e - (1.0 - acc[0]), n_test=len(d.y_test),
+            test_se=math.sqrt(e * (1 - e) / len(d.y_test)), seconds=elapsed / len(seeds), measures=meas))
+    return records
+
+
+def _key(r: dict) -> tuple:
+    return (str(r["task"]), int(r["depth"]), int(r["width"]), float(r["lr"]), int(r["n_train"]), int(r["seed"]))
+
+
+def run_family(config: FamilyConfig | None = None, *, csv_path=None, progress: bool | None = None,
+               on_record: Callable[[ModelRecord], None] | None = None,
+               report: Callable[[str], None] | None = None) -> list[ModelRecord]:
+    """Train the whole family; with ``csv_path``, a results file (:mod:`genbound.experiments.results`):
+    created with every field of ``config`` and the environment in its header, or resumed when it
+    records the same configuration (otherwise refused, naming the fields that differ). Every stack's
+    records are appended in one whole write as soon as it finishes and the models already in the file
+    are skipped (a killed run loses at most one stack). The stacks run block by block of seed indices
+    (:class:`~genbound.experiments.predict_gap.FamilyConfig`). Returns the records trained in this call."""
+    cfg = (config or FamilyConfig()).validated()
+    writer = open_family(csv_path, cfg, report=report) if csv_path is not None else None
+    done = writer.done if writer is not None else set()
+    out = []
+    from tqdm import tqdm
+
+    settings = cfg.settings()
+    blocks = [range(b, min(b + cfg.stack, cfg.seeds)) for b in range(0, cfg.seeds, cfg.stack)]
+    jobs = [(block, setting) for block in blocks for setting in settings]
+    bar = tqdm(jobs, desc="predict-gap", disable=not (progress if progress is not None else sys.stderr.isatty()))
+    for block, setting in bar:
+        seeds = [s for s in block if _key({**setting, "seed": s}) not in done]
+        if not seeds:
+            continue
+        recs = train_setting(setting, seeds, cfg)
+        if writer is not None:
+            writer.append(recs)
+        for r in recs:
+            out.append(r)
+            if on_record is not None:
+                on_record(r)
+    return out
+
+
+_TYPES = {"int": int, "float": float, "bool": bool, "str": str}
+
+
+def _schema() -> Schema:
+    cols = tuple((f.name, _TYPES[f.type if isinstance(f.type, str) else f.type.__name__])
+                 for f in fields(ModelRecord) if f.name != "measures")
+    cols += tuple((m, float) for m in MEASURES) + tuple(REPORTED.items())
+    return Schema("predict-gap", cols, key=("task", *AXES, "seed"))
+
+
+#: The columns of the family's results file (:class:`ModelRecord`, measures flattened), keyed by the
+#: task, the axes and the seed index.
+SCHEMA = _schema()
+
+
+def open_family(path, config: FamilyConfig, *, report: Callable[[str], None] | None = None):
+    """Open (create or resume) the family's results file at ``path`` for ``config``:
+    :func:`~genbound.experiments.results.open_results` with every field of ``config`` and the
+    environment; ``append`` takes :class:`ModelRecord` objects."""
+    return open_results(path, SCHEMA, asdict(config.validated()), environment=environment(device="cpu"),
+                        report=report, to_row=lambda r: r.row())
+
+
+def expected_nan(df, col: str) -> "np.ndarray":
+    """Where a measure column may be ``nan`` by definition: every measure of a diverged model, the
+    depth-1-only measures (:data:`~genbound.experiments.predict_gap.DEPTH1_ONLY`) of deeper
+    models, and the margin-normalised capacities of unfitted models (their margin quantile may be
+    ``<= 0``)."""
+    mask = df["diverged"].to_numpy(bool).copy()
+    if col in DEPTH1_ONLY:
+        mask |= df["depth"].to_numpy() != 1
+    if any(col.endswith("_" + f) for f, (by_margin, _) in CAPACITY_FORMS.items() if by_margin):
+        mask |= ~df["fitted"].to_numpy(bool)
+    return mask
+
+
+def read_family(path=None, *, report: Callable[[str], None] | None = None):
+    """The saved family (default :data:`SAVED_FAMILY`) as a DataFrame, read by
+    :func:`~genbound.experiments.results.read_results` (every row checked against the columns, unique
+    keys, an unfinished last row reported and left out) and validated: at least one row, known tasks,
+    finite gaps and accuracies, every measure finite except where :func:`expected_nan` allows ``nan``
+    (never an infinity). A :class:`~genbound.errors.GenboundError` names the problem otherwise. The
+    file is only read."""
+    path = Path(SAVED_FAMILY if path is None else path)
+    df = read_results(path, SCHEMA, report=report).frame()
+    if len(df) == 0:
+        raise GenboundError(f"{path}: the family is empty")
+    bad_tasks = sorted(set(df["task"]) - set(TASKS))
+    if bad_tasks:
+        raise GenboundError(f"{path}: unknown task(s) {bad_tasks}")
+    for col in ("gap", "train_acc", "test_acc", "test_se"):
+        if not np.isfinite(df[col].to_numpy(float)).all():
+            raise GenboundError(f"{path}: column {col!r} has a non-finite value")
+    for col in MEASURES:
+        v = df[col].to_numpy(float)
+        ok = np.isfinite(v) | (np.isnan(v) & expected_nan(df, col))
+        if not ok.all():
+            i = int(np.flatnonzero(~ok)[0])
+            raise GenboundError(f"{path}: column {col!r} has a non-finite value ({v[i]}) in row {i + 1}")
+    return df

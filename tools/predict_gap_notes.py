@@ -1,0 +1,34 @@
+"""Print the numbers of the data notes of a Part V family (``genbound/data/predict_gap_family.md``):
+the recorded environment, counts of fitted, unfitted and diverged models, the summed training time,
+seconds per stack, and the paired change in gap per axis.
+
+    PYTHONPATH=. python tools/predict_gap_notes.py genbound/data/predict_gap_family.csv
+"""
+
+from __future__ import annotations
+
+import sys
+
+from genbound.experiments import predict_gap as pg
+from genbound.experiments.results import read_results
+
+
+def main(path: str) -> int:
+    t = read_results(path, pg.SCHEMA)
+    df = pg.read_family(path)
+    print("environment:", t.environment)
+    print("config:", t.config)
+    df["unfitted"] = ~df["fitted"] & ~df["diverged"]
+    print(df.groupby(["task", "depth"])[["fitted", "unfitted", "diverged"]].sum().to_string())
+    print(f"total {len(df)}: fitted {int(df['fitted'].sum())}, unfitted {int(df['unfitted'].sum())}, "
+          f"diverged {int(df['diverged'].sum())}")
+    stacks = df.groupby(["task", *pg.AXES, df["seed"] // t.config["stack"]])["seconds"].sum()
+    print(f"summed stack time {stacks.sum():.0f} s over {len(stacks)} stacks; per stack: "
+          f"mean {stacks.mean():.1f} s, max {stacks.max():.1f} s")
+    print(stacks.groupby(["task", "depth"]).agg(["mean", "max", "sum"]).round(1).to_string())
+    print(pg.paired_gap_changes(df).round(4).to_string(index=False))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1]))
