@@ -1,10 +1,10 @@
 """Part V: do the bounds rank trained transformers by their generalization gap? Book: :ref:`ch-predict-gap`.
 
 A **family** of :class:`~genbound.nets.ReferenceTransformer` models (the class on which every bound of
-the book is defined) is trained as a full factorial over the axes :data:`AXES` (depth, width, peak
-learning rate, training-set size), with coupled seed indices, on two tasks (:data:`TASKS`): sparse
+the book is defined) is trained as a full factorial over the axes ``AXES`` (depth, width, peak
+learning rate, training-set size), with coupled seed indices, on two tasks (``TASKS``): sparse
 majority (Part II) and scikit-learn's bundled 8x8 digits read as a sequence of eight pixel rows. Each
-model is scored by the measures of :data:`MEASURES` (bound capacities in four forms, the
+model is scored by the measures of ``MEASURES`` (bound capacities in four forms, the
 spectrum-adaptive choice, baselines) and the statistics of :mod:`genbound.experiments.ranking` rank
 them against the measured gap (:func:`summary`, :func:`measure_table`).
 

@@ -1,7 +1,7 @@
 """The family of Part V: its configuration, its two tasks and its models. Book: :ref:`ch-predict-gap`.
 
 Coupling. A model is named by its setting (task and one value of every axis of
-:data:`~genbound.experiments.predict_gap.AXES`) and its seed index. Everything random about a model
+``AXES``) and its seed index. Everything random about a model
 depends on the task and the seed index only, never on the setting: the initialisation seed
 (:func:`~genbound.experiments.predict_gap.init_seed`), the data seed, the split. Training sets are
 **nested**: the ``n`` training examples of seed index ``s`` are the first ``n`` of one fixed draw, and

@@ -3,7 +3,7 @@
 
 **Capacities** (from :func:`~genbound.experiments.sparse_majority.capacity_fields`, the one
 caller of :mod:`genbound.bounds` in the experiments). For each of the four bounds ``b`` of
-:data:`~genbound.experiments.predict_gap.BOUNDS` (Trauger-Tewari, Edelman-type, the spectrum-adaptive
+``BOUNDS`` (Trauger-Tewari, Edelman-type, the spectrum-adaptive
 proxy, the Edelman proxy), four columns:
 
 * ``{b}_cap``: the bound's ``m``-free ``capacity`` (the certified bound is about
@@ -138,7 +138,7 @@ def _op(A: torch.Tensor) -> float:
 def measures_for(net, init, *, X_train: torch.Tensor, y_train: torch.Tensor, m: int, seq_len: int,
                  B_X: float, delta: float, margin: float, margin_quantile: float = 0.1,
                  flat: dict | None = None, flat_seed: int = 0) -> dict:
-    """Every column of :data:`MEASURES` and :data:`REPORTED` for the trained ``net`` (``init``: the same
+    """Every column of ``MEASURES`` and ``REPORTED`` for the trained ``net`` (``init``: the same
     architecture at its initial weights) on its training set ``(X_train, y_train)`` of size ``m``.
     ``flat``: keyword arguments of :func:`magnitude_flatness` (``max_error``, ``draws``, ``steps``,
     ``hi``)."""

@@ -21,7 +21,7 @@ DASH = "—"
 
 
 def fmt(x, digits: int = 2) -> str:
-    """``x`` with a sign and ``digits`` decimals (a true minus sign), or :data:`DASH` when undefined."""
+    """``x`` with a sign and ``digits`` decimals (a true minus sign), or ``DASH`` when undefined."""
     if x is None or not math.isfinite(float(x)):
         return DASH
     s = f"{float(x):+.{digits}f}"
@@ -29,7 +29,7 @@ def fmt(x, digits: int = 2) -> str:
 
 
 def interval(est, lo, hi, digits: int = 2) -> str:
-    """``est [lo, hi]`` formatted by :func:`fmt` (:data:`DASH` when ``est`` is undefined)."""
+    """``est [lo, hi]`` formatted by :func:`fmt` (``DASH`` when ``est`` is undefined)."""
     if est is None or not math.isfinite(float(est)):
         return DASH
     return f"{fmt(est, digits)} [{fmt(lo, digits)}, {fmt(hi, digits)}]"

@@ -2,7 +2,7 @@
 
 Every statistic is one of :mod:`genbound.experiments.ranking` (definitions there and in the chapter),
 computed over the **fitted** models on which the measure is defined (the Edelman-type capacities: the
-depth-1 models). The axes are the columns of :data:`~genbound.experiments.predict_gap.AXES` that take
+depth-1 models). The axes are the columns of ``AXES`` that take
 at least two values among the fitted models (:func:`~genbound.experiments.predict_gap.axes_of`).
 
 Intervals are a cluster bootstrap over seed indices
@@ -40,7 +40,7 @@ def fitted_models(df):
 
 
 def axes_of(df) -> list[str]:
-    """The columns of :data:`AXES` with at least two distinct values in ``df``."""
+    """The columns of ``AXES`` with at least two distinct values in ``df``."""
     return [a for a in AXES if a in df.columns and df[a].nunique() >= 2]
 
 
@@ -163,7 +163,7 @@ def measure_stats(fit, measure: str, *, axes: Sequence[str]) -> dict:
 def measure_table(df, measures: Sequence[str] = MEASURES, *, n_boot: int = 1000, seed: int = 0):
     """One row per measure over the fitted models of ``df``: ``n_models``, ``tau`` (+ ``tau_lo``,
     ``tau_hi``), ``psi`` (+ interval), ``psi_wo`` (without ``n_train``, + interval), ``d_psi`` and
-    ``d_psi_wo`` (the measure's minus :data:`REFERENCE`'s, on the models where the measure is defined,
+    ``d_psi_wo`` (the measure's minus ``REFERENCE``'s, on the models where the measure is defined,
     + intervals), ``cmi``, ``se_mean``, ``se_p90``, ``se_max`` (sign error over all environments) and
     ``se_bn_*`` (beyond noise), one ``psi_<axis>`` per axis and one ``tau_<task>`` per task. Returns
     ``(table, replicates)`` (the bootstrap replicates of :func:`psi_bootstrap`)."""

@@ -35,7 +35,7 @@ SAVED_FAMILY = Path(__file__).resolve().parents[2] / "data" / "predict_gap_famil
 
 @dataclass(frozen=True)
 class ModelRecord:
-    """One trained model: its setting (task and :data:`AXES`), seed index, whether it reached the
+    """One trained model: its setting (task and ``AXES``), seed index, whether it reached the
     stopping criterion (``fitted``; ``fit_step`` ``-1`` if not) or diverged, accuracies (float64, whole
     sets), ``gap`` = test error - train error, ``n_test`` and ``test_se`` (the standard error
     ``sqrt(e (1 - e) / n_test)`` of its test error ``e``), the measures and reported columns, and
@@ -190,7 +190,7 @@ def open_family(path, config: FamilyConfig, *, report: Callable[[str], None] | N
 
 def expected_nan(df, col: str) -> "np.ndarray":
     """Where a measure column may be ``nan`` by definition: every measure of a diverged model, the
-    depth-1-only measures (:data:`~genbound.experiments.predict_gap.DEPTH1_ONLY`) of deeper
+    depth-1-only measures (``DEPTH1_ONLY``) of deeper
     models, and the margin-normalised capacities of unfitted models (their margin quantile may be
     ``<= 0``)."""
     mask = df["diverged"].to_numpy(bool).copy()
@@ -202,7 +202,7 @@ def expected_nan(df, col: str) -> "np.ndarray":
 
 
 def read_family(path=None, *, report: Callable[[str], None] | None = None):
-    """The saved family (default :data:`SAVED_FAMILY`) as a DataFrame, read by
+    """The saved family (default ``SAVED_FAMILY``) as a DataFrame, read by
     :func:`~genbound.experiments.results.read_results` (every row checked against the columns, unique
     keys, an unfinished last row reported and left out) and validated: at least one row, known tasks,
     finite gaps and accuracies, every measure finite except where :func:`expected_nan` allows ``nan``
