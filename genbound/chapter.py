@@ -10,8 +10,8 @@ prose with MyST-NB's ``glue`` and draws its figures with ``genbound.plotting``. 
   changes the digits, ``None`` glues no ratio), and stops the chapter if the claim fails;
 * :func:`glue` is MyST-NB's ``glue``, imported when first called (so this module, like the rest of
   genbound, imports without the book's toolchain);
-* :func:`glue_figure` glues a figure for a ``{glue:figure}`` directive and closes it, so that the cell
-  that draws it shows nothing;
+* :func:`glue_figure` glues a figure for a MyST-NB ``glue:figure`` directive and closes it, so that
+  the cell that draws it shows nothing;
 * :func:`single_thread` runs torch on one thread (the book's experiments take many small steps, for which
   one thread is fastest on a shared machine).
 
@@ -33,8 +33,8 @@ __all__ = ["glue", "glue_figure", "show_claim", "single_thread"]
 
 
 def glue(name: str, value: Any, display: bool = True) -> None:
-    """MyST-NB's ``glue(name, value, display)``: ``value`` under ``name`` for ``{glue}`` roles and directives
-    (``display=False``: recorded, not shown in the cell's output)."""
+    """MyST-NB's ``glue(name, value, display)``: ``value`` under ``name`` for MyST-NB's ``glue`` roles
+    and directives (``display=False``: recorded, not shown in the cell's output)."""
     from myst_nb import glue as _glue
 
     _glue(name, value, display=display)
