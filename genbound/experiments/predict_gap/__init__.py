@@ -23,7 +23,7 @@ from .report import (DASH, fmt, interval, noise_table, plot_measures_vs_gap, ran
                      trivial_shares)
 from .statistics import (axes_of, fitted_models, measure_frame, measure_stats, measure_table, paired_gap_changes,
                          psi_bootstrap, summary, REFERENCE)
-from .training import (SAVED_FAMILY, SCHEMA, ModelRecord, expected_nan, open_family, read_family, run_family,
+from .training import (SAVED_FAMILY, SCHEMA, ModelRecord, undefined_allowed, open_family, read_family, run_family,
                        train_setting)
 
 __all__ = ["AXES", "TASKS", "FamilyConfig", "TaskData", "build_model", "init_seed", "make_task_data",
@@ -33,5 +33,5 @@ __all__ = ["AXES", "TASKS", "FamilyConfig", "TaskData", "build_model", "init_see
            "psi_bootstrap", "summary", "REFERENCE",
            "DASH", "fmt", "interval", "noise_table", "plot_measures_vs_gap", "rank_table", "stratified_taus",
            "trivial_shares",
-           "SAVED_FAMILY", "SCHEMA", "ModelRecord", "expected_nan", "open_family", "read_family", "run_family",
+           "SAVED_FAMILY", "SCHEMA", "ModelRecord", "undefined_allowed", "open_family", "read_family", "run_family",
            "train_setting"]

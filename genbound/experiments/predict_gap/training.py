@@ -27,7 +27,7 @@ from .family import AXES, TASKS, FamilyConfig, build_model, init_seed, make_task
 from .measures import CAPACITY_FORMS, DEPTH1_ONLY, MEASURES, REPORTED, measures_for
 
 __all__ = ["SAVED_FAMILY", "ModelRecord", "train_setting", "run_family", "SCHEMA", "open_family",
-           "read_family", "expected_nan"]
+           "read_family", "undefined_allowed"]
 
 #: The saved family (CSV) and its notes (command, machine, wall time) beside it.
 SAVED_FAMILY = Path(__file__).resolve().parents[2] / "data" / "predict_gap_family.csv"
@@ -188,7 +188,7 @@ def open_family(path, config: FamilyConfig, *, report: Callable[[str], None] | N
                         report=report, to_row=lambda r: r.row())
 
 
-def expected_nan(df, col: str) -> "np.ndarray":
+def undefined_allowed(df, col: str) -> "np.ndarray":
     """Where a measure column may be ``nan`` by definition: every measure of a diverged model, the
     depth-1-only measures (``DEPTH1_ONLY``) of deeper
     models, and the margin-normalised capacities of unfitted models (their margin quantile may be
@@ -205,7 +205,7 @@ def read_family(path=None, *, report: Callable[[str], None] | None = None):
     """The saved family (default ``SAVED_FAMILY``) as a DataFrame, read by
     :func:`~genbound.experiments.results.read_results` (every row checked against the columns, unique
     keys, an unfinished last row reported and left out) and validated: at least one row, known tasks,
-    finite gaps and accuracies, every measure finite except where :func:`expected_nan` allows ``nan``
+    finite gaps and accuracies, every measure finite except where :func:`undefined_allowed` allows ``nan``
     (never an infinity). A :class:`~genbound.errors.GenboundError` names the problem otherwise. The
     file is only read."""
     path = Path(SAVED_FAMILY if path is None else path)
@@ -220,7 +220,7 @@ def read_family(path=None, *, report: Callable[[str], None] | None = None):
             raise GenboundError(f"{path}: column {col!r} has a non-finite value")
     for col in MEASURES:
         v = df[col].to_numpy(float)
-        ok = np.isfinite(v) | (np.isnan(v) & expected_nan(df, col))
+        ok = np.isfinite(v) | (np.isnan(v) & undefined_allowed(df, col))
         if not ok.all():
             i = int(np.flatnonzero(~ok)[0])
             raise GenboundError(f"{path}: column {col!r} has a non-finite value ({v[i]}) in row {i + 1}")
