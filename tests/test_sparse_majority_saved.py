@@ -93,6 +93,7 @@ def test_verify_rows_reproduces_every_column_but_seconds(tiny_sweep):
     (chk,) = sm.verify_rows(table, [(11, 1)])
     assert chk.exact, {k: v for k, v in chk.differences.items() if k != "norms_json"}
     assert "norms_json" in chk.compared and "seconds" not in chk.compared
+    assert (chk.rerun["seq_len"], chk.rerun["seed"]) == (11, 1) and list(chk.rerun) == list(table.columns)
 
 
 def test_verify_rows_detects_a_changed_row(tiny_sweep, tmp_path):

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 import random
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from typing import Callable, Sequence
 
 from ...errors import ParameterError
@@ -32,13 +32,14 @@ NOT_COMPARED = ("seconds",)
 class RowCheck:
     """One saved row against its rerun: ``key`` ``(seq_len, seed)``, ``compared`` (column names),
     ``differences`` (``column -> (saved, rerun)`` for the columns that differ), ``seconds`` (the
-    rerun's wall time) and ``saved_seconds``."""
+    rerun's wall time), ``saved_seconds`` and ``rerun`` (the rerun's record, the file's columns)."""
 
     key: tuple[int, int]
     compared: tuple[str, ...]
     differences: dict
     seconds: float
     saved_seconds: float
+    rerun: dict = field(default_factory=dict, repr=False, compare=False)
 
     @property
     def exact(self) -> bool:
@@ -126,7 +127,8 @@ def verify_rows(table, keys: Sequence[tuple[int, int]], *, device="cpu",
         (run,) = run_seq_len(key[0], [key[1]], cfg, device=device, progress=False)
         new = run.to_dict()
         diffs = {c: (saved[key][c], new[c]) for c in compared if not _equal(saved[key][c], new[c])}
-        chk = RowCheck(key, compared, diffs, float(run.seconds), float(saved[key]["seconds"]))
+        chk = RowCheck(key, compared, diffs, float(run.seconds), float(saved[key]["seconds"]),
+                       {c: new[c] for c in table.columns})
         out.append(chk)
         if on_check is not None:
             on_check(chk)
