@@ -17,29 +17,54 @@ import torch
 
 from genbound.experiments import predict_gap as pg
 
-PILOT = pg.FamilyConfig(depths=(1, 2), widths=(12, 32), lrs=(1e-3, 1e-2),
-                        n_train={"sparse-majority": (40, 160), "digits": (100, 400)},
-                        seeds=3, stack=3, steps=1500, warmup=50)
+#: The pilot of the redesigned family (issue 27): the candidate axes that are not architecture or
+#: sample size, at one architecture and one training-set size per task: the peak learning rate over a
+#: 30x range and label noise on the training set; 4 seed indices, the family's budget and protocol.
+PILOT = pg.FamilyConfig(depths=(1,), widths=(20,), lrs=(1e-3, 1e-2, 3e-2), label_noises=(0.0, 0.2),
+                        n_train={"sparse-majority": (60,), "digits": (200,)},
+                        seeds=4, stack=4, steps=3000, warmup=50)
+#: The second pilot: mini-batch against full batch and decoupled weight decay, at lr 1e-2, no noise.
+PILOT2 = pg.FamilyConfig(depths=(1,), widths=(20,), lrs=(1e-2,), batches=(0, 16), weight_decays=(0.0, 0.3),
+                         label_noises=(0.0, 0.1),
+                         n_train={"sparse-majority": (60,), "digits": (200,)},
+                         seeds=4, stack=4, steps=3000, warmup=50)
+#: The third pilot: decoupled weight decay over a wider range (lr 1e-2, full batch, no noise).
+PILOT3 = pg.FamilyConfig(depths=(1,), widths=(20,), lrs=(1e-2,), weight_decays=(0.0, 0.3, 1.0, 3.0),
+                         n_train={"sparse-majority": (60,), "digits": (200,)},
+                         seeds=4, stack=4, steps=3000, warmup=50)
+#: The fourth pilot: the scale of the initialisation (every parameter times 1, 2 or 4), lr 1e-2, full batch.
+PILOT4 = pg.FamilyConfig(depths=(1,), widths=(20,), lrs=(1e-2,), init_scales=(1.0, 2.0, 4.0), batches=(0,),
+                         n_train={"sparse-majority": (60,), "digits": (200,)},
+                         seeds=4, stack=4, steps=3000, warmup=50)
+#: The slowest corner of the planned family (depth 2, width 32, the largest sets, lr 1e-3, noise 0.2),
+#: for the time per stack.
+CORNER = pg.FamilyConfig(depths=(2,), widths=(32,), lrs=(1e-3,), label_noises=(0.2,),
+                         n_train={"sparse-majority": (120,), "digits": (400,)},
+                         seeds=4, stack=4, steps=3000, warmup=50)
 
 
-def main(path: str) -> int:
+def main(path: str, which: str = "pilot", tasks: str = "sparse-majority,digits") -> int:
     torch.set_num_threads(1)
     t0 = time.perf_counter()
-    pg.run_family(PILOT, csv_path=path, progress=False,
-                  on_record=lambda r: print(f"{r.task:>15} L={r.depth} w={r.width:>2} lr={r.lr:g} n={r.n_train:>3} "
+    import dataclasses
+
+    cfg = dataclasses.replace({"pilot": PILOT, "pilot2": PILOT2, "pilot3": PILOT3, "pilot4": PILOT4, "corner": CORNER}[which],
+                              tasks=tuple(tasks.split(",")))
+    pg.run_family(cfg, csv_path=path, progress=False,
+                  on_record=lambda r: print(f"{r.task:>15} L={r.depth} w={r.width:>2} lr={r.lr:g} b={r.batch} wd={r.weight_decay:g} a={r.init_scale:g} q={r.label_noise:g} n={r.n_train:>3} "
                                             f"seed={r.seed} fitted={int(r.fitted)} step={r.steps:>4} "
                                             f"gap={r.gap:+.3f} s={r.seconds:.1f}", flush=True))
     print(f"wall {time.perf_counter() - t0:.0f} s (this call)")
     df = pg.read_family(path)
     stacks = df.groupby(["task", *pg.AXES])["seconds"].sum()
     print(f"{len(df)} models, {int(df['fitted'].sum())} fitted, {int(df['diverged'].sum())} diverged")
-    print("seconds per stack of", PILOT.stack, "by task and depth:")
+    print("seconds per stack of", cfg.stack, "by task and depth:")
     print(stacks.groupby(["task", "depth"]).describe()[["mean", "min", "max"]].round(1).to_string())
     print("fitted share by task, depth, lr, n_train:")
-    print(df.groupby(["task", "depth", "lr", "n_train"])["fitted"].mean().round(2).to_string())
+    print(df.groupby(["task", *[a for a in pg.AXES if df[a].nunique() > 1]])["fitted"].mean().round(2).to_string())
     print(pg.paired_gap_changes(df).round(4).to_string())
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1]))
+    sys.exit(main(*sys.argv[1:]))

@@ -140,6 +140,13 @@ def _add_predict_gap(psub) -> None:
     pg.add_argument("--depths", default=",".join(map(str, dflt.depths)))
     pg.add_argument("--widths", default=",".join(map(str, dflt.widths)))
     pg.add_argument("--lrs", default=",".join(map(str, dflt.lrs)))
+    pg.add_argument("--batches", default=",".join(map(str, dflt.batches)),
+                    help="mini-batch sizes (0: full batch)")
+    pg.add_argument("--weight-decays", default=",".join(map(str, dflt.weight_decays)))
+    pg.add_argument("--label-noises", default=",".join(map(str, dflt.label_noises)),
+                    help="shares of corrupted training labels")
+    pg.add_argument("--shard", default="0/1", help="train only the stacks i, i+k, ... of the family's order "
+                    "(I/K; one results file per shard, merged afterwards)")
     pg.add_argument("--n-train-sm", default=",".join(map(str, dflt.n_train["sparse-majority"])),
                     help="training-set sizes of sparse majority")
     pg.add_argument("--n-train-digits", default=",".join(map(str, dflt.n_train["digits"])),
@@ -182,16 +189,31 @@ def _run_predict_gap(args) -> int:
                           depths=tuple(parse_int_list(args.depths, "--depths")),
                           widths=tuple(parse_int_list(args.widths, "--widths")),
                           lrs=tuple(parse_float_list(args.lrs, "--lrs")),
+                          batches=tuple(parse_int_list(args.batches, "--batches")),
+                          weight_decays=tuple(parse_float_list(args.weight_decays, "--weight-decays")),
+                          label_noises=tuple(parse_float_list(args.label_noises, "--label-noises")),
                           n_train={"sparse-majority": tuple(parse_int_list(args.n_train_sm, "--n-train-sm")),
                                    "digits": tuple(parse_int_list(args.n_train_digits, "--n-train-digits"))}
                           ).validated()
     torch.set_num_threads(args.threads)
-    recs = pg.run_family(cfg, csv_path=args.csv, progress=True if args.progress else None, report=_warn)
+    recs = pg.run_family(cfg, csv_path=args.csv, progress=True if args.progress else None, report=_warn,
+                         shard=_parse_shard(args.shard))
     if args.json:
         print(json.dumps([_jsonable(r.row()) for r in recs]))
     else:
         print(f"trained {len(recs)} models ({sum(r.fitted for r in recs)} fitted); appended to {args.csv}")
     return 0
+
+
+def _parse_shard(text: str) -> tuple[int, int]:
+    """``"I/K"`` -> ``(I, K)`` with ``0 <= I < K``."""
+    try:
+        i, k = (int(v) for v in text.split("/"))
+    except ValueError:
+        raise ParameterError(f"--shard must be I/K (two integers), got {text!r}") from None
+    if not (k >= 1 and 0 <= i < k):
+        raise ParameterError(f"--shard I/K needs 0 <= I < K, got {text!r}")
+    return i, k
 
 
 def _jsonable_tree(obj):

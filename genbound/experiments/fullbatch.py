@@ -36,14 +36,17 @@ import torch
 from .._validate import check_positive_int, check_real
 from ..errors import ParameterError
 
-__all__ = ["AdamProtocol", "FitOutcome", "fit_stack"]
+__all__ = ["AdamProtocol", "FitOutcome", "fit_stack", "minibatch_weights"]
 
 
 @dataclass(frozen=True)
 class AdamProtocol:
     """Full-batch Adam: peak learning rate ``lr``, step budget ``steps``, linear warm-up ``warmup``
     steps then cosine decay to 0, Adam's ``betas`` and ``eps``, decoupled ``weight_decay`` (0: Adam),
-    and ``eval_every`` steps between validation evaluations (for the validation-selected checkpoint)."""
+    ``eval_every`` steps between validation evaluations (for the validation-selected checkpoint), and
+    ``batch_size``: 0 for full-batch gradients, else the size of the mini-batch each step's gradient is
+    computed on (a fresh draw without replacement per step and model; the stopping rule still checks
+    the whole training set)."""
 
     lr: float = 3e-3
     steps: int = 20_000
@@ -53,6 +56,7 @@ class AdamProtocol:
     eps: float = 1e-8
     weight_decay: float = 0.0
     eval_every: int = 250
+    batch_size: int = 0
 
     def validated(self) -> "AdamProtocol":
         """Return ``self`` after checking every field (raises :class:`~genbound.errors.ParameterError`)."""
@@ -65,6 +69,8 @@ class AdamProtocol:
         check_real(self.eps, "eps", lo=0.0, lo_open=True)
         check_real(self.weight_decay, "weight_decay", lo=0.0)
         check_positive_int(self.eval_every, "eval_every")
+        if not isinstance(self.batch_size, int) or isinstance(self.batch_size, bool) or self.batch_size < 0:
+            raise ParameterError(f"batch_size must be an integer >= 0 (0: full batch), got {self.batch_size!r}")
         return self
 
     def lr_at(self, step: int) -> float:
@@ -100,10 +106,27 @@ class FitOutcome:
 LossLogits = Callable[[dict, torch.Tensor], tuple[torch.Tensor, torch.Tensor]]
 
 
+def minibatch_weights(gens: list[torch.Generator], idx: torch.Tensor, n: int, batch_size: int) -> torch.Tensor:
+    """``(len(idx), n)`` float32 weights: for each active model ``k`` in ``idx``, ``1`` on a fresh draw of
+    ``min(batch_size, n)`` of its ``n`` training examples without replacement (from its own generator
+    ``gens[k]``, so a model's batches do not depend on the other models of the stack), ``0`` elsewhere.
+
+    >>> w = minibatch_weights([torch.Generator().manual_seed(0)], torch.tensor([0]), 5, 2)
+    >>> w.shape, float(w.sum())
+    (torch.Size([1, 5]), 2.0)
+    """
+    W = torch.zeros(len(idx), n)
+    b = min(int(batch_size), n)
+    for j, k in enumerate(idx.tolist()):
+        W[j, torch.randperm(n, generator=gens[k])[:b]] = 1.0
+    return W
+
+
 def fit_stack(params: dict[str, torch.Tensor], loss_logits: LossLogits, train_labels: torch.Tensor,
               protocol: AdamProtocol, *, confirm: Callable[[dict, int], bool] | None = None,
               val_loss: Callable[[dict, torch.Tensor], torch.Tensor] | None = None,
-              progress: bool | None = None, desc: str = "fit") -> FitOutcome:
+              progress: bool | None = None, desc: str = "fit",
+              batch_seeds: list[int] | None = None) -> FitOutcome:
     """Train the stacked models in ``params`` (``name -> (K, ...)`` tensors) until each fits or the
     budget runs out; ``params`` is not modified.
 
@@ -112,7 +135,10 @@ def fit_stack(params: dict[str, torch.Tensor], loss_logits: LossLogits, train_la
     logits on the whole training set ``(len(idx), n, classes)``. ``train_labels`` ``(K, n)``.
     ``confirm(P_k, k)``: re-check that model ``k`` with parameters ``P_k`` (``name -> tensor`` without
     the model axis, float64) fits (default: accept the float32 verdict). ``val_loss(P, idx)``: per-model
-    validation losses, evaluated every ``protocol.eval_every`` steps.
+    validation losses, evaluated every ``protocol.eval_every`` steps. With ``protocol.batch_size > 0``
+    the call is ``loss_logits(P, idx, weights)`` with the :func:`minibatch_weights` of the step (model
+    ``k``'s batches drawn from a generator seeded by ``batch_seeds[k]``), and the returned losses must
+    be the weighted means of the per-example losses; the logits stay those of the whole training set.
     """
     proto = protocol.validated()
     K = int(train_labels.shape[0])
@@ -137,8 +163,18 @@ def fit_stack(params: dict[str, torch.Tensor], loss_logits: LossLogits, train_la
                mininterval=1.0 if sys.stderr.isatty() else 60.0)
     t0 = time.perf_counter()
     b1, b2 = proto.beta1, proto.beta2
+    n_train = int(train_labels.shape[1])
+    if proto.batch_size:
+        if batch_seeds is None or len(batch_seeds) != K:
+            raise ParameterError("a mini-batch protocol needs one batch seed per model (batch_seeds)")
+        gens = [torch.Generator().manual_seed(int(s)) for s in batch_seeds]
+
+    def losses(P, idx, Wb):
+        return loss_logits(P, idx) if Wb is None else loss_logits(P, idx, Wb)
+
     for step in bar:
-        loss, logits = loss_logits(P, idx)
+        Wb = minibatch_weights(gens, idx, n_train, proto.batch_size) if proto.batch_size else None
+        loss, logits = losses(P, idx, Wb)
         y = train_labels[idx.to(train_labels.device)]
         done = (logits.detach().argmax(-1) == y).all(-1).cpu()
         bad = ~torch.isfinite(loss.detach()).cpu()
@@ -173,7 +209,8 @@ def fit_stack(params: dict[str, torch.Tensor], loss_logits: LossLogits, train_la
             m2 = {nm: v[kd] for nm, v in m2.items()}
             if step > proto.steps:
                 break
-            loss, _ = loss_logits(P, idx)                      # on the smaller stack
+            Wb = Wb[keep] if Wb is not None else None
+            loss, _ = losses(P, idx, Wb)                       # on the smaller stack
         if step > proto.steps:                                 # the last weights were checked: done
             for j, k in enumerate(idx.tolist()):
                 for nm, p in P.items():

@@ -13,6 +13,8 @@ here is stated in the docstring (our reading, not the papers' words).
 * :func:`psi` — Jiang's granulated coefficient: for each axis ``a``, the mean of :func:`kendall_tau`
   over every group of models that agree on every other axis, the task and the seed index (a group needs
   at least two models; an all-tied group contributes 0, never dropped); ``psi`` is the mean over axes.
+* :func:`psi_seed` — the seed view: the mean over settings of :func:`kendall_tau` across seed indices.
+* :func:`holm` — Holm's step-down adjustment of a family of p-values.
 * :func:`cmi` — Jiang's conditional-mutual-information score
   ``K(mu) = min_S I(V_mu; V_g | U_S) / H(V_g | U_S)`` over sets ``S`` of at most two axes, the task
   always conditioned on.
@@ -39,8 +41,8 @@ import numpy as np
 
 from ..errors import ParameterError
 
-__all__ = ["kendall_tau", "tau_per_task", "tau", "psi", "cmi", "sign_error", "gap_standard_error",
-           "cluster_bootstrap", "simpson_check"]
+__all__ = ["kendall_tau", "tau_per_task", "tau", "psi", "psi_seed", "cmi", "sign_error", "gap_standard_error",
+           "cluster_bootstrap", "simpson_check", "holm"]
 
 
 def _sign_matrix(x) -> np.ndarray:
@@ -113,20 +115,31 @@ def _entropy(counts: np.ndarray) -> float:
     return float(-(p * np.log(p)).sum())
 
 
-def _pair_codes(df, measure: str, gap: str, cols: Sequence[str]):
-    """Every ordered pair ``(i, j)`` of distinct models of one task with ``g_i != g_j``: arrays of
-    ``sign(mu_i - mu_j)``, ``sign(g_i - g_j)`` and one integer code per pair naming the task and, per
-    column of ``cols``, the pair's two values ``(a_i, a_j)`` (equal codes, equal ``U_S``)."""
-    v_mu, v_g, codes = [], [], []
-    for t_index, (_, g) in enumerate(df.groupby("task", sort=True)):
-        mu, gg = g[measure].to_numpy(float), g[gap].to_numpy(float)
+def _task_pairs(df, gap: str):
+    """Per task (sorted): the task's rows of ``df`` and the ordered pairs
+    ``(i, j)`` of distinct models with ``g_i != g_j`` (indices into the task's models), with
+    ``sign(g_i - g_j)``."""
+    out = []
+    for _, g in df.groupby("task", sort=True):
+        gg = g[gap].to_numpy(float)
         n = len(g)
         i, j = np.where(~np.eye(n, dtype=bool))
         dg = np.sign(gg[i] - gg[j])
         keep = dg != 0
-        i, j = i[keep], j[keep]
+        out.append((g, i[keep], j[keep], dg[keep]))
+    return out
+
+
+def _pair_codes(df, measure: str, gap: str, cols: Sequence[str], pairs=None):
+    """Every ordered pair ``(i, j)`` of distinct models of one task with ``g_i != g_j``: arrays of
+    ``sign(mu_i - mu_j)``, ``sign(g_i - g_j)`` and one integer code per pair naming the task and, per
+    column of ``cols``, the pair's two values ``(a_i, a_j)`` (equal codes, equal ``U_S``). ``pairs``:
+    :func:`_task_pairs` of ``df`` when already computed."""
+    v_mu, v_g, codes = [], [], []
+    for t_index, (g, i, j, dg) in enumerate(_task_pairs(df, gap) if pairs is None else pairs):
+        mu = g[measure].to_numpy(float)
         v_mu.append(np.sign(mu[i] - mu[j]))
-        v_g.append(dg[keep])
+        v_g.append(dg)
         code = np.full(len(i), t_index, dtype=np.int64)
         for c in cols:
             _, lev = np.unique(g[c].to_numpy(), return_inverse=True)
@@ -139,15 +152,17 @@ def _pair_codes(df, measure: str, gap: str, cols: Sequence[str]):
 
 def _conditional_mi_ratio(v_mu, v_g, u) -> float:
     """``I(V_mu; V_g | U) / H(V_g | U)`` with empirical probabilities, natural logs (``nan`` when
-    ``H(V_g | U) = 0``); ``u``: one integer code per pair."""
+    ``H(V_g | U) = 0``); ``u``: one non-negative integer code per pair (the codes of
+    :func:`_pair_codes` are small, so cells are counted with ``bincount``, in increasing code order)."""
     n = len(v_g)
-    _, cu = np.unique(u, return_inverse=True)
+    cu = np.asarray(u, dtype=np.int64)
     mi_code = (cu * 3 + (v_mu.astype(np.int64) + 1))
     gi_code = (cu * 3 + (v_g.astype(np.int64) + 1))
     j_code = mi_code * 3 + (v_g.astype(np.int64) + 1)
 
     def plogp(codes):       # sum over cells of c/n * log(c/n)
-        c = np.unique(codes, return_counts=True)[1].astype(float)
+        c = np.bincount(codes)
+        c = c[c > 0].astype(float)
         return float((c / n * np.log(c / n)).sum())
 
     h_u, h_um, h_ug, h_umg = -plogp(cu), -plogp(mi_code), -plogp(gi_code), -plogp(j_code)
@@ -167,13 +182,14 @@ def cmi(df, measure: str, *, axes: Sequence[str], gap: str = "gap", max_set: int
     explain and is skipped). Returns ``{"cmi": K, "argmin": S, "per_set": {S: ratio}}``."""
     axes = list(axes)
     _check_columns(df, ["task", measure, gap, *axes])
-    v_mu, v_g, _ = _pair_codes(df, measure, gap, [])
+    pairs = _task_pairs(df, gap)
+    v_mu, v_g, _ = _pair_codes(df, measure, gap, [], pairs)
     if len(v_g) == 0:
         return {"cmi": math.nan, "argmin": None, "per_set": {}}
     per = {}
     for k in range(0, max_set + 1):
         for S in itertools.combinations(axes, k):
-            _, _, u = _pair_codes(df, measure, gap, list(S))
+            _, _, u = _pair_codes(df, measure, gap, list(S), pairs)
             per[S] = _conditional_mi_ratio(v_mu, v_g, u)
     finite = {S: r for S, r in per.items() if math.isfinite(r)}
     if not finite:
@@ -186,6 +202,46 @@ def gap_standard_error(test_error, n_test) -> np.ndarray:
     """Standard error of a test error measured on ``n_test`` examples: ``sqrt(e (1 - e) / n_test)``."""
     e, n = np.asarray(test_error, float), np.asarray(n_test, float)
     return np.sqrt(np.clip(e * (1 - e), 0.0, None) / n)
+
+
+def psi_seed(df, measure: str, *, axes: Sequence[str], gap: str = "gap") -> dict:
+    """The seed view: within each setting (the task and one value of every axis of ``axes``), the
+    :func:`kendall_tau` of ``measure`` against ``gap`` across its seed indices; ``psi_seed`` is the mean
+    over the settings with at least two models. Nothing about the hyperparameters varies inside a
+    setting, so a measure computed from them alone scores exactly 0 here: only what the trained
+    weights carry can rank the seeds (our addition to Jiang et al.'s axes, after their "seed" noise
+    term; not a published statistic). Returns ``{"psi_seed": ..., "n_settings": ...}``.
+
+    >>> import pandas as pd
+    >>> df = pd.DataFrame({"task": ["t"] * 4, "seed": [0, 1, 0, 1], "a": [1, 1, 2, 2],
+    ...                    "gap": [0.1, 0.3, 0.2, 0.1], "mu": [1.0, 2.0, 1.0, 2.0]})
+    >>> psi_seed(df, "mu", axes=["a"])
+    {'psi_seed': 0.0, 'n_settings': 2}
+    """
+    axes = list(axes)
+    _check_columns(df, ["task", "seed", measure, gap, *axes])
+    taus = [kendall_tau(g[measure], g[gap]) for _, g in df.groupby(["task", *axes], sort=True) if len(g) >= 2]
+    return {"psi_seed": float(np.mean(taus)) if taus else math.nan, "n_settings": len(taus)}
+
+
+def holm(pvalues: dict, *, alpha: float = 0.05) -> dict:
+    """Holm's step-down adjustment of a family of p-values (Holm 1979): sorted ascending, the ``k``-th
+    smallest (``k = 1..n``) is multiplied by ``n - k + 1``, adjusted values made monotone (a running
+    maximum) and capped at 1. Returns ``{name: {"p": p, "p_holm": adjusted, "reject": adjusted <= alpha}}``.
+
+    >>> r = holm({"a": 0.01, "b": 0.04, "c": 0.03})
+    >>> [round(r[k]["p_holm"], 6) for k in "abc"], [r[k]["reject"] for k in "abc"]
+    ([0.03, 0.06, 0.06], [True, False, False])
+    """
+    names = sorted(pvalues, key=lambda k: (pvalues[k], k))
+    n, run, out = len(names), 0.0, {}
+    for k, name in enumerate(names):
+        p = float(pvalues[name])
+        if not 0.0 <= p <= 1.0:
+            raise ParameterError(f"p-value of {name!r} must lie in [0, 1], got {p!r}")
+        run = max(run, min(1.0, (n - k) * p))
+        out[name] = {"p": p, "p_holm": run, "reject": run <= alpha}
+    return {k: out[k] for k in pvalues}
 
 
 def sign_error(df, measure: str, *, axes: Sequence[str], gap: str = "gap", se: str | None = None,

@@ -60,7 +60,7 @@ from typing import Any, Callable, Iterable, Sequence
 from ..errors import ResultsFileError
 
 __all__ = ["MAGIC", "FORMAT", "Schema", "ResultsTable", "ResultsWriter", "ResultsFileWarning",
-           "environment", "git_commit", "read_results", "open_results", "attach_header"]
+           "environment", "git_commit", "read_results", "open_results", "attach_header", "merge_results"]
 
 #: The first line of every results file starts with this.
 MAGIC = "# genbound results file"
@@ -532,3 +532,40 @@ def attach_header(path, schema: Schema, config: dict, environment: dict, *, note
     head = _header_text(header, cols)
     _atomic_create(path, head + rest)
     read_results(path, schema)
+
+
+def merge_results(paths, out, schema: Schema) -> Path:
+    """Merge results files written by parallel processes (shards) of one run into one new file ``out``:
+    every file must carry the **same header** (configuration and environment: one commit, one torch,
+    one thread count, one CPU kind) and the files must share no key. The rows are written sorted by
+    key under that header, so the merged file reads as if one process had run them all. Raises
+    :class:`~genbound.errors.ResultsFileError` (naming the file) otherwise; ``out`` must not exist."""
+    import csv as _csv
+    import io
+
+    out = Path(out)
+    if out.exists():
+        raise ResultsFileError(f"{out}: exists; merge_results writes a new file")
+    tables = [read_results(p, schema) for p in paths]
+    if not tables:
+        raise ResultsFileError("merge_results needs at least one results file")
+    head = tables[0].header
+    rows = {}
+    for t in tables:
+        if t.header != head:
+            raise ResultsFileError(f"{t.path}: its header (configuration or environment) differs from "
+                                   f"{tables[0].path}'s; only shards of one run can be merged")
+        if t.incomplete:
+            raise ResultsFileError(f"{t.path}: ends in an unfinished row ({t.incomplete})")
+        for r in t.rows:
+            key = tuple(r[k] for k in schema.key)
+            if key in rows:
+                raise ResultsFileError(f"{t.path}: the row {dict(zip(schema.key, key))} is in two files")
+            rows[key] = r
+    buf = io.StringIO()
+    w = _csv.writer(buf, lineterminator="\n")
+    for k in sorted(rows):
+        w.writerow([_fmt(rows[k][c], schema.type_of(c), c) for c in tables[0].columns])
+    _atomic_create(out, _header_text(head, tables[0].columns) + buf.getvalue())
+    read_results(out, schema)
+    return out

@@ -21,13 +21,14 @@ import torch
 from ..._validate import check_positive_int, check_real
 from ...errors import ParameterError
 
-__all__ = ["TASKS", "AXES", "FamilyConfig", "TaskData", "make_task_data", "init_seed", "build_model"]
+__all__ = ["TASKS", "AXES", "FamilyConfig", "TaskData", "corrupt_labels", "make_task_data", "init_seed", "batch_seed",
+           "build_model"]
 
 #: The two tasks. ``sparse-majority``: Part II's task at ``T = 16`` (``s = 9``) with embeddings of the
 #: model's width; ``digits``: scikit-learn's bundled 8x8 digits (1,797 images, 10 classes), rows as tokens.
 TASKS = ("sparse-majority", "digits")
 #: The hyperparameter axes: CSV columns, one value each per model (the seed index is ``seed``).
-AXES = ("depth", "width", "lr", "n_train")
+AXES = ("depth", "width", "lr", "batch", "weight_decay", "init_scale", "label_noise", "n_train")
 
 _SM_SEQ_LEN = 16
 _DIGIT_ROWS = 8
@@ -36,12 +37,15 @@ _N_DIGITS = 1797
 
 @dataclass(frozen=True)
 class FamilyConfig:
-    """The factorial ``depths x widths x lrs x n_train[task]`` on every task of ``tasks``, times ``seeds``
-    seed indices, trained in stacks of at most ``stack`` seed indices of one setting; the seed indices
-    come in blocks of ``stack``, and every setting of a block is trained before the next block starts
-    (so a family cut short is a complete factorial over fewer seed indices). Training: full-batch Adam,
-    ``warmup`` steps of warm-up, cosine decay over the budget ``steps``, decoupled ``weight_decay``; a
-    model is fitted at the first step at which it classifies its whole training set correctly. ``n_test``: test sequences of sparse majority (digits test on the images
+    """The factorial ``depths x widths x lrs x batches x weight_decays x label_noises x n_train[task]`` on
+    every task of ``tasks``, times ``seeds`` seed indices, trained in stacks of at most ``stack`` seed
+    indices of one setting; the seed indices come in blocks of ``stack``, and every setting of a block is
+    trained before the next block starts (so a family cut short is a complete factorial over fewer seed
+    indices). Training: Adam at peak learning rate ``lr``, on the full training set (``batch`` 0) or on a
+    fresh mini-batch of ``batch`` examples per step, ``warmup`` steps of warm-up, cosine decay over the
+    budget ``steps``, decoupled ``weight_decay``; ``label_noise``: the share of training labels replaced
+    by a wrong one (:func:`corrupt_labels`; the test labels are clean); a model is fitted at the first
+    step at which it classifies its whole (noisy) training set correctly. ``n_test``: test sequences of sparse majority (digits test on the images
     beyond the largest training set). ``delta``, ``margin``: confidence and ramp margin at which the
     Part II bounds are evaluated. ``margin_quantile``: the quantile of the training margins that
     normalises capacities. ``flat_*``: the magnitude-aware flatness measure (largest multiplicative noise
@@ -50,15 +54,18 @@ class FamilyConfig:
 
     tasks: tuple[str, ...] = TASKS
     depths: tuple[int, ...] = (1, 2)
-    widths: tuple[int, ...] = (12, 20, 32)
+    widths: tuple[int, ...] = (12, 32)
     lrs: tuple[float, ...] = (1e-2,)
-    n_train: dict = field(default_factory=lambda: {"sparse-majority": (30, 60, 120),
-                                                   "digits": (100, 200, 400)})
+    batches: tuple[int, ...] = (0,)
+    weight_decays: tuple[float, ...] = (0.0,)
+    init_scales: tuple[float, ...] = (1.0, 2.0)
+    label_noises: tuple[float, ...] = (0.0, 0.1)
+    n_train: dict = field(default_factory=lambda: {"sparse-majority": (30, 120),
+                                                   "digits": (100, 400)})
     seeds: int = 24
-    stack: int = 6
+    stack: int = 12
     steps: int = 3000
     warmup: int = 50
-    weight_decay: float = 0.0
     n_test: int = 2000
     delta: float = 0.05
     margin: float = 1.0
@@ -92,7 +99,22 @@ class FamilyConfig:
                 raise ParameterError(f"width {w} must be even (two heads of width/2)")
         for lr in self.lrs:
             check_real(lr, "lr", lo=0.0, lo_open=True)
-        check_real(self.weight_decay, "weight_decay", lo=0.0)
+        if not self.label_noises:
+            raise ParameterError("label_noises must name at least one value")
+        for q in self.label_noises:
+            check_real(q, "label_noise", lo=0.0, hi=1.0, hi_open=True)
+        for name in ("batches", "weight_decays"):
+            if not getattr(self, name):
+                raise ParameterError(f"{name} must name at least one value")
+        for b in self.batches:
+            if not isinstance(b, int) or isinstance(b, bool) or b < 0:
+                raise ParameterError(f"batch must be an integer >= 0 (0: full batch), got {b!r}")
+        for wd in self.weight_decays:
+            check_real(wd, "weight_decay", lo=0.0)
+        if not self.init_scales:
+            raise ParameterError("init_scales must name at least one value")
+        for a in self.init_scales:
+            check_real(a, "init_scale", lo=0.0, lo_open=True)
         check_positive_int(self.seeds, "seeds")
         check_positive_int(self.stack, "stack")
         check_positive_int(self.steps, "steps")
@@ -113,8 +135,12 @@ class FamilyConfig:
         """Every setting of the factorial (task and one value per axis), in a fixed order."""
         out = []
         for task in self.tasks:
-            for L, w, lr, n in itertools.product(self.depths, self.widths, self.lrs, self.n_train[task]):
-                out.append({"task": task, "depth": int(L), "width": int(w), "lr": float(lr), "n_train": int(n)})
+            for L, w, lr, b, wd, a, q, n in itertools.product(self.depths, self.widths, self.lrs, self.batches,
+                                                              self.weight_decays, self.init_scales,
+                                                              self.label_noises, self.n_train[task]):
+                out.append({"task": task, "depth": int(L), "width": int(w), "lr": float(lr), "batch": int(b),
+                            "weight_decay": float(wd), "init_scale": float(a), "label_noise": float(q),
+                            "n_train": int(n)})
         return out
 
 
@@ -164,15 +190,45 @@ def init_seed(task: str, seed: int) -> int:
     return 1_000_003 * int(seed) + (17 if task == "sparse-majority" else 29)
 
 
+def corrupt_labels(y: torch.Tensor, n_classes: int, label_noise: float, *, seed: int) -> torch.Tensor:
+    """Training labels with noise: example ``i`` of the pool gets a uniform draw ``u_i`` and a wrong label
+    ``r_i`` (uniform over the ``n_classes - 1`` other classes), both from one generator seeded by
+    ``seed``; it is corrupted (label ``r_i``) when ``u_i < label_noise``. The draws depend on the pool
+    and the seed only, so the corrupted examples are nested in the noise level (a higher level corrupts
+    every example a lower one does, with the same wrong label) and in the training-set size (the first
+    ``n`` examples of the pool); the number corrupted is binomial, not fixed.
+
+    >>> y = torch.zeros(8, dtype=torch.long)
+    >>> corrupt_labels(y, 2, 0.0, seed=1).tolist() == y.tolist()
+    True
+    >>> a, b = corrupt_labels(y, 10, 0.2, seed=1), corrupt_labels(y, 10, 0.5, seed=1)
+    >>> bool(((a != y) <= (b != y)).all()), bool((b[a != y] == a[a != y]).all())
+    (True, True)
+    """
+    label_noise = check_real(label_noise, "label_noise", lo=0.0, hi=1.0, hi_open=True)
+    g = torch.Generator().manual_seed(int(seed))
+    u = torch.rand(y.shape[0], generator=g, dtype=torch.float64)
+    shift = torch.randint(1, n_classes, (y.shape[0],), generator=g)
+    wrong = (y + shift) % n_classes
+    return torch.where(u < label_noise, wrong, y)
+
+
+def batch_seed(task: str, seed: int) -> int:
+    """The seed of the mini-batch draws of every model of seed index ``seed`` on ``task`` (coupled like
+    :func:`init_seed`)."""
+    return init_seed(task, seed) + 5
+
+
 def make_task_data(task: str, *, width: int, n_train: int, seed: int, n_max: int | None = None,
-                   n_test: int = 2000) -> TaskData:
+                   n_test: int = 2000, label_noise: float = 0.0) -> TaskData:
     """The data of seed index ``seed`` with the first ``n_train`` training examples of a draw of
     ``n_max`` (default ``n_train``; the family passes its largest size, so training sets are nested and
     the test set does not depend on ``n_train``). ``digits``: a seeded permutation of the 1,797 images;
     the first ``n_max`` are the training pool, the rest the test set. ``sparse-majority``: the task of
     :mod:`genbound.experiments.sparse_majority` at ``T = 16`` with token width ``width`` (the positions,
     the bits and the labels depend on the seed only, the embeddings also on the width), ``n_max``
-    training and ``n_test`` test sequences."""
+    training and ``n_test`` test sequences. ``label_noise``: the training labels of the pool corrupted by
+    :func:`corrupt_labels` (seeded by the task and seed index); the test labels are never corrupted."""
     n_max = n_train if n_max is None else n_max
     if n_train > n_max:
         raise ParameterError(f"n_train {n_train} exceeds the pool n_max {n_max}")
@@ -181,21 +237,31 @@ def make_task_data(task: str, *, width: int, n_train: int, seed: int, n_max: int
         X, y = _digits_inputs(width)
         perm = torch.randperm(X.shape[0], generator=torch.Generator().manual_seed(ds))
         tr, te = perm[:n_train], perm[n_max:]
-        return TaskData(X[tr], y[tr], X[te], y[te], 10, math.sqrt(width))
+        ytr = corrupt_labels(y[perm[:n_max]], 10, label_noise, seed=ds + 2)[:n_train]
+        return TaskData(X[tr], ytr, X[te], y[te], 10, math.sqrt(width))
     if task == "sparse-majority":
         from ..sparse_majority import make_task, uniform_input_radius
 
         t = make_task(_SM_SEQ_LEN, d=width, seed=ds)
         g = torch.Generator().manual_seed(ds + 1)
         (btr, ytr), (bte, yte) = t.sample(n_max, g), t.sample(n_test, g)
+        ytr = corrupt_labels(ytr, 2, label_noise, seed=ds + 2)
         return TaskData(t.embed(btr[:n_train]), ytr[:n_train], t.embed(bte), yte, 2, uniform_input_radius(width))
     raise ParameterError(f"unknown task {task!r}; expected one of {TASKS}")
 
 
-def build_model(width: int, n_classes: int, *, depth: int = 1, seed: int = 0):
+def build_model(width: int, n_classes: int, *, depth: int = 1, seed: int = 0, init_scale: float = 1.0):
     """A :class:`~genbound.nets.ReferenceTransformer` of the family: ``depth`` layers of two heads of
-    width ``width / 2``, biases, ReLU, a dense map, read out at the last ([CLS]) row, float64."""
+    width ``width / 2``, biases, ReLU, a dense map, read out at the last ([CLS]) row, float64; every
+    parameter of its seeded initialisation multiplied by ``init_scale``."""
+    import torch
+
     from ...nets import ReferenceTransformer
 
-    return ReferenceTransformer(width, n_layers=int(depth), n_heads=2, d_head=width // 2, out_dim=n_classes,
-                                activation="relu", bias=True, dense=True, cls_index=-1, seed=int(seed))
+    net = ReferenceTransformer(width, n_layers=int(depth), n_heads=2, d_head=width // 2, out_dim=n_classes,
+                               activation="relu", bias=True, dense=True, cls_index=-1, seed=int(seed))
+    if init_scale != 1.0:
+        with torch.no_grad():
+            for p in net.parameters():
+                p.mul_(float(init_scale))
+    return net

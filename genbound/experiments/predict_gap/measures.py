@@ -1,8 +1,8 @@
 """The measures of Part V: what is ranked against the gap, and what is only reported. Book:
 :ref:`ch-predict-gap`.
 
-**Capacities** (from :func:`~genbound.experiments.sparse_majority.capacity_fields`, the one
-caller of :mod:`genbound.bounds` in the experiments). For each of the four bounds ``b`` of
+**Capacities** (from :func:`~genbound.experiments.bound_measures.capacity_fields`, the one
+caller of :mod:`genbound.bounds` in the experiments), at the network's own norms. For each of the four bounds ``b`` of
 ``BOUNDS`` (Trauger-Tewari, Edelman-type, the spectrum-adaptive
 proxy, the Edelman proxy), four columns:
 
@@ -66,7 +66,7 @@ DEPTH1_ONLY = tuple(f"edelman_{f}" for f in CAPACITY_FORMS)
 #: flatness noise level. Name -> type.
 REPORTED = {"tt_bound": float, "tt_trivial": bool, "edelman_bound": float, "edelman_trivial": float,
             "sa_trivial": bool, "edproxy_trivial": bool, "sa_all_p0": bool, "margin_q": float,
-            "flat_sigma": float}
+            "flat_sigma": float, "norms_json": str, "spectra_json": str}
 
 
 def multiclass_margins(logits: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
@@ -142,9 +142,12 @@ def measures_for(net, init, *, X_train: torch.Tensor, y_train: torch.Tensor, m: 
     architecture at its initial weights) on its training set ``(X_train, y_train)`` of size ``m``.
     ``flat``: keyword arguments of :func:`magnitude_flatness` (``max_error``, ``draws``, ``steps``,
     ``hi``)."""
-    from ..sparse_majority.bounds import capacity_fields
+    from ...nets import ModelNorms
+    from ..bound_measures import capacity_fields, spectra_to_json
 
-    cf = capacity_fields(net, m=m, seq_len=seq_len, delta=delta, B_X=B_X, margin=margin)
+    sp = net.proxy_weights().spectra(method="core")
+    cf = capacity_fields(net, m=m, seq_len=seq_len, delta=delta, B_X=B_X, margin=margin, spectra=sp,
+                         L_phi=net.L_sigma)
     gm = float(np.quantile(multiclass_margins(net(X_train), y_train).numpy(), margin_quantile))
     out = {}
     for b in BOUNDS:
@@ -171,5 +174,6 @@ def measures_for(net, init, *, X_train: torch.Tensor, y_train: torch.Tensor, m: 
     )
     out.update({k: cf[k] for k in ("tt_bound", "tt_trivial", "edelman_bound", "edelman_trivial", "sa_trivial",
                                    "edproxy_trivial", "sa_all_p0")})
-    out.update(margin_q=gm, flat_sigma=sigma)
+    out.update(margin_q=gm, flat_sigma=sigma, norms_json=ModelNorms.of(net).to_json(),
+               spectra_json=spectra_to_json(sp))
     return out

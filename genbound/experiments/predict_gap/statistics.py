@@ -146,18 +146,20 @@ def _interval(v, level: float = 0.95) -> list[float]:
     return [float(np.quantile(v, (1 - level) / 2)), float(np.quantile(v, (1 + level) / 2))]
 
 
-def measure_stats(fit, measure: str, *, axes: Sequence[str]) -> dict:
+def measure_stats(fit, measure: str, *, axes: Sequence[str], simpson: bool = True) -> dict:
     """The point statistics of one measure on the fitted models where it is defined: ``tau_per_task``,
-    ``tau``, ``psi``, ``psi_per_axis``, ``psi_without_n_train``, ``cmi`` (and its ``cmi_argmin``),
-    ``sign_error`` (all environments and beyond noise), ``simpson`` and ``n_models``."""
+    ``tau``, ``psi``, ``psi_per_axis``, ``psi_without_n_train``, ``psi_seed`` (the seed view,
+    :func:`~genbound.experiments.ranking.psi_seed`), ``cmi`` (and its ``cmi_argmin``), ``sign_error``
+    (all environments and beyond noise), ``simpson`` (``None`` with ``simpson=False``) and ``n_models``."""
     d = measure_frame(fit, measure)
     ps = rk.psi(d, measure, axes=axes, leave_out="n_train")
     c = rk.cmi(d, measure, axes=axes)
     se = rk.sign_error(d, measure, axes=axes, se="test_se")
     return {"n_models": int(len(d)), "tau_per_task": rk.tau_per_task(d, measure), "tau": rk.tau(d, measure),
             "psi": ps["psi"], "psi_per_axis": ps["per_axis"], "psi_without_n_train": ps["psi_without"],
+            "psi_seed": rk.psi_seed(d, measure, axes=axes)["psi_seed"],
             "cmi": c["cmi"], "cmi_argmin": c["argmin"], "sign_error": se,
-            "simpson": rk.simpson_check(d, measure, by=[*axes, "task"])}
+            "simpson": rk.simpson_check(d, measure, by=[*axes, "task"]) if simpson else None}
 
 
 def measure_table(df, measures: Sequence[str] = MEASURES, *, n_boot: int = 1000, seed: int = 0):

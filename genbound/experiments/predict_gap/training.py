@@ -20,14 +20,14 @@ from typing import Callable, Sequence
 import numpy as np
 import torch
 
-from ...errors import GenboundError
+from ...errors import GenboundError, ParameterError
 from ..fullbatch import AdamProtocol, fit_stack
 from ..results import Schema, environment, open_results, read_results
-from .family import AXES, TASKS, FamilyConfig, build_model, init_seed, make_task_data
+from .family import AXES, TASKS, FamilyConfig, batch_seed, build_model, init_seed, make_task_data
 from .measures import CAPACITY_FORMS, DEPTH1_ONLY, MEASURES, REPORTED, measures_for
 
 __all__ = ["SAVED_FAMILY", "ModelRecord", "train_setting", "run_family", "SCHEMA", "open_family",
-           "read_family", "undefined_allowed"]
+           "read_family", "undefined_allowed", "merge_family", "family_environment"]
 
 #: The saved family (CSV) and its notes (command, machine, wall time) beside it.
 SAVED_FAMILY = Path(__file__).resolve().parents[2] / "data" / "predict_gap_family.csv"
@@ -45,6 +45,10 @@ class ModelRecord:
     depth: int
     width: int
     lr: float
+    batch: int
+    weight_decay: float
+    init_scale: float
+    label_noise: float
     n_train: int
     seed: int
     fitted: bool
@@ -68,7 +72,7 @@ class ModelRecord:
 
 def _nan_measures() -> dict:
     out = {m: math.nan for m in MEASURES}
-    out.update({k: (False if t is bool else math.nan) for k, t in REPORTED.items()})
+    out.update({k: (False if t is bool else "" if t is str else math.nan) for k, t in REPORTED.items()})
     return out
 
 
@@ -81,29 +85,35 @@ def train_setting(setting: dict, seeds: Sequence[int], config: FamilyConfig) -> 
     t0 = time.perf_counter()
     task, L, w, n = setting["task"], setting["depth"], setting["width"], setting["n_train"]
     n_max = max(cfg.n_train[task])
-    datas = [make_task_data(task, width=w, n_train=n, seed=s, n_max=n_max, n_test=cfg.n_test) for s in seeds]
-    nets = [build_model(w, datas[0].n_classes, depth=L, seed=init_seed(task, s)) for s in seeds]
+    q = float(setting.get("label_noise", 0.0))
+    datas = [make_task_data(task, width=w, n_train=n, seed=s, n_max=n_max, n_test=cfg.n_test, label_noise=q)
+             for s in seeds]
+    scale = float(setting.get("init_scale", 1.0))
+    nets = [build_model(w, datas[0].n_classes, depth=L, seed=init_seed(task, s), init_scale=scale) for s in seeds]
     P = stack_parameters(nets, dtype=torch.float32)
     Xtr = torch.stack([d.X_train for d in datas]).float()
     ytr = torch.stack([d.y_train for d in datas])
     arch = nets[0]                              # the architecture; the stacked mode trains every seed at once
 
-    def loss_logits(Pa, idx):
+    def loss_logits(Pa, idx, weights=None):
         z = arch.forward_stacked(Pa, Xtr[idx])
-        return torch.nn.functional.cross_entropy(z.transpose(1, 2), ytr[idx], reduction="none").mean(-1), z
+        ce = torch.nn.functional.cross_entropy(z.transpose(1, 2), ytr[idx], reduction="none")
+        return (ce.mean(-1) if weights is None else (ce * weights).sum(-1) / weights.sum(-1)), z
 
     def confirm(Pk, k):
         z = arch.forward_stacked({nm: v[None] for nm, v in Pk.items()}, datas[k].X_train[None])
         return bool((z[0].argmax(-1) == datas[k].y_train).all())
 
-    proto = AdamProtocol(lr=setting["lr"], steps=cfg.steps, warmup=cfg.warmup, weight_decay=cfg.weight_decay,
-                         eval_every=cfg.steps)
-    out = fit_stack(P, loss_logits, ytr, proto, confirm=confirm, progress=False)
+    batch, wd = int(setting.get("batch", 0)), float(setting.get("weight_decay", 0.0))
+    proto = AdamProtocol(lr=setting["lr"], steps=cfg.steps, warmup=cfg.warmup, weight_decay=wd,
+                         eval_every=cfg.steps, batch_size=batch)
+    out = fit_stack(P, loss_logits, ytr, proto, confirm=confirm, progress=False,
+                    batch_seeds=[batch_seed(task, s) for s in seeds])
     records = []
     elapsed = time.perf_counter() - t0
     for k, s in enumerate(seeds):
         d = datas[k]
-        init = build_model(w, d.n_classes, depth=L, seed=init_seed(task, s)).requires_grad_(False)
+        init = build_model(w, d.n_classes, depth=L, seed=init_seed(task, s), init_scale=scale).requires_grad_(False)
         net = build_model(w, d.n_classes, depth=L, seed=0).requires_grad_(False)
         with torch.no_grad():
             for nm, p in net.named_parameters():
@@ -121,7 +131,10 @@ def train_setting(setting: dict, seeds: Sequence[int], config: FamilyConfig) -> 
                                       "steps": cfg.flat_steps, "hi": cfg.flat_hi})
         e = 1.0 - acc[1]
         records.append(ModelRecord(
-            task=task, depth=L, width=w, lr=float(setting["lr"]), n_train=n, seed=int(s), fitted=fitted,
+            task=task, depth=L, width=w, lr=float(setting["lr"]), batch=batch, weight_decay=wd, init_scale=scale,
+            label_noise=q,
+            n_train=n, seed=int(s),
+            fitted=fitted,
             diverged=bool(out.diverged[k]), fit_step=out.fit_step[k] if fitted else -1, steps=out.steps[k],
             train_acc=acc[0], test_acc=acc[1], gap=e - (1.0 - acc[0]), n_test=len(d.y_test),
             test_se=math.sqrt(e * (1 - e) / len(d.y_test)), seconds=elapsed / len(seeds), measures=meas))
@@ -129,18 +142,23 @@ def train_setting(setting: dict, seeds: Sequence[int], config: FamilyConfig) -> 
 
 
 def _key(r: dict) -> tuple:
-    return (str(r["task"]), int(r["depth"]), int(r["width"]), float(r["lr"]), int(r["n_train"]), int(r["seed"]))
+    return (str(r["task"]), int(r["depth"]), int(r["width"]), float(r["lr"]), int(r["batch"]),
+            float(r["weight_decay"]), float(r["init_scale"]), float(r["label_noise"]), int(r["n_train"]),
+            int(r["seed"]))
 
 
 def run_family(config: FamilyConfig | None = None, *, csv_path=None, progress: bool | None = None,
                on_record: Callable[[ModelRecord], None] | None = None,
-               report: Callable[[str], None] | None = None) -> list[ModelRecord]:
+               report: Callable[[str], None] | None = None, shard: tuple[int, int] = (0, 1)) -> list[ModelRecord]:
     """Train the whole family; with ``csv_path``, a results file (:mod:`genbound.experiments.results`):
     created with every field of ``config`` and the environment in its header, or resumed when it
     records the same configuration (otherwise refused, naming the fields that differ). Every stack's
     records are appended in one whole write as soon as it finishes and the models already in the file
     are skipped (a killed run loses at most one stack). The stacks run block by block of seed indices
-    (:class:`~genbound.experiments.predict_gap.FamilyConfig`). Returns the records trained in this call."""
+    (:class:`~genbound.experiments.predict_gap.FamilyConfig`). ``shard = (i, k)``: train only the stacks
+    ``i, i + k, i + 2k, ...`` of that order, so that ``k`` processes, each with its own file, share the
+    family (merge their files with :func:`~genbound.experiments.results.merge_results`); a stack's rows
+    do not depend on the shard that trains it. Returns the records trained in this call."""
     cfg = (config or FamilyConfig()).validated()
     writer = open_family(csv_path, cfg, report=report) if csv_path is not None else None
     done = writer.done if writer is not None else set()
@@ -149,7 +167,10 @@ def run_family(config: FamilyConfig | None = None, *, csv_path=None, progress: b
 
     settings = cfg.settings()
     blocks = [range(b, min(b + cfg.stack, cfg.seeds)) for b in range(0, cfg.seeds, cfg.stack)]
-    jobs = [(block, setting) for block in blocks for setting in settings]
+    i, k = shard
+    if not (isinstance(k, int) and isinstance(i, int) and k >= 1 and 0 <= i < k):
+        raise ParameterError(f"shard must be (i, k) with 0 <= i < k, got {shard!r}")
+    jobs = [(block, setting) for block in blocks for setting in settings][i::k]
     bar = tqdm(jobs, desc="predict-gap", disable=not (progress if progress is not None else sys.stderr.isatty()))
     for block, setting in bar:
         seeds = [s for s in block if _key({**setting, "seed": s}) not in done]
@@ -184,8 +205,52 @@ def open_family(path, config: FamilyConfig, *, report: Callable[[str], None] | N
     """Open (create or resume) the family's results file at ``path`` for ``config``:
     :func:`~genbound.experiments.results.open_results` with every field of ``config`` and the
     environment; ``append`` takes :class:`ModelRecord` objects."""
-    return open_results(path, SCHEMA, asdict(config.validated()), environment=environment(device="cpu"),
+    return open_results(path, SCHEMA, asdict(config.validated()), environment=family_environment(),
                         report=report, to_row=lambda r: r.row())
+
+
+#: The instruction-set flags that select float32 CPU kernels (torch's ATen, oneDNN, MKL).
+_KERNEL_FLAGS = ("sse4_2", "avx", "avx2", "fma", "f16c", "avx512f", "avx512bw", "avx512vl", "avx512_vnni",
+                 "avx512_bf16", "avx512_fp16", "amx_tile", "amx_bf16")
+
+
+def family_environment() -> dict:
+    """The family's recorded environment: :func:`~genbound.experiments.results.environment` (genbound,
+    commit, torch, threads, device) and the CPU kind that selects float32 kernels: ``cpu_model`` (from
+    ``/proc/cpuinfo``), ``cpu_flags`` (those of ``_KERNEL_FLAGS`` present), ``aten_capability`` (torch's
+    dispatch level) and ``blas`` (torch's BLAS and LAPACK). A rerun reproduces a row bit for bit only
+    on the same kind, torch and thread count."""
+    env = environment(device="cpu")
+    model, flags = "unknown", []
+    try:
+        text = Path("/proc/cpuinfo").read_text()
+        for line in text.splitlines():
+            key, _, val = line.partition(":")
+            if key.strip() == "model name" and model == "unknown":
+                model = val.strip()
+            if key.strip() == "flags" and not flags:
+                have = set(val.split())
+                flags = [f for f in _KERNEL_FLAGS if f in have]
+    except OSError:
+        pass
+    import torch
+
+    import re
+
+    cfg = torch.__config__.show()
+    blas = [f"{k}={m.group(1)}" for k in ("BLAS_INFO", "LAPACK_INFO")
+            for m in [re.search(k + r"=([^,\s]+)", cfg)] if m]
+    env.update(cpu_model=model, cpu_flags=" ".join(flags),
+               aten_capability=str(torch.backends.cpu.get_cpu_capability()), blas=" ".join(blas))
+    return env
+
+
+def merge_family(paths, out) -> Path:
+    """Merge the shards of one family run (:func:`run_family` with ``shard``) into the new file ``out``
+    (:func:`~genbound.experiments.results.merge_results`: one header, no key twice, rows sorted)."""
+    from ..results import merge_results
+
+    return merge_results(paths, out, SCHEMA)
 
 
 def undefined_allowed(df, col: str) -> "np.ndarray":
