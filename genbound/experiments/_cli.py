@@ -152,6 +152,7 @@ def _add_predict_gap(psub) -> None:
     pg.add_argument("--n-train-digits", default=",".join(map(str, dflt.n_train["digits"])),
                     help="training-set sizes of digits")
     pg.add_argument("--boot", type=int, default=1000, help="bootstrap resamples of the seed indices")
+    pg.add_argument("--nulls", type=int, default=200, help="random measures of the null distributions")
     pg.add_argument("--threads", type=int, default=1, help="torch CPU threads (default 1)")
     pg.add_argument("--progress", action="store_true", help="show a progress bar even when not a terminal")
     pg.set_defaults(func=_run_predict_gap)
@@ -164,20 +165,23 @@ def _run_predict_gap(args) -> int:
 
     if args.boot < 1:
         raise ParameterError(f"--boot must be >= 1, got {args.boot}")
+    if args.nulls < 1:
+        raise ParameterError(f"--nulls must be >= 1, got {args.nulls}")
     if args.saved:
         df = pg.read_family(args.csv, report=_warn)
-        out = pg.summary(df, csv_path=args.csv or pg.SAVED_FAMILY, n_boot=args.boot)
+        out = pg.summary(df, csv_path=args.csv or pg.SAVED_FAMILY, n_boot=args.boot, n_null=args.nulls)
         if args.json:
             print(json.dumps(_jsonable_tree(out)))
         else:
             f = lambda v: "   —  " if v is None else f"{v:+.3f}"  # noqa: E731
             print(f"{out['n_models']} models ({out['n_fitted']} fitted) on {', '.join(out['tasks'])}; "
                   f"axes {', '.join(out['hyperparameters'])}")
-            print(f"{'measure':>24} {'tau':>7} {'95% CI':>17} {'Psi':>7} {'95% CI':>17} {'Psi-n':>7} {'K':>7} "
-                  f"{'signerr':>7}")
+            print(f"{'measure':>24} {'Psi':>7} {'95% CI':>17} {'Psi n fixed':>11} {'95% CI':>17} "
+                  f"{'psi_seed':>8} {'95% CI':>17} {'K':>7} {'signerr':>7}")
             for name, m in out["measures"].items():
-                print(f"{name:>24} {f(m['tau'])} [{f(m['tau_ci'][0])}, {f(m['tau_ci'][1])}] {f(m['psi'])} "
-                      f"[{f(m['psi_ci'][0])}, {f(m['psi_ci'][1])}] {f(m['psi_without_n_train'])} {f(m['cmi'])} "
+                ci = lambda k: f"[{f(m[k][0])}, {f(m[k][1])}]"  # noqa: E731
+                print(f"{name:>24} {f(m['psi'])} {ci('psi_ci')} {f(m['psi_without_n_train']):>11} "
+                      f"{ci('psi_without_n_train_ci')} {f(m['psi_seed']):>8} {ci('psi_seed_ci')} {f(m['cmi'])} "
                       f"{f(m['sign_error_mean'])}")
         return 0
     if args.csv is None:

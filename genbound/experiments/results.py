@@ -534,12 +534,15 @@ def attach_header(path, schema: Schema, config: dict, environment: dict, *, note
     read_results(path, schema)
 
 
-def merge_results(paths, out, schema: Schema) -> Path:
+def merge_results(paths, out, schema: Schema, *, same_except: Sequence[str] | None = None) -> Path:
     """Merge results files written by parallel processes (shards) of one run into one new file ``out``:
     every file must carry the **same header** (configuration and environment: one commit, one torch,
-    one thread count, one CPU kind) and the files must share no key. The rows are written sorted by
-    key under that header, so the merged file reads as if one process had run them all. Raises
-    :class:`~genbound.errors.ResultsFileError` (naming the file) otherwise; ``out`` must not exist."""
+    one thread count, one CPU kind) and the files must share no key, except that with ``same_except``
+    (column names, e.g. the wall time) a key present in two files is kept once when the two rows are
+    equal in every other column (a re-sharded run that trained a stack twice; equality is the check that
+    the rerun reproduced it). The rows are written sorted by key under that header, so the merged file
+    reads as if one process had run them all. Raises :class:`~genbound.errors.ResultsFileError` (naming
+    the file) otherwise; ``out`` must not exist."""
     import csv as _csv
     import io
 
@@ -560,7 +563,13 @@ def merge_results(paths, out, schema: Schema) -> Path:
         for r in t.rows:
             key = tuple(r[k] for k in schema.key)
             if key in rows:
-                raise ResultsFileError(f"{t.path}: the row {dict(zip(schema.key, key))} is in two files")
+                if same_except is None:
+                    raise ResultsFileError(f"{t.path}: the row {dict(zip(schema.key, key))} is in two files")
+                differ = [c for c in tables[0].columns if c not in same_except and not _same(rows[key][c], r[c])]
+                if differ:
+                    raise ResultsFileError(f"{t.path}: the row {dict(zip(schema.key, key))} is in two files "
+                                           f"and they differ in {differ}")
+                continue
             rows[key] = r
     buf = io.StringIO()
     w = _csv.writer(buf, lineterminator="\n")
@@ -569,3 +578,10 @@ def merge_results(paths, out, schema: Schema) -> Path:
     _atomic_create(out, _header_text(head, tables[0].columns) + buf.getvalue())
     read_results(out, schema)
     return out
+
+
+def _same(a, b) -> bool:
+    """Equal values, ``nan`` equal to ``nan``."""
+    if isinstance(a, float) and isinstance(b, float) and math.isnan(a) and math.isnan(b):
+        return True
+    return a == b

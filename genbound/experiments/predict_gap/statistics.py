@@ -28,7 +28,8 @@ from .family import AXES
 from .measures import MEASURES
 
 __all__ = ["axes_of", "fitted_models", "measure_frame", "psi_bootstrap", "measure_stats", "measure_table",
-           "paired_gap_changes", "summary", "REFERENCE"]
+           "paired_gap_changes", "summary", "REFERENCE", "m_dependent", "family_frame", "balanced_models",
+           "bootstrap_p", "null_p"]
 
 #: The measure every other is compared with (Jiang et al.'s weakest baseline).
 REFERENCE = "n_params"
@@ -90,6 +91,36 @@ def _tau_terms(df, measure: str, seeds: np.ndarray):
     return out
 
 
+def _seed_view_terms(df, measure: str, axes: Sequence[str], seeds: np.ndarray):
+    """Per setting (task and every axis): the seed-pair matrix of ``sign(dmu) sign(dg)`` (zero diagonal)
+    and the presence vector of its seed indices (the terms of ``psi_seed``)."""
+    out = []
+    for _, g in df.groupby(["task", *axes], sort=True):
+        if len(g) < 2:
+            continue
+        s = np.searchsorted(seeds, g["seed"].to_numpy())
+        mu, gg = g[measure].to_numpy(float), g["gap"].to_numpy(float)
+        P = np.zeros((len(seeds), len(seeds)))
+        P[np.ix_(s, s)] = np.sign(mu[:, None] - mu[None]) * np.sign(gg[:, None] - gg[None])
+        e = np.zeros(len(seeds))
+        e[s] = 1.0
+        out.append((P, e))
+    return out
+
+
+def _psi_seed_from_terms(terms, W) -> np.ndarray:
+    """Per replicate (rows of the seed weights ``W``): the mean over settings of the within-setting tau
+    (ordered pairs of distinct draws; the copies of a seed drawn twice are two draws that tie, as in
+    :func:`~genbound.experiments.ranking.cluster_bootstrap`, so they count in the denominator at sign 0)."""
+    vals = []
+    for P, e in terms:
+        we = W * e[None]
+        num = np.einsum("bs,st,bt->b", we, P, we)
+        den = we.sum(1) ** 2 - we.sum(1)
+        vals.append(np.where(den > 0, num / np.where(den > 0, den, 1), np.nan))
+    return _finite_mean(vals, W.shape[0])
+
+
 def _psi_from_terms(terms, W, axes) -> np.ndarray:
     vals = []
     for a in axes:
@@ -125,7 +156,8 @@ def psi_bootstrap(fit, measures: Sequence[str], *, axes: Sequence[str], n_boot: 
     ``psi`` over ``axes`` and ``psi`` without ``n_train`` for each measure, each on the fitted models
     where it is defined; every measure sees the same draws (so differences of replicates are replicates
     of differences). ``seeds``: the seed indices drawn from (default: those of ``fit``). Returns
-    ``{measure: {"tau": array, "psi": array, "psi_without_n_train": array}}`` of length ``n_boot``."""
+    ``{measure: {"tau": array, "psi": array, "psi_without_n_train": array, "psi_seed": array}}`` of
+    length ``n_boot``."""
     seeds = np.sort(np.asarray(fit["seed"].unique() if seeds is None else seeds))
     W = _seed_weights(seeds, n_boot, seed)
     out = {}
@@ -134,7 +166,8 @@ def psi_bootstrap(fit, measures: Sequence[str], *, axes: Sequence[str], n_boot: 
         terms = _psi_terms(d, m, axes, seeds)
         out[m] = {"tau": _tau_from_terms(_tau_terms(d, m, seeds), W),
                   "psi": _psi_from_terms(terms, W, list(axes)),
-                  "psi_without_n_train": _psi_from_terms(terms, W, _without(axes))}
+                  "psi_without_n_train": _psi_from_terms(terms, W, _without(axes)),
+                  "psi_seed": _psi_seed_from_terms(_seed_view_terms(d, m, axes, seeds), W)}
     return out
 
 
@@ -162,45 +195,136 @@ def measure_stats(fit, measure: str, *, axes: Sequence[str], simpson: bool = Tru
             "simpson": rk.simpson_check(d, measure, by=[*axes, "task"]) if simpson else None}
 
 
-def measure_table(df, measures: Sequence[str] = MEASURES, *, n_boot: int = 1000, seed: int = 0):
-    """One row per measure over the fitted models of ``df``: ``n_models``, ``tau`` (+ ``tau_lo``,
-    ``tau_hi``), ``psi`` (+ interval), ``psi_wo`` (without ``n_train``, + interval), ``d_psi`` and
-    ``d_psi_wo`` (the measure's minus ``REFERENCE``'s, on the models where the measure is defined,
-    + intervals), ``cmi``, ``se_mean``, ``se_p90``, ``se_max`` (sign error over all environments) and
-    ``se_bn_*`` (beyond noise), one ``psi_<axis>`` per axis and one ``tau_<task>`` per task. Returns
-    ``(table, replicates)`` (the bootstrap replicates of :func:`psi_bootstrap`)."""
+def m_dependent(measure: str) -> bool:
+    """Whether ``measure`` contains the training-set size ``m``: the ``/sqrt(m)`` forms and the
+    hyperparameter baselines that know ``m``. The others are ``m``-free: trained norms grow with ``m``
+    while the gap falls, so an ``m``-free measure is ranked only with ``m`` held fixed (``psi_wo`` and
+    ``psi_seed``); its ``tau``, ``psi``, ``cmi`` and sign errors are left undefined in the tables."""
+    return measure.endswith("sqrtm") or measure in ("inv_sqrt_m", "hp_n_train", "hp_oracle")
+
+
+def family_frame(df):
+    """The fitted models of ``df`` with the hyperparameter-only baselines
+    (:func:`~genbound.experiments.predict_gap.hp_baselines`, fitted on the fitted models) as extra
+    columns."""
+    from .baselines import hp_baselines
+
+    base = hp_baselines(df)
+    return fitted_models(df.join(base))
+
+
+def balanced_models(df):
+    """The fitted models of the seed indices that fitted in **every** setting of their task (a balanced
+    sub-family: dropping unfitted models selects seeds along the axes; this subset does not)."""
+    axes = [a for a in AXES if a in df.columns]
+    keep = []
+    for _, g in df.groupby("task", sort=True):
+        n_set = len(g[axes].drop_duplicates())
+        ok = g.groupby("seed")["fitted"].agg(lambda v: bool(np.all(v)) and len(v) == n_set)
+        keep.extend((g["task"].iloc[0], s) for s in ok[ok].index)
+    mask = [(t, s) in set(keep) for t, s in zip(df["task"], df["seed"])]
+    return df[np.asarray(mask, bool)]
+
+
+_STAT_KEYS = ("tau", "psi", "psi_wo", "psi_seed")
+
+
+def measure_table(df, measures: Sequence[str] = MEASURES, *, n_boot: int = 1000, n_null: int = 200,
+                  seed: int = 0, fit=None):
+    """One row per measure of ``measures`` and per hyperparameter-only baseline, over the fitted models of
+    ``df`` (or the given ``fit``, a :func:`family_frame`): ``n_models``, ``m_free``
+    (:func:`m_dependent`), ``tau``, ``psi``, ``psi_wo`` (the training-set size held fixed), ``psi_seed``
+    (the seed view), each with a seed-bootstrap interval (``_lo``, ``_hi``); ``cmi``; the sign errors
+    ``se_mean``, ``se_p90``, ``se_max`` over all environments; ``d_psi`` (``m``-dependent measures only)
+    and ``d_psi_wo``: the measure minus the best hyperparameter-only baseline on that statistic (named
+    in ``best_psi``, ``best_psi_wo``), with intervals from the same draws; for every statistic of
+    :data:`~genbound.experiments.predict_gap.NULL_STATS` the flag ``beyond_<stat>`` (beyond the 95th,
+    for sign errors below the 5th, percentile of ``n_null`` random measures on the same models); one
+    ``psi_<axis>`` per axis. ``m``-free measures have ``tau``, ``psi``, ``cmi`` and sign errors ``nan``.
+    A hyperparameter-only baseline has ``psi_seed`` 0 by definition (it is a function of the setting;
+    its cross-fitted column differs between the two halves of the seed indices only through the split).
+    Returns ``(table, extras)``, ``extras`` holding the bootstrap replicates (``reps``), the null
+    samples per model subset (``nulls``: ``"all"`` and ``"depth1"``) and their percentiles."""
     import pandas as pd
 
-    fit = fitted_models(df)
+    from .baselines import hp_baselines
+    from .nulls import NULL_STATS, RankingIndex, beyond_null, null_statistics, null_percentiles
+
+    fit = family_frame(df) if fit is None else fit
     axes = axes_of(fit)
-    reps = psi_bootstrap(fit, list(dict.fromkeys([*measures, REFERENCE])), axes=axes, n_boot=n_boot, seed=seed)
+    baselines = [c for c in hp_baselines(fit.head(2)).columns if c in fit.columns]
+    names = list(dict.fromkeys([*measures, *baselines]))
+    reps = psi_bootstrap(fit, names, axes=axes, n_boot=n_boot, seed=seed)
+    subsets = {"all": fit}
+    d1 = fit[fit["depth"] == 1]
+    if any(len(measure_frame(fit, m)) != len(fit) for m in names):
+        subsets["depth1"] = d1
+    nulls = {k: null_statistics(v.reset_index(drop=True), axes=axes_of(v), n_null=n_null, seed=seed)
+             for k, v in subsets.items()}
+    pct = {k: null_percentiles(v) for k, v in nulls.items()}
     rows = []
-    ref_all = measure_stats(fit, REFERENCE, axes=axes)
-    for m in measures:
-        st = measure_stats(fit, m, axes=axes)
+    for m in names:
         d = measure_frame(fit, m)
-        if len(d) != len(fit):        # the reference on the measure's own models (same draws)
-            ref = measure_stats(d, REFERENCE, axes=axes)
-            ref_reps = psi_bootstrap(d, [REFERENCE], axes=axes, n_boot=n_boot, seed=seed,
-                                     seeds=fit["seed"].unique())[REFERENCE]
-        else:
-            ref, ref_reps = ref_all, reps[REFERENCE]
-        r = reps[m]
-        row = {"measure": m, "n_models": st["n_models"], "tau": st["tau"], "psi": st["psi"],
-               "psi_wo": st["psi_without_n_train"], "cmi": st["cmi"],
-               "d_psi": st["psi"] - ref["psi"], "d_psi_wo": st["psi_without_n_train"] - ref["psi_without_n_train"]}
-        row["tau_lo"], row["tau_hi"] = _interval(r["tau"])
-        row["psi_lo"], row["psi_hi"] = _interval(r["psi"])
-        row["psi_wo_lo"], row["psi_wo_hi"] = _interval(r["psi_without_n_train"])
-        row["d_psi_lo"], row["d_psi_hi"] = _interval(r["psi"] - ref_reps["psi"])
-        row["d_psi_wo_lo"], row["d_psi_wo_hi"] = _interval(r["psi_without_n_train"] - ref_reps["psi_without_n_train"])
-        for k, v in (("se", st["sign_error"]["all"]), ("se_bn", st["sign_error"]["beyond_noise"])):
-            row.update({f"{k}_mean": v["mean"], f"{k}_p90": v["p90"], f"{k}_max": v["max"]})
-        row.update({f"psi_{a}": st["psi_per_axis"].get(a, math.nan) for a in axes})
-        row.update({f"tau_{t}": v for t, v in st["tau_per_task"].items()})
-        row["simpson_reversed"] = ", ".join(v for v, s in st["simpson"]["by"].items() if s["reversed"])
+        sub = "all" if len(d) == len(fit) else "depth1"
+        st = RankingIndex(d.reset_index(drop=True), axes=axes_of(d)).statistics(d[m].to_numpy(float))
+        ps = rk.psi(d, m, axes=axes_of(d))
+        row = {"measure": m, "n_models": int(len(d)), "m_free": not m_dependent(m), "null_subset": sub}
+        for k in ("tau", "psi", "psi_wo", "psi_seed"):
+            rk_key = {"psi_wo": "psi_without_n_train"}.get(k, k)
+            row[k] = st[k]
+            row[f"{k}_lo"], row[f"{k}_hi"] = _interval(reps[m][rk_key])
+        row.update({k: st[k] for k in ("cmi", "se_mean", "se_p90", "se_max")})
+        for k in NULL_STATS:
+            row[f"beyond_{k}"] = beyond_null(row[k], k, pct[sub]) if np.isfinite(row[k]) else False
+        row.update({f"psi_{a}": ps["per_axis"].get(a, math.nan) for a in axes})
+        if m in baselines:          # a function of the hyperparameters is constant within a setting: the
+            for k in ("psi_seed", "psi_seed_lo", "psi_seed_hi"):   # cross-fit's two halves are not, by design
+                row[k] = 0.0
+            row["beyond_psi_seed"] = False
+        if row["m_free"]:
+            for k in ("tau", "tau_lo", "tau_hi", "psi", "psi_lo", "psi_hi", "cmi", "se_mean", "se_p90", "se_max"):
+                row[k] = math.nan
+            for k in ("tau", "psi", "cmi", "se_mean", "se_p90", "se_max"):
+                row[f"beyond_{k}"] = False
         rows.append(row)
-    return pd.DataFrame(rows).set_index("measure"), reps
+    tab = pd.DataFrame(rows).set_index("measure")
+    for stat, key in (("psi", "psi"), ("psi_wo", "psi_without_n_train")):
+        cands = [b for b in baselines if np.isfinite(tab.loc[b, stat])]
+        best = max(cands, key=lambda b: tab.loc[b, stat]) if cands else None
+        tab[f"best_{stat}"] = best
+        for m in names:
+            ok = best is not None and np.isfinite(tab.loc[m, stat])
+            diff = reps[m][key] - reps[best][key] if ok else np.full(n_boot, np.nan)
+            tab.loc[m, f"d_{stat}"] = tab.loc[m, stat] - tab.loc[best, stat] if ok else math.nan
+            tab.loc[m, f"d_{stat}_lo"], tab.loc[m, f"d_{stat}_hi"] = _interval(diff)
+    return tab, {"reps": reps, "nulls": nulls, "null_percentiles": pct, "axes": axes, "baselines": baselines}
+
+
+def bootstrap_p(diff) -> float:
+    """The two-sided percentile-bootstrap p-value of a difference's replicates ``diff``:
+    ``2 min(P*(diff <= 0), P*(diff >= 0))``, at most 1 (``nan`` without finite replicates).
+
+    >>> bootstrap_p(np.array([0.1, 0.2, -0.1, 0.3]))
+    0.5
+    """
+    d = np.asarray(diff, float)
+    d = d[np.isfinite(d)]
+    if not len(d):
+        return math.nan
+    return float(min(1.0, 2 * min(np.mean(d <= 0), np.mean(d >= 0))))
+
+
+def null_p(value: float, null, *, lower_is_better: bool = False) -> float:
+    """The one-sided p-value of ``value`` against a null sample: ``(1 + #{null >= value}) / (1 + n)``
+    (``<=`` when smaller is better).
+
+    >>> null_p(0.5, np.array([0.1, 0.2, 0.6]))
+    0.5
+    """
+    v = np.asarray(null, float)
+    v = v[np.isfinite(v)]
+    hits = np.sum(v <= value) if lower_is_better else np.sum(v >= value)
+    return float((1 + hits) / (1 + len(v)))
 
 
 def paired_gap_changes(df, axes: Sequence[str] | None = None):
@@ -238,24 +362,38 @@ def _num(x):
     return float(x) if x is not None and math.isfinite(float(x)) else None
 
 
-def summary(df, *, csv_path=None, n_boot: int = 1000, measures: Sequence[str] = MEASURES) -> dict:
+def summary(df, *, csv_path=None, n_boot: int = 1000, n_null: int = 200,
+            measures: Sequence[str] = MEASURES) -> dict:
     """The JSON object of ``genbound experiment predict-gap --saved --json``: ``{n_models, n_fitted,
-    tasks, hyperparameters, csv, measures: {name: {tau, tau_per_task, tau_ci, psi, psi_ci,
-    psi_without_n_train, psi_per_axis, cmi, sign_error_mean, sign_error_p90, sign_error_max}}}``
-    (undefined values are ``None``; the sign errors are over all environments)."""
+    tasks, hyperparameters, csv, baselines, null_percentiles, measures: {name: {...}}}`` with, per
+    measure and per hyperparameter-only baseline, the columns of :func:`measure_table` (``tau``, ``psi``,
+    ``psi_without_n_train``, ``psi_seed`` with ``_ci`` intervals, ``cmi``, ``sign_error_mean/p90/max``,
+    ``m_free``, the differences from the best baseline with intervals, and the ``beyond_null`` flags);
+    undefined values are ``None``."""
+    tab, ex = measure_table(df, measures, n_boot=n_boot, n_null=n_null)
     fit = fitted_models(df)
-    axes = axes_of(fit)
-    reps = psi_bootstrap(fit, measures, axes=axes, n_boot=n_boot)
     out = {"n_models": int(len(df)), "n_fitted": int(len(fit)), "tasks": sorted(set(df["task"])),
-           "hyperparameters": axes, "csv": str(csv_path) if csv_path is not None else None, "measures": {}}
-    for m in measures:
-        st = measure_stats(fit, m, axes=axes)
-        se = st["sign_error"]["all"]
+           "hyperparameters": ex["axes"], "csv": str(csv_path) if csv_path is not None else None,
+           "baselines": ex["baselines"],
+           "null_percentiles": {k: {s: _num(v) for s, v in p.items()} for k, p in ex["null_percentiles"].items()},
+           "measures": {}}
+    from .nulls import NULL_STATS
+
+    for m, r in tab.iterrows():
         out["measures"][m] = {
-            "tau": _num(st["tau"]), "tau_per_task": {t: _num(v) for t, v in st["tau_per_task"].items()},
-            "tau_ci": [_num(v) for v in _interval(reps[m]["tau"])], "psi": _num(st["psi"]),
-            "psi_ci": [_num(v) for v in _interval(reps[m]["psi"])],
-            "psi_without_n_train": _num(st["psi_without_n_train"]),
-            "psi_per_axis": {a: _num(v) for a, v in st["psi_per_axis"].items()}, "cmi": _num(st["cmi"]),
-            "sign_error_mean": _num(se["mean"]), "sign_error_p90": _num(se["p90"]), "sign_error_max": _num(se["max"])}
+            "kind": "hyperparameter" if m in ex["baselines"] else "weights", "m_free": bool(r["m_free"]),
+            "n_models": int(r["n_models"]),
+            "tau": _num(r["tau"]), "tau_ci": [_num(r["tau_lo"]), _num(r["tau_hi"])],
+            "psi": _num(r["psi"]), "psi_ci": [_num(r["psi_lo"]), _num(r["psi_hi"])],
+            "psi_without_n_train": _num(r["psi_wo"]), "psi_without_n_train_ci": [_num(r["psi_wo_lo"]),
+                                                                                 _num(r["psi_wo_hi"])],
+            "psi_seed": _num(r["psi_seed"]), "psi_seed_ci": [_num(r["psi_seed_lo"]), _num(r["psi_seed_hi"])],
+            "psi_per_axis": {a: _num(r[f"psi_{a}"]) for a in ex["axes"]}, "cmi": _num(r["cmi"]),
+            "sign_error_mean": _num(r["se_mean"]), "sign_error_p90": _num(r["se_p90"]),
+            "sign_error_max": _num(r["se_max"]),
+            "vs_best_baseline": {st: {"baseline": r[f"best_{st}"], "difference": _num(r[f"d_{st}"]),
+                                      "ci": [_num(r[f"d_{st}_lo"]), _num(r[f"d_{st}_hi"])]}
+                                 for st in ("psi", "psi_wo")},
+            "beyond_null": {k: bool(r[f"beyond_{k}"]) for k in NULL_STATS},
+            "null_subset": r["null_subset"]}
     return out

@@ -247,10 +247,11 @@ def family_environment() -> dict:
 
 def merge_family(paths, out) -> Path:
     """Merge the shards of one family run (:func:`run_family` with ``shard``) into the new file ``out``
-    (:func:`~genbound.experiments.results.merge_results`: one header, no key twice, rows sorted)."""
+    (:func:`~genbound.experiments.results.merge_results`: one header, rows sorted; a model trained in
+    two shards is kept once, only if the two rows agree in every column but the wall time ``seconds``)."""
     from ..results import merge_results
 
-    return merge_results(paths, out, SCHEMA)
+    return merge_results(paths, out, SCHEMA, same_except=("seconds",))
 
 
 def undefined_allowed(df, col: str) -> "np.ndarray":
