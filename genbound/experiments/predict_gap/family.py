@@ -21,7 +21,7 @@ import torch
 from ..._validate import check_positive_int, check_real
 from ...errors import ParameterError
 
-__all__ = ["TASKS", "AXES", "FamilyConfig", "TaskData", "corrupt_labels", "make_task_data", "init_seed", "batch_seed",
+__all__ = ["TASKS", "AXES", "FamilyConfig", "TaskData", "corrupt_labels", "make_task_data", "init_seed", "batch_seed", "task_shape",
            "build_model"]
 
 #: The two tasks. ``sparse-majority``: Part II's task at ``T = 16`` (``s = 9``) with embeddings of the
@@ -211,6 +211,25 @@ def corrupt_labels(y: torch.Tensor, n_classes: int, label_noise: float, *, seed:
     shift = torch.randint(1, n_classes, (y.shape[0],), generator=g)
     wrong = (y + shift) % n_classes
     return torch.where(u < label_noise, wrong, y)
+
+
+def task_shape(task: str, width: int) -> tuple[int, float]:
+    """``(T, B_X)`` of a task at a model width: the sequence length before the [CLS] row (16 for sparse
+    majority, 8 pixel rows for digits) and the input radius the bounds use (sparse majority:
+    ``1 + sqrt(width)``, :func:`~genbound.experiments.sparse_majority.uniform_input_radius`; digits:
+    ``sqrt(width)``, every coordinate in ``[-1, 1]``). Both are fixed before any data are drawn; the
+    width enters ``B_X``, so a wider model is also bounded with a larger input radius.
+
+    >>> task_shape("digits", 16), task_shape("sparse-majority", 16)
+    ((8, 4.0), (16, 5.0))
+    """
+    if task == "digits":
+        return _DIGIT_ROWS, math.sqrt(width)
+    if task == "sparse-majority":
+        from ..sparse_majority import uniform_input_radius
+
+        return _SM_SEQ_LEN, uniform_input_radius(width)
+    raise ParameterError(f"unknown task {task!r}; expected one of {TASKS}")
 
 
 def batch_seed(task: str, seed: int) -> int:

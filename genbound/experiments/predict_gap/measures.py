@@ -148,17 +148,10 @@ def measures_for(net, init, *, X_train: torch.Tensor, y_train: torch.Tensor, m: 
     sp = net.proxy_weights().spectra(method="core")
     cf = capacity_fields(net, m=m, seq_len=seq_len, delta=delta, B_X=B_X, margin=margin, spectra=sp,
                          L_phi=net.L_sigma)
+    from .training import _measure_columns
+
     gm = float(np.quantile(multiclass_margins(net(X_train), y_train).numpy(), margin_quantile))
-    out = {}
-    for b in BOUNDS:
-        c = cf[f"{b}_capacity"]
-        for form, (by_margin, by_m) in CAPACITY_FORMS.items():
-            v = c / math.sqrt(m) if by_m else c
-            if by_margin:
-                v = v / gm if gm > 0 else math.nan
-            out[f"{b}_{form}"] = float(v)
-    for k in SPECTRAL:
-        out[k] = float(cf[k])
+    out = _measure_columns(cf, m, gm)
     mats, mats0 = _matrices(net), _matrices(init)
     p, p0 = dict(net.named_parameters()), dict(init.named_parameters())
     fro = [float(torch.linalg.matrix_norm(A)) for A in mats]

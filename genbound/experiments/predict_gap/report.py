@@ -13,8 +13,8 @@ from typing import Sequence
 from .. import ranking as rk
 from .statistics import fitted_models, measure_frame
 
-__all__ = ["DASH", "fmt", "interval", "rank_table", "noise_table", "stratified_taus", "trivial_shares",
-           "plot_measures_vs_gap"]
+__all__ = ["DASH", "fmt", "interval", "rank_table", "noise_table", "null_table", "stratified_taus",
+           "trivial_shares", "plot_measures_vs_gap"]
 
 #: What an undefined entry shows.
 DASH = "—"
@@ -35,38 +35,58 @@ def interval(est, lo, hi, digits: int = 2) -> str:
     return f"{fmt(est, digits)} [{fmt(lo, digits)}, {fmt(hi, digits)}]"
 
 
+def _mark(est, lo, hi, beyond: bool, digits: int = 2) -> str:
+    """:func:`interval`, followed by ``*`` when the estimate is beyond the null's percentile."""
+    txt = interval(est, lo, hi, digits)
+    return txt + " *" if beyond and txt != DASH else txt
+
+
 def rank_table(tab, measures: Sequence[str] | None = None):
     """The rank correlations of :func:`~genbound.experiments.predict_gap.measure_table` as strings:
-    ``n``, ``tau``, ``Psi`` and ``Psi`` without ``n_train``, each with its 95% interval."""
+    ``n``, ``Psi`` (``m``-dependent measures only), ``Psi`` with the training-set size fixed and
+    ``psi_seed``, each with its 95% interval and ``*`` when beyond the null's 95th percentile."""
     import pandas as pd
 
     t = tab if measures is None else tab.loc[list(measures)]
     return pd.DataFrame({
         "n": t["n_models"].astype(int).astype(str),
-        "tau [95%]": [interval(r.tau, r.tau_lo, r.tau_hi) for r in t.itertuples()],
-        "Psi [95%]": [interval(r.psi, r.psi_lo, r.psi_hi) for r in t.itertuples()],
-        "Psi, n fixed [95%]": [interval(r.psi_wo, r.psi_wo_lo, r.psi_wo_hi) for r in t.itertuples()],
+        "Psi [95%]": [_mark(r.psi, r.psi_lo, r.psi_hi, r.beyond_psi) for r in t.itertuples()],
+        "Psi, n fixed [95%]": [_mark(r.psi_wo, r.psi_wo_lo, r.psi_wo_hi, r.beyond_psi_wo) for r in t.itertuples()],
+        "psi_seed [95%]": [_mark(r.psi_seed, r.psi_seed_lo, r.psi_seed_hi, r.beyond_psi_seed)
+                           for r in t.itertuples()],
     }, index=t.index)
 
 
 def noise_table(tab, measures: Sequence[str] | None = None):
     """The other scores of :func:`~genbound.experiments.predict_gap.measure_table` as strings: ``K``
-    (conditional mutual information), the sign error over environments (mean / 90th percentile / max,
-    all coupled pairs and pairs beyond noise), and ``Psi - Psi(n_params)`` with its interval."""
+    (conditional mutual information) and the sign error over environments (mean / 90th percentile /
+    max; ``m``-dependent measures only, ``*`` beyond the null), and the difference from the best
+    hyperparameter-only baseline in ``Psi`` with the training-set size fixed, with its interval."""
     import pandas as pd
 
     t = tab if measures is None else tab.loc[list(measures)]
 
-    def se(r, k):
-        vals = [getattr(r, f"{k}_{s}") for s in ("mean", "p90", "max")]
-        return DASH if not math.isfinite(vals[0]) else " / ".join(f"{v:.2f}" for v in vals)
+    def se(r):
+        vals = [getattr(r, f"se_{s}") for s in ("mean", "p90", "max")]
+        if not math.isfinite(vals[0]):
+            return DASH
+        marks = [getattr(r, f"beyond_se_{s}") for s in ("mean", "p90", "max")]
+        return " / ".join(f"{v:.2f}" + ("*" if b else "") for v, b in zip(vals, marks))
 
     return pd.DataFrame({
-        "K": [DASH if not math.isfinite(r.cmi) else f"{r.cmi:.3f}" for r in t.itertuples()],
-        "sign error": [se(r, "se") for r in t.itertuples()],
-        "beyond noise": [se(r, "se_bn") for r in t.itertuples()],
-        "Psi − Psi(n_params)": [interval(r.d_psi, r.d_psi_lo, r.d_psi_hi) for r in t.itertuples()],
+        "K": [DASH if not math.isfinite(r.cmi) else f"{r.cmi:.3f}" + (" *" if r.beyond_cmi else "")
+              for r in t.itertuples()],
+        "sign error": [se(r) for r in t.itertuples()],
+        "vs best baseline, n fixed": [interval(r.d_psi_wo, r.d_psi_wo_lo, r.d_psi_wo_hi) for r in t.itertuples()],
     }, index=t.index)
+
+
+def null_table(percentiles: dict):
+    """The null's percentiles (95th; 5th for the sign errors) per model subset, as strings."""
+    import pandas as pd
+
+    return pd.DataFrame({k: {s: (f"{v:.3f}" if s in ("cmi",) else f"{v:+.3f}" if not s.startswith("se") else
+                                 f"{v:.3f}") for s, v in p.items()} for k, p in percentiles.items()})
 
 
 def stratified_taus(df, measures: Sequence[str], by: str):
@@ -98,32 +118,36 @@ def trivial_shares(df) -> dict:
             "sa_all_p0": float(fit["sa_all_p0"].mean()), "n": int(len(fit)), "n_depth1": int(len(d1))}
 
 
-def plot_measures_vs_gap(df, measures: Sequence[str], *, ncols: int = 2, height_per_row: float = 2.3):
-    """One panel per measure: the measure (log scale when positive) against the gap, one dot per fitted
-    model, colour by task and marker by depth; ``tau`` per task in the title. Returns the figure
-    (tick labels fitted by ``genbound.plotting.fit_tick_labels``)."""
+def plot_measures_vs_gap(df, measures: Sequence[str], *, height_per_row: float = 1.9):
+    """One row of panels per measure and one column per task and training-set size: the measure (log
+    scale when positive) against the gap, one dot per fitted model, colour by label noise and marker by
+    depth; the panel's ``tau`` in its title (within one training-set size, so a ``1/sqrt(m)`` factor
+    cannot help). Returns the figure (tick labels fitted by
+    ``genbound.plotting.fit_tick_labels``)."""
     from ... import plotting
 
     fit = fitted_models(df)
-    nrows = math.ceil(len(measures) / ncols)
-    fig, axes = plotting.new_axes(ncols, nrows, height=height_per_row * nrows, sharey=True, squeeze=False)
-    colours = {"sparse-majority": "C0", "digits": "C1"}
+    cols = [(t, n) for t in sorted(fit["task"].unique()) for n in sorted(fit.loc[fit["task"] == t, "n_train"].unique())]
+    fig, axes = plotting.new_axes(len(cols), len(measures), height=height_per_row * len(measures), sharey=False,
+                                  squeeze=False)
+    noise = sorted(fit["label_noise"].unique()) if "label_noise" in fit else [0.0]
+    colours = {q: f"C{k}" for k, q in enumerate(noise)}
     markers = {1: "o", 2: "^"}
-    for ax, m in zip(axes.ravel(), measures):
+    for i, m in enumerate(measures):
         d = measure_frame(fit, m)
-        for (task, depth), g in d.groupby(["task", "depth"]):
-            ax.scatter(g[m], g["gap"], s=6, alpha=0.5, color=colours.get(task, "C2"), marker=markers.get(depth, "s"),
-                       label=f"{task}, depth {depth}", linewidths=0)
-        if len(d) and (d[m] > 0).all():
-            ax.set_xscale("log")
-        taus = rk.tau_per_task(d, m) if len(d) else {}
-        ax.set_title(", ".join(f"{t[:6]} {fmt(v)}" for t, v in taus.items()), fontsize=7)
-        ax.set_xlabel(m, fontsize=8)
-        ax.tick_params(labelsize=7)
-    for ax in axes.ravel()[len(measures):]:
-        ax.set_visible(False)
-    for ax in axes[:, 0]:
-        ax.set_ylabel("gap", fontsize=8)
-    axes.ravel()[0].legend(fontsize=5, loc="best")
+        for j, (task, n) in enumerate(cols):
+            ax = axes[i, j]
+            sub = d[(d["task"] == task) & (d["n_train"] == n)]
+            for (q, depth), g in sub.groupby(["label_noise", "depth"]):
+                ax.scatter(g[m], g["gap"], s=5, alpha=0.5, color=colours.get(q, "C9"),
+                           marker=markers.get(depth, "s"), label=f"noise {q:g}, depth {depth}", linewidths=0)
+            if len(sub) and (sub[m] > 0).all():
+                ax.set_xscale("log")
+            tau_v = rk.kendall_tau(sub[m], sub["gap"]) if len(sub) >= 2 else math.nan
+            ax.set_title(f"{task[:6]} n={n}: tau {fmt(tau_v)}", fontsize=6)
+            ax.tick_params(labelsize=6)
+            if j == 0:
+                ax.set_ylabel(f"gap\n{m}", fontsize=6)
+    axes[0, 0].legend(fontsize=4, loc="best")
     fig.tight_layout()
     return plotting.fit_tick_labels(fig)

@@ -23,11 +23,12 @@ import torch
 from ...errors import GenboundError, ParameterError
 from ..fullbatch import AdamProtocol, fit_stack
 from ..results import Schema, environment, open_results, read_results
-from .family import AXES, TASKS, FamilyConfig, batch_seed, build_model, init_seed, make_task_data
-from .measures import CAPACITY_FORMS, DEPTH1_ONLY, MEASURES, REPORTED, measures_for
+from .family import AXES, TASKS, FamilyConfig, batch_seed, build_model, init_seed, make_task_data, task_shape
+from .measures import BOUNDS, CAPACITY_FORMS, DEPTH1_ONLY, MEASURES, REPORTED, SPECTRAL, measures_for
 
 __all__ = ["SAVED_FAMILY", "ModelRecord", "train_setting", "run_family", "SCHEMA", "open_family",
-           "read_family", "undefined_allowed", "merge_family", "family_environment"]
+           "read_family", "undefined_allowed", "merge_family", "family_environment", "recompute_measures",
+           "family_config"]
 
 #: The saved family (CSV) and its notes (command, machine, wall time) beside it.
 SAVED_FAMILY = Path(__file__).resolve().parents[2] / "data" / "predict_gap_family.csv"
@@ -245,6 +246,39 @@ def family_environment() -> dict:
     return env
 
 
+def recompute_measures(row: dict, config: FamilyConfig) -> dict:
+    """The capacity and spectral columns (``CAPACITIES`` and ``SPECTRAL``) of a saved model, recomputed
+    from its saved ``norms_json`` and ``spectra_json`` alone (no weights, no training) through
+    :func:`~genbound.experiments.bound_measures.capacity_fields`, the code that produced them from the
+    trained network, with the row's ``m``, the task's ``T`` and ``B_X``
+    (:func:`~genbound.experiments.predict_gap.task_shape`), the configuration's ``delta`` and margin, and
+    the row's margin quantile ``margin_q``."""
+    from ...nets import ModelNorms
+    from ..bound_measures import capacity_fields, spectra_from_json
+
+    norms = ModelNorms.from_json(row["norms_json"])
+    T, B_X = task_shape(str(row["task"]), int(row["width"]))
+    m = int(row["n_train"])
+    cf = capacity_fields(norms, m=m, seq_len=T, delta=config.delta, B_X=B_X, margin=config.margin,
+                         spectra=spectra_from_json(row["spectra_json"]), L_phi=norms.L_sigma)
+    return _measure_columns(cf, m, float(row["margin_q"]))
+
+
+def _measure_columns(cf: dict, m: int, gm: float) -> dict:
+    """The ``CAPACITIES`` and ``SPECTRAL`` columns from :func:`capacity_fields` output, ``m`` and the
+    margin quantile ``gm`` (one definition for the trained network and the saved row)."""
+    out = {}
+    for b in BOUNDS:
+        c = cf[f"{b}_capacity"]
+        for form, (by_margin, by_m) in CAPACITY_FORMS.items():
+            v = c / math.sqrt(m) if by_m else c
+            if by_margin:
+                v = v / gm if gm > 0 else math.nan
+            out[f"{b}_{form}"] = float(v)
+    out.update({k: float(cf[k]) for k in SPECTRAL})
+    return out
+
+
 def merge_family(paths, out) -> Path:
     """Merge the shards of one family run (:func:`run_family` with ``shard``) into the new file ``out``
     (:func:`~genbound.experiments.results.merge_results`: one header, rows sorted; a model trained in
@@ -252,6 +286,20 @@ def merge_family(paths, out) -> Path:
     from ..results import merge_results
 
     return merge_results(paths, out, SCHEMA, same_except=("seconds",))
+
+
+def family_config(path=None) -> FamilyConfig:
+    """The :class:`~genbound.experiments.predict_gap.FamilyConfig` recorded in a family's results file
+    (default ``SAVED_FAMILY``)."""
+    from dataclasses import fields as _fields
+
+    from ..results import read_results
+
+    cfg = read_results(Path(SAVED_FAMILY if path is None else path), SCHEMA).config
+    names = {f.name for f in _fields(FamilyConfig)}
+    return FamilyConfig(**{k: (tuple(v) if isinstance(v, list) else
+                               {t: tuple(n) for t, n in v.items()} if isinstance(v, dict) else v)
+                           for k, v in cfg.items() if k in names})
 
 
 def undefined_allowed(df, col: str) -> "np.ndarray":
