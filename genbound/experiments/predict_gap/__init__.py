@@ -28,14 +28,16 @@ from .report import (DASH, fmt, interval, noise_table, plot_measures_vs_gap, ran
                      trivial_shares)
 from .nulls import NULL_STATS, RankingIndex, beyond_null, null_percentiles, null_statistics
 from .statistics import (axes_of, balanced_models, bootstrap_p, family_frame, fitted_models, m_dependent, measure_frame,
-                         measure_stats, measure_table, null_p, paired_gap_changes, psi_bootstrap, summary, REFERENCE)
+                         measure_stats, measure_table, null_p, paired_gap_changes, psi_bootstrap, summary, verdict_tests,
+                         PLAIN_NORMS, VERDICT_BOUNDS, REFERENCE)
 from .training import (SAVED_FAMILY, SCHEMA, ModelRecord, family_environment, merge_family, undefined_allowed,
                        open_family, read_family, run_family, train_setting)
 
 __all__ = ["AXES", "TASKS", "FamilyConfig", "TaskData", "build_model", "init_seed", "make_task_data", "batch_seed",
            "corrupt_labels", "HP_FIXED", "hp_baselines", "hp_features",
            "NULL_STATS", "RankingIndex", "beyond_null", "null_percentiles", "null_statistics",
-           "balanced_models", "bootstrap_p", "family_frame", "m_dependent", "null_p",
+           "balanced_models", "bootstrap_p", "family_frame", "m_dependent", "null_p", "verdict_tests",
+           "PLAIN_NORMS", "VERDICT_BOUNDS",
            "family_environment", "merge_family",
            "BASELINES", "BOUNDS", "CAPACITIES", "CAPACITY_FORMS", "DEPTH1_ONLY", "MEASURES", "REPORTED", "SPECTRAL",
            "magnitude_flatness", "measures_for", "multiclass_margins",

@@ -29,7 +29,7 @@ from .measures import MEASURES
 
 __all__ = ["axes_of", "fitted_models", "measure_frame", "psi_bootstrap", "measure_stats", "measure_table",
            "paired_gap_changes", "summary", "REFERENCE", "m_dependent", "family_frame", "balanced_models",
-           "bootstrap_p", "null_p"]
+           "bootstrap_p", "null_p", "normal_p", "verdict_tests", "PLAIN_NORMS", "VERDICT_BOUNDS"]
 
 #: The measure every other is compared with (Jiang et al.'s weakest baseline).
 REFERENCE = "n_params"
@@ -301,17 +301,44 @@ def measure_table(df, measures: Sequence[str] = MEASURES, *, n_boot: int = 1000,
 
 
 def bootstrap_p(diff) -> float:
-    """The two-sided percentile-bootstrap p-value of a difference's replicates ``diff``:
-    ``2 min(P*(diff <= 0), P*(diff >= 0))``, at most 1 (``nan`` without finite replicates).
+    """The two-sided percentile-bootstrap p-value of a difference's replicates ``diff`` (``n`` finite):
+    ``2 min(1 + #{diff <= 0}, 1 + #{diff >= 0}) / (n + 1)``, at most 1 (``nan`` without finite
+    replicates); the ``+1`` keeps it above 0, its resolution being ``2 / (n + 1)``.
 
-    >>> bootstrap_p(np.array([0.1, 0.2, -0.1, 0.3]))
-    0.5
+    >>> bootstrap_p(np.array([0.1, 0.2, -0.1, 0.3])), bootstrap_p(np.array([0.1, 0.2, 0.3]))
+    (0.8, 0.5)
     """
     d = np.asarray(diff, float)
     d = d[np.isfinite(d)]
     if not len(d):
         return math.nan
-    return float(min(1.0, 2 * min(np.mean(d <= 0), np.mean(d >= 0))))
+    return float(min(1.0, 2 * (1 + min(np.sum(d <= 0), np.sum(d >= 0))) / (len(d) + 1)))
+
+
+def normal_p(est: float, reps, *, two_sided: bool = True, null_mean: float = 0.0) -> float:
+    """The p-value of ``est`` against a normal law with the standard deviation of the sample ``reps``
+    (bootstrap replicates of a difference, or a null sample, then with its mean as ``null_mean``):
+    two-sided ``2 (1 - Phi(|est - null_mean| / sd))`` or one-sided ``1 - Phi((est - null_mean) / sd)``.
+    Unlike the empirical p-values (:func:`bootstrap_p`, :func:`null_p`), whose resolution is ``1 / n``,
+    it can be small enough for Holm's adjustment over many tests; it assumes the statistic is close to
+    normal (a mean over many pairs).
+
+    >>> r = np.array([-1.0, 1.0]) / np.sqrt(2)          # standard deviation 1
+    >>> round(normal_p(1.96, r), 3), round(normal_p(0.0, r, two_sided=False), 3)
+    (0.05, 0.5)
+    """
+    from statistics import NormalDist
+
+    v = np.asarray(reps, float)
+    v = v[np.isfinite(v)]
+    if len(v) < 2 or not math.isfinite(est):
+        return math.nan
+    sd = float(np.std(v, ddof=1))
+    if sd == 0:
+        return 1.0 if est == null_mean else 0.0
+    z = (est - null_mean) / sd
+    phi = NormalDist().cdf
+    return float(2 * (1 - phi(abs(z)))) if two_sided else float(1 - phi(z))
 
 
 def null_p(value: float, null, *, lower_is_better: bool = False) -> float:
@@ -360,6 +387,91 @@ def paired_gap_changes(df, axes: Sequence[str] | None = None):
 
 def _num(x):
     return float(x) if x is not None and math.isfinite(float(x)) else None
+
+
+#: The plain norms every bound is compared with in the verdict (the Lipschitz skeleton the bounds share).
+PLAIN_NORMS = ("log_spec_prod", "log_fro_prod")
+#: The bound capacities of the verdict (m-free forms: compared with the training-set size fixed).
+VERDICT_BOUNDS = ("tt_cap", "edelman_cap", "sa_cap", "edproxy_cap")
+
+
+def verdict_tests(fit, tab, extras, *, n_boot: int = 1000, seed: int = 0, measures: Sequence[str] = MEASURES):
+    """The tests the chapter's verdict rests on, fixed before looking at the family (the list below),
+    with Holm's adjustment over all of them (:func:`~genbound.experiments.ranking.holm`):
+
+    1. ``oracle``: the best measure of the weights minus the best hyperparameter-only baseline, in
+       ``Psi`` with the training-set size fixed (all measures) and in ``Psi`` (the ``m``-dependent ones);
+    2. ``seed``: for every measure of the weights, ``psi_seed`` against the null (one-sided,
+       :func:`null_p`);
+    3. ``norms``: each bound capacity of ``VERDICT_BOUNDS`` minus each plain norm of ``PLAIN_NORMS``, in
+       ``Psi`` with the training-set size fixed and in ``psi_seed``;
+    4. ``index``: the adaptive spectrum-adaptive proxy minus its two fixed-index sums, in the same two
+       statistics.
+
+    Differences get the two-sided :func:`normal_p` of the estimate against the standard deviation of its
+    replicates on the same seed draws (for a depth-1-only measure, both sides on the depth-1 models);
+    ``psi_seed`` the one-sided :func:`normal_p` against the null's mean and standard deviation. The
+    ``/sqrt(m)`` forms are left out of test 2 (within a setting they equal their ``m``-free forms). Returns a DataFrame: ``question``,
+    ``test``, ``estimate``, ``lo``, ``hi``, ``p``, ``p_holm``, ``reject`` (at 0.05)."""
+    import pandas as pd
+
+    reps, base = extras["reps"], extras["baselines"]
+    seeds = fit["seed"].unique()
+    key = {"psi": "psi", "psi_wo": "psi_without_n_train", "psi_seed": "psi_seed"}
+    rows = []
+
+    def diff(a, b, stat):
+        da, db = measure_frame(fit, a), measure_frame(fit, b)
+        ra, rb = reps[a][key[stat]], reps[b][key[stat]]
+        est = tab.loc[a, stat] - tab.loc[b, stat]
+        if len(da) != len(db):                      # compare on the smaller set of models
+            small = da if len(da) < len(db) else db
+            other = b if len(da) < len(db) else a
+            ro = psi_bootstrap(small, [other], axes=axes_of(small), n_boot=n_boot, seed=seed, seeds=seeds)[other]
+            st_o = measure_stats(small, other, axes=axes_of(small), simpson=False)
+            val = {"psi": st_o["psi"], "psi_wo": st_o["psi_without_n_train"], "psi_seed": st_o["psi_seed"]}[stat]
+            if other == b:
+                rb, est = ro[key[stat]], tab.loc[a, stat] - val
+            else:
+                ra, est = ro[key[stat]], val - tab.loc[b, stat]
+        d = ra - rb
+        lo, hi = _interval(d)
+        return est, lo, hi, normal_p(est, d)
+
+    weights = [m for m in measures if m not in base]
+    for stat in ("psi_wo", "psi"):
+        cand = [m for m in weights if np.isfinite(tab.loc[m, stat])]
+        bcand = [b for b in base if np.isfinite(tab.loc[b, stat])]
+        if cand and bcand:
+            m = max(cand, key=lambda k: tab.loc[k, stat])
+            b = max(bcand, key=lambda k: tab.loc[k, stat])
+            est, lo, hi, p = diff(m, b, stat)
+            rows.append({"question": "oracle", "test": f"{m} - {b} ({stat})", "estimate": est, "lo": lo,
+                         "hi": hi, "p": p})
+    for m in weights:
+        if m.endswith("_sqrtm"):           # sqrt(m) is constant within a setting: the same psi_seed as its m-free form
+            continue
+        sub = tab.loc[m, "null_subset"]
+        v, null = tab.loc[m, "psi_seed"], extras["nulls"][sub]["psi_seed"].to_numpy(float)
+        rows.append({"question": "seed", "test": f"{m} psi_seed vs null", "estimate": v,
+                     "lo": tab.loc[m, "psi_seed_lo"], "hi": tab.loc[m, "psi_seed_hi"],
+                     "p": normal_p(v, null, two_sided=False, null_mean=float(np.mean(null)))})
+    for b in VERDICT_BOUNDS:
+        for nrm in PLAIN_NORMS:
+            for stat in ("psi_wo", "psi_seed"):
+                est, lo, hi, p = diff(b, nrm, stat)
+                rows.append({"question": "norms", "test": f"{b} - {nrm} ({stat})", "estimate": est, "lo": lo,
+                             "hi": hi, "p": p})
+    for fixed in ("spectral_p0", "spectral_pmax"):
+        for stat in ("psi_wo", "psi_seed"):
+            est, lo, hi, p = diff("spectral_adaptive", fixed, stat)
+            rows.append({"question": "index", "test": f"spectral_adaptive - {fixed} ({stat})", "estimate": est,
+                         "lo": lo, "hi": hi, "p": p})
+    out = pd.DataFrame(rows)
+    adj = rk.holm(dict(zip(out["test"], out["p"])))
+    out["p_holm"] = [adj[t]["p_holm"] for t in out["test"]]
+    out["reject"] = [adj[t]["reject"] for t in out["test"]]
+    return out
 
 
 def summary(df, *, csv_path=None, n_boot: int = 1000, n_null: int = 200,
