@@ -21,29 +21,31 @@ hyperparameters), ``nulls`` (random measures, and the index that evaluates the s
 """
 
 from .baselines import HP_FIXED, hp_baselines, hp_features
-from .family import AXES, TASKS, FamilyConfig, TaskData, batch_seed, build_model, corrupt_labels, init_seed, make_task_data
+from .family import (AXES, TASKS, FamilyConfig, TaskData, batch_seed, build_model, corrupt_labels, init_seed,
+                     make_task_data, task_shape)
 from .measures import (BASELINES, BOUNDS, CAPACITIES, CAPACITY_FORMS, DEPTH1_ONLY, MEASURES, REPORTED, SPECTRAL,
                        magnitude_flatness, measures_for, multiclass_margins)
-from .report import (DASH, fmt, interval, noise_table, plot_measures_vs_gap, rank_table, stratified_taus,
-                     trivial_shares)
+from .report import (DASH, fmt, interval, noise_table, null_table, plot_measures_vs_gap, rank_table,
+                     stratified_taus, trivial_shares)
 from .nulls import NULL_STATS, RankingIndex, beyond_null, null_percentiles, null_statistics
 from .statistics import (axes_of, balanced_models, bootstrap_p, family_frame, fitted_models, m_dependent, measure_frame,
                          measure_stats, measure_table, null_p, paired_gap_changes, psi_bootstrap, summary, verdict_tests,
                          PLAIN_NORMS, VERDICT_BOUNDS, REFERENCE)
-from .training import (SAVED_FAMILY, SCHEMA, ModelRecord, family_environment, merge_family, undefined_allowed,
-                       open_family, read_family, run_family, train_setting)
+from .training import (PILOTS, SAVED_FAMILY, SCHEMA, ModelRecord, family_config, family_environment, merge_family,
+                       read_pilot, recompute_measures, undefined_allowed, open_family, read_family, run_family,
+                       train_setting)
 
 __all__ = ["AXES", "TASKS", "FamilyConfig", "TaskData", "build_model", "init_seed", "make_task_data", "batch_seed",
-           "corrupt_labels", "HP_FIXED", "hp_baselines", "hp_features",
+           "task_shape", "corrupt_labels", "HP_FIXED", "hp_baselines", "hp_features",
            "NULL_STATS", "RankingIndex", "beyond_null", "null_percentiles", "null_statistics",
            "balanced_models", "bootstrap_p", "family_frame", "m_dependent", "null_p", "verdict_tests",
            "PLAIN_NORMS", "VERDICT_BOUNDS",
-           "family_environment", "merge_family",
+           "family_environment", "merge_family", "family_config", "read_pilot", "recompute_measures", "PILOTS",
            "BASELINES", "BOUNDS", "CAPACITIES", "CAPACITY_FORMS", "DEPTH1_ONLY", "MEASURES", "REPORTED", "SPECTRAL",
            "magnitude_flatness", "measures_for", "multiclass_margins",
            "axes_of", "fitted_models", "measure_frame", "measure_stats", "measure_table", "paired_gap_changes",
            "psi_bootstrap", "summary", "REFERENCE",
-           "DASH", "fmt", "interval", "noise_table", "plot_measures_vs_gap", "rank_table", "stratified_taus",
+           "DASH", "fmt", "interval", "noise_table", "null_table", "plot_measures_vs_gap", "rank_table", "stratified_taus",
            "trivial_shares",
            "SAVED_FAMILY", "SCHEMA", "ModelRecord", "undefined_allowed", "open_family", "read_family", "run_family",
            "train_setting"]

@@ -54,9 +54,10 @@ class RankingIndex:
         for k, (i, j, dg, _) in enumerate(self._tau):
             keep = dg != 0
             I.append(i[keep]); J.append(j[keep]); VG.append(dg[keep]); T.append(np.full(int(keep.sum()), k))
-        self._ci, self._cj = np.concatenate(I), np.concatenate(J)
-        self._vg = np.concatenate(VG).astype(np.int64) + 1
-        tcode = np.concatenate(T).astype(np.int64)
+        cat = lambda parts: np.concatenate(parts) if parts else np.zeros(0, np.int64)  # noqa: E731
+        self._ci, self._cj = cat(I).astype(np.int64), cat(J).astype(np.int64)
+        self._vg = cat(VG).astype(np.int64) + 1
+        tcode = cat(T).astype(np.int64)
         lev = {}
         for a in self.axes:
             _, lv = np.unique(A[:, self.axes.index(a)], return_inverse=True)
@@ -180,7 +181,12 @@ def null_statistics(fit, *, axes, n_null: int = 200, seed: int = 0):
 
 def null_percentiles(null) -> dict:
     """Per statistic of ``NULL_STATS``: the 95th percentile of the null (the 5th for the sign errors)."""
-    return {k: float(np.nanpercentile(null[k], 5 if k in LOWER_IS_BETTER else 95)) for k in NULL_STATS}
+    out = {}
+    for k in NULL_STATS:
+        v = np.asarray(null[k], float)
+        v = v[np.isfinite(v)]
+        out[k] = float(np.percentile(v, 5 if k in LOWER_IS_BETTER else 95)) if len(v) else float("nan")
+    return out
 
 
 def beyond_null(value: float, stat: str, percentiles: dict) -> bool:

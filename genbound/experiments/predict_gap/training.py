@@ -28,7 +28,7 @@ from .measures import BOUNDS, CAPACITY_FORMS, DEPTH1_ONLY, MEASURES, REPORTED, S
 
 __all__ = ["SAVED_FAMILY", "ModelRecord", "train_setting", "run_family", "SCHEMA", "open_family",
            "read_family", "undefined_allowed", "merge_family", "family_environment", "recompute_measures",
-           "family_config"]
+           "family_config", "read_pilot", "PILOTS"]
 
 #: The saved family (CSV) and its notes (command, machine, wall time) beside it.
 SAVED_FAMILY = Path(__file__).resolve().parents[2] / "data" / "predict_gap_family.csv"
@@ -286,6 +286,37 @@ def merge_family(paths, out) -> Path:
     from ..results import merge_results
 
     return merge_results(paths, out, SCHEMA, same_except=("seconds",))
+
+
+#: The pilots that chose the family's axes (issue 27): one results file per task and candidate pair.
+PILOTS = Path(__file__).resolve().parents[2] / "data" / "predict_gap_pilots"
+
+#: The value every axis had in a pilot written before that axis existed (full batch, no weight
+#: decay, unit initialisation scale, clean labels).
+_PILOT_DEFAULTS = {"batch": 0, "weight_decay": 0.0, "init_scale": 1.0, "label_noise": 0.0}
+
+
+def read_pilot(path):
+    """A pilot's results file as a DataFrame with every column of ``AXES``: the pilots were written
+    while the axes were being added, so an older file lacks the later axes, which take the value they
+    ran with (``_PILOT_DEFAULTS``). Only the rows are read (pandas); the header is checked to name
+    the ``predict-gap`` experiment."""
+    import pandas as pd
+
+    path = Path(path)
+    first = path.read_text(encoding="utf-8").split("\n", 40)
+    if not any('"experiment": "predict-gap"' in ln for ln in first):
+        raise GenboundError(f"{path}: not a predict-gap results file")
+    df = pd.read_csv(path, comment="#")
+    for a, v in _PILOT_DEFAULTS.items():
+        if a not in df.columns:
+            df[a] = v
+    for col in ("fitted", "diverged"):
+        df[col] = df[col].astype(str).str.lower().eq("true")
+    missing = [c for c in ("task", *AXES, "seed", "gap", "test_se", "fitted") if c not in df.columns]
+    if missing:
+        raise GenboundError(f"{path}: missing column(s) {missing}")
+    return df
 
 
 def family_config(path=None) -> FamilyConfig:
