@@ -25,24 +25,28 @@ from genbound.experiments import predict_gap as pg
 #: sample size, at one architecture and one training-set size per task: the peak learning rate over a
 #: 30x range and label noise on the training set; 4 seed indices, the family's budget and protocol.
 PILOT = pg.FamilyConfig(depths=(1,), widths=(20,), lrs=(1e-3, 1e-2, 3e-2), label_noises=(0.0, 0.2),
+                        batches=(0,), weight_decays=(0.0,), init_scales=(1.0,),
                         n_train={"sparse-majority": (60,), "digits": (200,)},
                         seeds=4, stack=4, steps=3000, warmup=50)
 #: The second pilot: mini-batch against full batch and decoupled weight decay, at lr 1e-2, no noise.
 PILOT2 = pg.FamilyConfig(depths=(1,), widths=(20,), lrs=(1e-2,), batches=(0, 16), weight_decays=(0.0, 0.3),
-                         label_noises=(0.0, 0.1),
+                         label_noises=(0.0, 0.1), init_scales=(1.0,),
                          n_train={"sparse-majority": (60,), "digits": (200,)},
                          seeds=4, stack=4, steps=3000, warmup=50)
 #: The third pilot: decoupled weight decay over a wider range (lr 1e-2, full batch, no noise).
 PILOT3 = pg.FamilyConfig(depths=(1,), widths=(20,), lrs=(1e-2,), weight_decays=(0.0, 0.3, 1.0, 3.0),
+                         batches=(0,), init_scales=(1.0,), label_noises=(0.0,),
                          n_train={"sparse-majority": (60,), "digits": (200,)},
                          seeds=4, stack=4, steps=3000, warmup=50)
 #: The fourth pilot: the scale of the initialisation (every parameter times 1, 2 or 4), lr 1e-2, full batch.
 PILOT4 = pg.FamilyConfig(depths=(1,), widths=(20,), lrs=(1e-2,), init_scales=(1.0, 2.0, 4.0), batches=(0,),
+                         weight_decays=(0.0,), label_noises=(0.0, 0.1),
                          n_train={"sparse-majority": (60,), "digits": (200,)},
                          seeds=4, stack=4, steps=3000, warmup=50)
 #: The slowest corner of the planned family (depth 2, width 32, the largest sets, lr 1e-3, noise 0.2),
 #: for the time per stack.
-CORNER = pg.FamilyConfig(depths=(2,), widths=(32,), lrs=(1e-3,), label_noises=(0.2,),
+CORNER = pg.FamilyConfig(depths=(2,), widths=(32,), lrs=(1e-3,), label_noises=(0.2,), batches=(0,),
+                         weight_decays=(0.0,), init_scales=(1.0,),
                          n_train={"sparse-majority": (120,), "digits": (400,)},
                          seeds=4, stack=4, steps=3000, warmup=50)
 
