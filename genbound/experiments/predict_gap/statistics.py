@@ -263,10 +263,14 @@ def measure_table(df, measures: Sequence[str] = MEASURES, *, n_boot: int = 1000,
              for k, v in subsets.items()}
     pct = {k: null_percentiles(v) for k, v in nulls.items()}
     rows = []
+    index = {}                                       # one RankingIndex per set of models
     for m in names:
         d = measure_frame(fit, m)
         sub = "all" if len(d) == len(fit) else "depth1"
-        st = RankingIndex(d.reset_index(drop=True), axes=axes_of(d)).statistics(d[m].to_numpy(float))
+        key = tuple(d.index)
+        if key not in index:
+            index[key] = RankingIndex(d.reset_index(drop=True), axes=axes_of(d))
+        st = index[key].statistics(d[m].to_numpy(float))
         ps = rk.psi(d, m, axes=axes_of(d))
         row = {"measure": m, "n_models": int(len(d)), "m_free": not m_dependent(m), "null_subset": sub}
         for k in ("tau", "psi", "psi_wo", "psi_seed"):
