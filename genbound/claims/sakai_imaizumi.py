@@ -18,6 +18,7 @@ from .. import spectra as _sv
 from ..symbolic import sakai_imaizumi as sym
 from . import AllOf, Claim, FunctionCheck, InequalityCheck, register, replaced, scaled
 from ._core import call_with_time_limit
+from ..bounds._result import SAMPLES_LIMIT
 
 ENTROPY = "book/part3/entropy.md"
 DEEP = "book/part3/deep.md"
@@ -548,11 +549,11 @@ import numpy as np  # noqa: E402
 from .. import norms as _norms  # noqa: E402
 from ..bounds import sakai_imaizumi as _si  # noqa: E402
 from ..symbolic import spectral_bound as _sb  # noqa: E402
+from ..weights import KINDS as _KINDS  # noqa: E402
 from ..weights import TransformerWeights  # noqa: E402
 from . import register_cache  # noqa: E402
 from .schatten import EQ_RTOL, _Excess  # noqa: E402
 
-_KINDS = ("QK", "V", "M_in", "M_out")
 
 
 @register_cache
@@ -830,7 +831,9 @@ def _capacity_check_body(seed: int) -> tuple[float, int]:
         ex.holds(e.trivial == (e.log_value - 0.5 * math.log(n_s) >= 0), "edelman trivial")
         for rep, lcap in ((r, lc), (e, e.log_value)):
             for t in (1.0, float(_u(gen, 1, 0.01, 1.0)), 1e-3):
-                n = rep.samples_needed(t)
+                n = _si.samples_needed(lcap, t)
+                n_method = rep.samples_needed(t)       # the protocol's: the same, inf beyond its limit
+                ex.holds(n_method == (n if n <= SAMPLES_LIMIT else math.inf), f"samples_needed method ({t})")
                 log_n = 2 * (lcap - math.log(t))
                 if log_n > 50 * math.log(2):
                     ex.holds(n == math.inf if log_n > 1000 * math.log(2) else
