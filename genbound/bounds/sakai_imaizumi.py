@@ -517,8 +517,8 @@ def spectral_adaptive_bound(weights, *, L_phi: float = L_PHI, grid_m: int | None
     n_samples = _check_n_samples(n_samples)
     sp = _get_spectra(weights, device=device, mode=mode, progress=progress)
     L, H, N = sp.n_layers, sp.n_heads, sp.hidden
-    m = _grid_m(L, N) if grid_m is None else check_positive_int(grid_m, "grid_m")
-    p = p_grid(L, N, m, device=sp.device)
+    grid_m = _grid_m(L, N) if grid_m is None else check_positive_int(grid_m, "grid_m")   # the grid resolution
+    p = p_grid(L, N, grid_m, device=sp.device)
     qk, v, cin, cout = _c2(sp)
     log_alpha = log_layer_alpha(qk, v, cin, cout, L_phi=L_phi)  # (L,)
     gam = matrix_gamma(qk, v, cin, cout)
@@ -567,7 +567,7 @@ def spectral_adaptive_bound(weights, *, L_phi: float = L_PHI, grid_m: int | None
         "gamma": col(gam), "scale": torch.as_tensor(col(log_scale)).exp().numpy(), "log_scale": col(log_scale),
         "p_opt": p_opt.cpu().numpy(), "contribution": contrib.cpu().numpy(), "route": routes,
     })
-    return SpectralBoundReport(value=value, table=table, p=p, log_terms=LT, n_layers=L, hidden=N, grid_m=m,
+    return SpectralBoundReport(value=value, table=table, p=p, log_terms=LT, n_layers=L, hidden=N, grid_m=grid_m,
                                L_phi=L_phi, rank_tol=rank_tol, mode=mode, spectra=sp, log_capacity=log_capacity,
                                n_samples=n_samples)
 

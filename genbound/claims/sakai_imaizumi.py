@@ -268,7 +268,9 @@ def _maxrow(Z):
     return Z.norm(dim=-1).max(-1).values
 
 
-def _head_sample(gen, n):
+def head_sample(gen, n):
+    """``n`` draws for :prf:ref:`lem-sa-attention-input-lipschitz`: inputs ``X``, perturbed inputs ``X2`` (rows in the
+    unit ball), query-key maps ``qk`` over two decades and value maps ``v`` (used by the chapter's own search)."""
     X = _ball(gen, n, _T, _N)
     dX = _ball(gen, n, _T, _N) * 10 ** _u(gen, n, -3, 0).view(n, 1, 1)
     qk = torch.randn(n, _N, _N, generator=gen, dtype=DT) * 10 ** _u(gen, n, -1, 1).view(n, 1, 1)
@@ -276,11 +278,13 @@ def _head_sample(gen, n):
     return {"X": X, "X2": se.row_project(X + dX), "qk": qk, "v": v}
 
 
-def _head_project(x):
+def head_project(x):
+    """Project the rows of ``X`` and ``X2`` back onto the unit ball (after an adversarial step)."""
     return {**x, "X": se.row_project(x["X"]), "X2": se.row_project(x["X2"])}
 
 
-def _head_ratio(X, X2, qk, v):
+def head_ratio(X, X2, qk, v):
+    """``max_t ||head(X)_t - head(X2)_t|| / (C_V (1 + 4 C_QK) max_t ||x_t - x2_t||)``: at most 1 by the lemma."""
     diff = _maxrow(se.attention_head(X, qk, v) - se.attention_head(X2, qk, v))
     lip = se.head_lipschitz(_spec(qk), _spec(v))
     return diff / (lip * _maxrow(X - X2))
@@ -291,7 +295,7 @@ register(Claim(
     statement="for rows of X, X' in the unit ball: max_t ||head(X)_t - head(X')_t|| <= "
               "C_V (1 + 4 C_QK) max_t ||x_t - x'_t||, head(X) = softmax(X W_QK X^T) X W_V",
     chapter=DEEP, provenance="reconstructed",
-    numeric=InequalityCheck(_head_sample, _head_ratio, _head_project, trials=1500, starts=12, steps=120,
+    numeric=InequalityCheck(head_sample, head_ratio, head_project, trials=1500, starts=12, steps=120,
                             lr=0.03),
     symbolic=sym.verify_head_lipschitz,
     covers=("genbound.schatten_entropy.attention_head", "genbound.schatten_entropy.head_lipschitz", "genbound.schatten_entropy.row_project", "genbound.spectra.singular_values", "genbound.norms.spectral_norm",),
