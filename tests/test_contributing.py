@@ -162,3 +162,13 @@ def test_chapter_imports_public_names_only(chapter):
     src = "\n".join("\n".join(ln for ln in body.splitlines() if not ln.startswith((":", "%", "!")))
                     for body in _CELL.findall(chapter.read_text(encoding="utf-8")))
     assert not underscored_uses(src), f"{chapter.name} uses underscored genbound names: {underscored_uses(src)}"
+
+
+def test_family_modules_import_one_way():
+    """A family module takes Family/Role from families/base.py, never from its package (which imports it)."""
+    for path in sorted((ROOT / "genbound" / "weights" / "families").glob("*.py")):
+        if path.name in ("__init__.py", "base.py"):
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.level == 1:
+                assert node.module == "base", f"{path.name} imports from its package: a cycle"

@@ -295,7 +295,8 @@ def main(argv=None) -> int:
                          "each worker skips what the file already holds)")
     args = ap.parse_args(argv)
 
-    sites = [s for t in args.targets for s in enumerate_sites(ROOT / t)]
+    targets = args.targets if args.targets else default_targets()
+    sites = [s for t in targets for s in enumerate_sites(ROOT / t)]
     if args.list:
         from collections import Counter
         for f, k in sorted(Counter(s.file for s in sites).items()):
