@@ -197,8 +197,10 @@ def analyze(source, *, device=None, attention_scale: bool = False, mode: str = "
     if mode not in ("exact", "authors"):
         raise ParameterError(f"mode must be 'exact' or 'authors', got {mode!r}")
     w = load_weights(source, attention_scale=attention_scale, layers=layers)
-    w.spectra(device=dev, method="core" if mode == "exact" else "dense", progress=progress, svd_driver=svd_driver)
-    r = spectral_adaptive_bound(w, L_phi=L_phi, grid_m=grid_m, rank_tol=rank_tol, device=dev, mode=mode,
+    # every spectrum once: both proxies read these Spectra (no second pass through the weights' cache)
+    sp = w.spectra(device=dev, method="core" if mode == "exact" else "dense", progress=progress,
+                   svd_driver=svd_driver)
+    r = spectral_adaptive_bound(sp, L_phi=L_phi, grid_m=grid_m, rank_tol=rank_tol, device=dev, mode=mode,
                                 progress=progress)
     e = edelman_proxy(r.spectra, L_phi=L_phi, mode=mode)
     return Analysis(spectral=r, edelman=e, weights=w, device=str(dev), seconds=time.perf_counter() - t0)
