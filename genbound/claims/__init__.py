@@ -37,7 +37,7 @@ __all__ = ["Claim", "ClaimResult", "InequalityCheck", "FunctionCheck", "AllOf", 
 #: calls to be covered by a claim, and ``tools/mutation.py`` draws its mutants from every module of it
 #: (:func:`numeric_core_files`).
 NUMERIC_CORE = ("genbound.spectra", "genbound.norms", "genbound.rademacher", "genbound.covering",
-                "genbound.schatten_entropy", "genbound.bounds")
+                "genbound.schatten_entropy", "genbound.example_spectra", "genbound.bounds")
 
 _REGISTRY: dict[str, Claim] = {}
 
