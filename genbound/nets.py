@@ -55,6 +55,7 @@ from torch import nn
 from ._validate import as_tensor, check_positive_int, check_real
 from .device import resolve_device, resolve_dtype
 from .errors import ArchitectureError, ParameterError, ShapeError
+from .model_norms import ModelNorms  # noqa: F401  (re-exported: genbound.nets.ModelNorms)
 
 __all__ = ["ACTIVATIONS", "activation_lipschitz", "row_projection", "EffectiveWeights",
            "ReferenceTransformer", "ModelNorms", "matrix_norms", "forward_effective", "augment",
@@ -511,72 +512,3 @@ class ReferenceTransformer(nn.Module):
                 f"out_dim={self.out_dim}, activation={self.activation!r}, row_norm={self.row_norm}, "
                 f"bias={self.bias}, dense={self.dense}, score_scale={self.score_scale:.4g}, "
                 f"cls_index={self.cls_index}")
-
-
-#: The architecture fields a :class:`ModelNorms` carries besides the norms (what the bounds read).
-_NORM_META = ("d", "n_layers", "n_heads", "out_dim", "L_sigma", "bias", "row_norm")
-
-
-@dataclass(frozen=True)
-class ModelNorms:
-    """What the Part II bounds read off a :class:`ReferenceTransformer`, without its weights: the
-    architecture fields ``d, n_layers, n_heads, out_dim, L_sigma, bias, row_norm`` and the norms of
-    :meth:`ReferenceTransformer.weight_norms` (``norms``, nested lists of floats).
-
-    It answers ``weight_norms()`` like the model, so every ``*_bound_from_model`` function of
-    :mod:`genbound.bounds` takes it in the model's place: the bounds recomputed from saved norms go
-    through the same code as the bounds of the trained model. ``to_json`` / ``from_json`` round-trip
-    exactly (floats are written with ``repr``).
-
-    >>> net = ReferenceTransformer(4, seed=0)
-    >>> saved = ModelNorms.from_json(ModelNorms.of(net).to_json())
-    >>> float(saved.weight_norms()["QK"]["op"][0, 0]) == float(net.weight_norms()["QK"]["op"][0, 0])
-    True
-    """
-
-    d: int
-    n_layers: int
-    n_heads: int
-    out_dim: int
-    L_sigma: float
-    bias: bool
-    row_norm: bool
-    norms: dict
-
-    @classmethod
-    def of(cls, model: "ReferenceTransformer") -> "ModelNorms":
-        """The norms and architecture fields of ``model``."""
-        if not isinstance(model, ReferenceTransformer):
-            raise ArchitectureError(f"expected a genbound.nets.ReferenceTransformer, got {type(model).__name__}")
-        wn = model.weight_norms()
-        norms = {g: ({k: float(v) for k, v in d.items()} if g == "raw" else
-                     {k: v.detach().to(torch.float64).cpu().tolist() for k, v in d.items()})
-                 for g, d in wn.items()}
-        return cls(*(getattr(model, f) for f in _NORM_META), norms=norms)
-
-    def weight_norms(self) -> dict:
-        """The norms as :meth:`ReferenceTransformer.weight_norms` returns them (float64 tensors)."""
-        return {g: (dict(d) if g == "raw" else {k: torch.tensor(v, dtype=torch.float64) for k, v in d.items()})
-                for g, d in self.norms.items()}
-
-    def to_json(self) -> str:
-        """One line of JSON holding every field."""
-        import json
-
-        return json.dumps({**{f: getattr(self, f) for f in _NORM_META}, "norms": self.norms},
-                          separators=(",", ":"), sort_keys=True)
-
-    @classmethod
-    def from_json(cls, text: str) -> "ModelNorms":
-        """Inverse of :meth:`to_json` (raises :class:`~genbound.errors.ParameterError` on malformed text)."""
-        import json
-
-        try:
-            obj = json.loads(text)
-            out = cls(**{f: obj[f] for f in _NORM_META}, norms=obj["norms"])
-        except (ValueError, KeyError, TypeError) as exc:
-            raise ParameterError(f"not the JSON of a ModelNorms: {exc}") from None
-        for g in ("QK", "V", "w"):
-            if g not in out.norms:
-                raise ParameterError(f"ModelNorms JSON lacks the norms of {g!r}")
-        return out

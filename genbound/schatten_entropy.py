@@ -1,7 +1,8 @@
 """Per-matrix term of the spectrum-adaptive bound, its threshold optimisation, and the reference model.
 
 Book: :ref:`ch-sa-entropy` (the term and the entropy form), :ref:`ch-sa-deep` (the reference deep
-transformer used to check the Lipschitz peeling), :ref:`ch-sa-examples` (example spectra). Every constant
+transformer used to check the Lipschitz peeling), :ref:`ch-sa-examples` (example spectra, defined in
+:mod:`genbound.example_spectra` and re-exported here). Every constant
 comes from :mod:`genbound.symbolic.sakai_imaizumi`; the tests compare both to ``1e-12``.
 
 For one matrix with Schatten power ``M = ||W||_{S_p}^p``, scale ``S`` (the Lipschitz factor of what follows
@@ -32,6 +33,8 @@ from ._validate import as_tensor, check_real
 from .errors import InputError, ParameterError, ShapeError
 from .norms import log_schatten_power
 from .spectra import DEFAULT_RANK_TOL, threshold_spectrum
+from .example_spectra import (exponential_spectrum, low_rank_spectrum, polynomial_spectrum,  # noqa: F401
+                              spike_floor_spectrum)
 
 __all__ = [
     "GELU_LIPSCHITZ", "c_p", "log_c_p", "threshold_objective", "optimal_threshold",
@@ -321,65 +324,21 @@ def p0_scale_threshold(svals, N, *, rank_tol: float = DEFAULT_RANK_TOL) -> torch
     return torch.sqrt(r / n) / smin
 
 
-def grid_rounding_bound(svals, scale, N, m, *, rank_tol: float = DEFAULT_RANK_TOL) -> torch.Tensor:
+def grid_rounding_bound(svals, scale, N, grid_m, *, rank_tol: float = DEFAULT_RANK_TOL) -> torch.Tensor:
     """``(6 Lambda + log k + 2 |log S| + log N) / (8 m)``: the most that rounding ``p`` to ``P_m`` can add to
-    ``log T`` (``Lambda = max |log sigma_i|``, ``k`` = numerical rank). Book: :prf:ref:`lem-sa-grid-rounding`."""
+    ``log T`` (``Lambda = max |log sigma_i|``, ``k`` = numerical rank, ``m = grid_m`` the grid resolution).
+    Book: :prf:ref:`lem-sa-grid-rounding`."""
     s = threshold_spectrum(as_tensor(svals, "svals", min_ndim=1), rank_tol=rank_tol)
     pos = s > 0
     lam = torch.where(pos, s, torch.ones_like(s)).log().abs().max(-1).values
     k = pos.to(s.dtype).sum(-1)
     sc = _pos(scale, "scale").to(s.device)
     n = _pos(N, "N").to(s.device)
-    mm = _pos(m, "m").to(s.device)
+    mm = _pos(grid_m, "grid_m").to(s.device)
     return (6 * lam + k.log() + 2 * sc.log().abs() + n.log()) / (8 * mm)
 
 
-# --------------------------------------------------------------------------- example spectra
-
-def _n(N):
-    if isinstance(N, bool) or not isinstance(N, int) or N < 1:
-        raise ParameterError(f"N must be a positive integer, got {N!r}")
-    return torch.arange(1, N + 1, dtype=torch.float64)
-
-
-def low_rank_spectrum(N: int, r: int, sigma: float = 1.0) -> torch.Tensor:
-    """``r`` singular values equal to ``sigma``, then ``N - r`` zeros.
-
-    >>> low_rank_spectrum(4, 2).tolist()
-    [1.0, 1.0, 0.0, 0.0]
-    """
-    i = _n(N)
-    if isinstance(r, bool) or not isinstance(r, int) or not 0 <= r <= N:
-        raise ParameterError(f"r must be an integer in [0, N], got {r!r}")
-    sig = check_real(sigma, "sigma", lo=0, lo_open=True)
-    return torch.where(i <= r, torch.full_like(i, sig), torch.zeros_like(i))  # float64, not torch's default
-
-
-def polynomial_spectrum(N: int, beta: float, sigma1: float = 1.0) -> torch.Tensor:
-    """``sigma_i = sigma1 * i**(-beta)``, ``i = 1..N``.
-
-    >>> polynomial_spectrum(3, 1.0).tolist()
-    [1.0, 0.5, 0.3333333333333333]
-    """
-    return check_real(sigma1, "sigma1", lo=0, lo_open=True) * _n(N) ** (-check_real(beta, "beta", lo=0))
-
-
-def exponential_spectrum(N: int, c: float, sigma1: float = 1.0) -> torch.Tensor:
-    """``sigma_i = sigma1 * exp(-c (i - 1))``."""
-    return check_real(sigma1, "sigma1", lo=0, lo_open=True) * torch.exp(-check_real(c, "c", lo=0) * (_n(N) - 1))
-
-
-def spike_floor_spectrum(N: int, r: int, eta: float, sigma: float = 1.0) -> torch.Tensor:
-    """``r`` values ``sigma`` on a floor of ``N - r`` values ``eta``.
-
-    >>> spike_floor_spectrum(3, 1, 0.01).tolist()
-    [1.0, 0.01, 0.01]
-    """
-    i = _n(N)
-    if isinstance(r, bool) or not isinstance(r, int) or not 0 <= r <= N:
-        raise ParameterError(f"r must be an integer in [0, N], got {r!r}")
-    sig, floor = check_real(sigma, "sigma", lo=0, lo_open=True), check_real(eta, "eta", lo=0)
-    return torch.where(i <= r, torch.full_like(i, sig), torch.full_like(i, floor))  # float64 throughout
+# example spectra: genbound.example_spectra (re-exported above)
 
 
 # --------------------------------------------------------------------------- reference deep model

@@ -13,7 +13,7 @@ and Longformer's global projections (``query_global`` ...) are per-layer matrice
 describe; the loader refuses them by name.
 """
 
-from . import Family, Role
+from .base import Family, Role
 
 FAMILY = Family(
     name="bert",

@@ -11,7 +11,7 @@ Config keys ``dim``, ``n_heads``, ``hidden_dim``, ``n_layers``. The query is div
 ``sqrt(d_head)`` before the scores are taken, so the score scale is ``1/sqrt(d_head)``.
 """
 
-from . import Family, Role
+from .base import Family, Role
 
 FAMILY = Family(
     name="distilbert",

@@ -18,7 +18,7 @@ loader transposes it, and the proxies are then formed exactly as for BERT. Confi
 
 import math
 
-from . import Family, Role, config_value
+from .base import Family, Role, config_value
 
 
 def _flag(config, key: str, default: bool) -> bool:

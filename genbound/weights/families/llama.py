@@ -11,7 +11,7 @@ section "Other architectures"):
 * grouped-query attention shares one key and value projection among several query heads.
 """
 
-from . import Refusal
+from .base import Refusal
 
 REFUSAL = Refusal(
     name="llama",
