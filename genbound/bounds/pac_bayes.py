@@ -49,9 +49,9 @@ import numpy as np
 from .._validate import check_positive_int, check_real
 from ..errors import ParameterError
 
-__all__ = ["KL_INV_TOL", "CERT_DPS", "binary_kl", "kl_inverse_upper", "stirling_error", "maurer_xi",
+__all__ = ["KL_INV_TOL", "CERT_DPS", "PINSKER_CONSTANT", "binary_kl", "kl_inverse_upper", "kl_inverse_bracket", "stirling_error", "maurer_xi",
            "maurer_log_term", "pac_bayes_kl_bound", "monte_carlo_upper", "pac_bayes_kl_certificate",
-           "binomial_cdf", "binomial_test_bound", "kl_diag_gaussians", "isotropic_prior_variance",
+           "binomial_cdf", "binomial_test_bound", "kl_categorical", "change_of_measure_bound", "kl_diag_gaussians", "isotropic_prior_variance",
            "prior_scale_grid", "grid_delta", "pac_bayes_grid_certificate", "f_quad",
            "PacBayesCertificate", "BinomialTestBound"]
 
@@ -156,6 +156,24 @@ def _certify_upper(q: float, c: float, lo: float, hi: float, tol: float) -> floa
     return hi
 
 
+#: ``kl(q || p) >= PINSKER_CONSTANT (p - q)^2`` (Pinsker; derived in
+#: :func:`genbound.symbolic.pac_bayes.pinsker_constant`).
+PINSKER_CONSTANT = 2.0
+
+
+def kl_inverse_bracket(q: float, c: float) -> tuple[float, float]:
+    """``(q, min(1, q + sqrt(c / 2), q + c + sqrt(c^2 + 2 q c)))``: the exact ``kl^-1(q, c)`` lies between
+    them (Pinsker's inequality and ``kl(q || p) >= (p - q)^2 / (2p)`` for ``p >= q``).
+
+    >>> kl_inverse_bracket(0.5, 0.02)
+    (0.5, 0.6)
+    """
+    q = _check_rate(q)
+    c = check_real(c, "c", lo=0.0)
+    hi = min(1.0, q + math.sqrt(c / PINSKER_CONSTANT), q + c + math.sqrt(c * c + 2 * q * c))
+    return q, hi
+
+
 # --------------------------------------------------------------------------------------- Maurer xi
 _SERIES = (1.0 / 12, 1.0 / 360, 1.0 / 1260, 1.0 / 1680, 1.0 / 1188)
 
@@ -242,7 +260,7 @@ def pac_bayes_kl_certificate(mc_mean: float, n_draws: int, kl: float, n: int, de
 
 # --------------------------------------------------------------------------------------- binomial
 def binomial_cdf(k: int, n: int, p: float, *, dps: int = CERT_DPS) -> float:
-    """``P[Bin(n, p) <= k]`` summed term by term in ``dps``-digit arithmetic (the shorter tail, the other
+    """``P[Bin(n, p) <= k]`` summed term by term in ``dps``-digit arithmetic (the smaller tail, the other
     by complement); ``1`` when ``k >= n``. Equal to the regularised incomplete beta ``I_{1-p}(n-k, k+1)``
     (:prf:ref:`lem-pb-binomial-beta`).
 
@@ -255,7 +273,8 @@ def binomial_cdf(k: int, n: int, p: float, *, dps: int = CERT_DPS) -> float:
 
 def _tail_mp(k: int, n: int, p):
     """``P[Bin(n, p) <= k]`` as an mpmath number (current precision): the pmf by its ratio recursion,
-    summed over ``i <= k`` or, when ``k >= n/2``, one minus the sum over ``i > k``."""
+    summed over ``i <= k`` when ``k < n p`` (the smaller tail: no cancellation), else one minus the sum
+    over ``i > k`` (then the value is at least about 1/2)."""
     import mpmath
 
     if k >= n:
@@ -267,7 +286,7 @@ def _tail_mp(k: int, n: int, p):
         return mpmath.mpf(1)
     if p == 1:
         return mpmath.mpf(0)
-    if k < n / 2:
+    if k < n * p:                                   # the lower tail is the smaller one: sum it
         term = (1 - p) ** n
         ratio = p / (1 - p)
         total = term
@@ -316,6 +335,27 @@ def _binomial_upper(k: int, n: int, delta: float) -> float:
             else:
                 hi = mid
     return hi
+
+
+# ------------------------------------------------------------------------------ change of measure
+def kl_categorical(q, p):
+    """``KL(Q || P) = sum_i q_i ln(q_i / p_i)`` for probability vectors along the last axis (torch, batched,
+    differentiable; ``0 ln 0 = 0``)."""
+    import torch
+
+    q, p = torch.as_tensor(q), torch.as_tensor(p)
+    safe = torch.where(q > 0, q / p, torch.ones_like(q))
+    return (q * torch.log(safe)).sum(-1)
+
+
+def change_of_measure_bound(q, p, f):
+    """The right side of the Donsker-Varadhan change of measure, ``KL(Q || P) + ln E_P[e^f]``, an upper
+    bound on ``E_Q[f]`` for every ``Q`` (equality at the Gibbs measure ``Q ∝ P e^f``); torch, batched
+    along the leading axes, the outcomes along the last."""
+    import torch
+
+    p, f = torch.as_tensor(p), torch.as_tensor(f)
+    return kl_categorical(q, p) + torch.logsumexp(torch.log(p) + f, dim=-1)
 
 
 # ----------------------------------------------------------------------------- Gaussians and grids
