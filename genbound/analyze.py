@@ -49,16 +49,14 @@ import sys
 import time
 from dataclasses import dataclass
 
+from .kinds import KIND_DESCRIPTIONS
+
 __all__ = ["Analysis", "analyze", "add_parser", "run", "fix_heap_growth", "matrix_table", "check_outputs",
            "KINDS", "JSON_FIELDS", "MATRIX_FIELDS"]
 
-#: The four kinds of proxy matrix, in words (the ``kind`` column and key).
-KINDS = {
-    "QK": "one head's query-key product W_Q^T W_K (N x N, rank <= d_head)",
-    "V": "one head's value-output product W_V W_O (N x N, rank <= d_head)",
-    "M_in": "the feed-forward input matrix (N x d_ff)",
-    "M_out": "the feed-forward output matrix (d_ff x N)",
-}
+#: The four kinds of proxy matrix, in words (the ``kind`` column and key): the one definition,
+#: :data:`genbound.kinds.KIND_DESCRIPTIONS` (its keys are :data:`genbound.kinds.KINDS`).
+KINDS = KIND_DESCRIPTIONS
 
 #: Keys of each row of ``matrices`` in the JSON (the ``--csv`` columns, with ``shape`` as ``rows, cols``).
 MATRIX_FIELDS = {

@@ -321,16 +321,17 @@ def p0_scale_threshold(svals, N, *, rank_tol: float = DEFAULT_RANK_TOL) -> torch
     return torch.sqrt(r / n) / smin
 
 
-def grid_rounding_bound(svals, scale, N, m, *, rank_tol: float = DEFAULT_RANK_TOL) -> torch.Tensor:
+def grid_rounding_bound(svals, scale, N, grid_m, *, rank_tol: float = DEFAULT_RANK_TOL) -> torch.Tensor:
     """``(6 Lambda + log k + 2 |log S| + log N) / (8 m)``: the most that rounding ``p`` to ``P_m`` can add to
-    ``log T`` (``Lambda = max |log sigma_i|``, ``k`` = numerical rank). Book: :prf:ref:`lem-sa-grid-rounding`."""
+    ``log T`` (``Lambda = max |log sigma_i|``, ``k`` = numerical rank, ``m = grid_m`` the grid resolution).
+    Book: :prf:ref:`lem-sa-grid-rounding`."""
     s = threshold_spectrum(as_tensor(svals, "svals", min_ndim=1), rank_tol=rank_tol)
     pos = s > 0
     lam = torch.where(pos, s, torch.ones_like(s)).log().abs().max(-1).values
     k = pos.to(s.dtype).sum(-1)
     sc = _pos(scale, "scale").to(s.device)
     n = _pos(N, "N").to(s.device)
-    mm = _pos(m, "m").to(s.device)
+    mm = _pos(grid_m, "grid_m").to(s.device)
     return (6 * lam + k.log() + 2 * sc.log().abs() + n.log()) / (8 * mm)
 
 

@@ -338,7 +338,7 @@ def test_samples_needed_is_the_smallest_m():
         assert r.at(m).value <= target < r.at(m - 1).value
     m = r.samples_needed(0.5, tol=0.05)
     assert r.at(m).value <= 0.5 < r.at(int(m / 10**0.05)).value
-    assert r.samples_needed(0.5, max_m=1000) == math.inf
+    assert r.samples_needed(0.5, limit=1000) == math.inf
     e = _issue_case_ed(0.3)
     m = e.samples_needed(0.5, tol=0.05)
     assert e.at(m).value <= 0.5 < e.at(int(m / 10**0.05)).value
@@ -353,12 +353,13 @@ def test_samples_needed_rejects_bad_target(target):
 
 def test_to_dict_is_json_ready():
     r = _issue_case(1.0)
-    d = r.to_dict(m_star_target=0.5)
+    d = r.to_dict(target=0.5)
     assert d["trivial"] is True and d["value"] == r.value and d["capacity"] == r.capacity
-    assert d["m_star"] == r.samples_needed(0.5) and d["m"] == 300 and d["delta"] == 0.05
+    assert d["samples_needed"] == r.samples_needed(0.5) and d["m"] == d["n_samples"] == 300 and d["delta"] == 0.05
+    assert d["trivial_reason"].startswith("the gap bound")
     json.dumps(d, allow_nan=False)
     e = _issue_case_ed(1.0).to_dict()
-    assert e["T"] == 20 and "m_star" not in e and e["trivial"] is True
+    assert e["T"] == 20 and "samples_needed" not in e and e["trivial"] is True
     json.dumps(e, allow_nan=False)
 
 

@@ -467,9 +467,10 @@ def test_capacity_trivial_and_samples_needed():
         n = r.samples_needed(t)
         assert r.capacity / math.sqrt(n) <= t * (1 + 1e-12) and (n == 1 or r.capacity / math.sqrt(n - 1) > t)
     assert r.samples_needed(1.0) == 193 ** 2
-    d = r.to_dict()
+    d = r.to_dict(target=1.0)
     assert json.loads(json.dumps(d)) == d and d["trivial"] is False and d["n_samples"] == 100_000
     assert d["capacity"] == pytest.approx(193.0) and d["samples_needed"] == 193 ** 2
+    assert r.samples_needed() == 193 ** 2 and r.samples_needed(1.0, limit=193 ** 2 - 1) == math.inf
     e = si.edelman_proxy(w, n_samples=100_000)
     assert e.capacity == e.value and e.log_capacity == e.log_value
     assert e.trivial == (e.value >= math.sqrt(1e5)) and e.samples_needed(1.0) >= e.value ** 2 * (1 - 1e-12)
@@ -483,7 +484,7 @@ def test_capacity_beyond_float64_stays_json_ready():
     e = si.edelman_proxy(_toy(1e60, L=3), n_samples=10)
     assert math.isfinite(r.log_capacity) and r.trivial is True
     assert e.value == math.inf and e.to_dict()["value"] is None and e.trivial is True
-    assert e.samples_needed(1.0) == math.inf and e.to_dict()["samples_needed"] is None
+    assert e.samples_needed(1.0) == math.inf and e.to_dict(target=1.0)["samples_needed"] is None
     json.dumps(r.to_dict()), json.dumps(e.to_dict())
 
 

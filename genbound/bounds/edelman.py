@@ -35,7 +35,7 @@ from ..covering import ZHANG_CONSTANT, allocation_split, allocation_value
 from ..covering import zhang_log_cover as _zhang_part1
 from ..rademacher import (DudleyResult, dudley_bound, generalization_gap_bound, inverse_square_capacity,
                           inverse_square_log_factor, INVERSE_SQUARE_ALPHA_COEF)
-from ._result import BoundResultMixin
+from ._result import BoundResult, dudley_trivial_reason
 from .trauger_tewari import KAPPA_DEFAULT, TRIVIAL_RADEMACHER, CoverTerm, _aug, loss_lipschitz
 
 __all__ = ["EdelmanLayerRadii", "ZhangTerm", "EdelmanCover", "EdelmanBound", "zhang_log_cover",
@@ -237,13 +237,14 @@ def edelman_log_cover(layer: EdelmanLayerRadii, *, B_X: float, B_w21: float, S_w
 
 
 @dataclass(frozen=True)
-class EdelmanBound(BoundResultMixin):
+class EdelmanBound(BoundResult):
     """An Edelman-type bound: ``value`` (generalization gap of the ramp loss), ``rademacher`` (Dudley,
     numerical infimum), ``log_cover``, ``dudley``, the norms used, and ``m``, ``T``, ``delta``, ``margin``.
 
     What the value is (:prf:ref:`cor-edelman-capacity`): ``trivial``, ``capacity`` (free of ``m`` and
     ``T``; ``rademacher <= capacity * log_factor / sqrt(m)`` with the ``log(mT)`` in ``log_factor``),
-    ``samples_needed``, ``at``, ``to_dict``.
+    ``samples_needed``, ``at``, ``to_dict`` (the protocol of :mod:`genbound.bounds._result`, with
+    ``gap_at(m) = at(m).value`` and ``n_samples = m``).
 
     >>> lay = EdelmanLayerRadii((1.0,), (1.0,), (1.0,))
     >>> r = edelman_bound(lay, B_X=1.0, B_w21=1.0, S_w=1.0, d=4, m=300, T=10, delta=0.05)
@@ -283,6 +284,33 @@ class EdelmanBound(BoundResultMixin):
         a0 = min(INVERSE_SQUARE_ALPHA_COEF * math.sqrt(cov.A0) / math.sqrt(self.m), c / 2)
         ell = cov.log_factor(a0) if a0 > 0 else 1.0
         return math.sqrt(ell) * inverse_square_log_factor(cov.A0, m=self.m, diameter=c)
+
+    @property
+    def n_samples(self) -> int:
+        """The sample size ``m`` (the protocol's name)."""
+        return self.m
+
+    @property
+    def trivial_reason(self) -> str:
+        """Why the value is trivial (:func:`~genbound.bounds._result.dudley_trivial_reason`), or ``""``."""
+        return dudley_trivial_reason(self.dudley, self.value)
+
+    def gap_at(self, n: int) -> float:
+        """``at(n).value``: the same bound (same ``T``) at sample size ``n``."""
+        return self.at(n).value
+
+    def _dict_fields(self) -> dict:
+        return {"log_factor": self.log_factor, "rademacher": self.rademacher, "m": int(self.m), "T": int(self.T),
+                "delta": float(self.delta), "margin": float(self.margin)}
+
+    @classmethod
+    def examples(cls) -> list["EdelmanBound"]:
+        """One head at ``m = 300`` (trivial) and ``10**8`` (not), and two heads with a dense map."""
+        lay = EdelmanLayerRadii((1.0,), (1.0,), (1.0,))
+        two = EdelmanLayerRadii((1.0, 0.5), (1.0, 0.5), (0.5, 0.5), 1.0, 0.5)
+        kw = dict(B_X=1.0, B_w21=1.0, S_w=1.0, d=4, T=10, delta=0.05)
+        return [edelman_bound(lay, m=300, **kw), edelman_bound(lay, m=10**8, **kw),
+                edelman_bound(two, m=10**9, margin=0.5, bias=True, **{**kw, "T": 1000})]
 
     def at(self, m: int) -> "EdelmanBound":
         """The same bound (every radius, ``T``, ``delta`` and ``margin`` held fixed) at sample size ``m``."""

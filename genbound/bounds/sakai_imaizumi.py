@@ -54,6 +54,7 @@ from .._validate import check_positive_int, check_real
 from ..errors import InputError, ParameterError
 from ..spectra import DEFAULT_RANK_TOL, numerical_rank, threshold_spectrum
 from ..weights import KINDS, MLP_HEAD, Spectra, TransformerWeights
+from ._result import BoundResult
 
 __all__ = [
     "L_PHI",
@@ -246,14 +247,46 @@ def _trivial(log_capacity: float, n_samples):
     return bool(log_capacity - 0.5 * math.log(n_samples) >= 0.0)
 
 
-def _json(x):
-    if isinstance(x, float) and not math.isfinite(x):
+def _gap_estimate(log_capacity: float, n: int) -> float:
+    """``capacity / sqrt(n)`` from ``log capacity`` (``inf`` beyond float64)."""
+    x = float(log_capacity) - 0.5 * math.log(check_positive_int(n, "n"))
+    return math.exp(x) if x < _LOG_MAX else math.inf
+
+
+def _trivial_reason(log_capacity: float, n_samples) -> str | None:
+    """The protocol's ``trivial_reason`` of both reports: :func:`_trivial` with its reason."""
+    t = _trivial(log_capacity, n_samples)
+    if t is None:
         return None
-    return x
+    if not t:
+        return ""
+    return (f"capacity / sqrt(n) = exp({float(log_capacity) - 0.5 * math.log(n_samples):.6g}) is at or above "
+            f"the loss range 1 at n = {n_samples}")
+
+
+def _closed_form_n(log_capacity: float, target: float, limit: int) -> int | float:
+    """The protocol's ``_smallest_n`` of both reports: :func:`samples_needed` (exact closed form; ``inf``
+    beyond ``limit``). ``tests/test_bound_protocol.py`` compares it with the shared bisection."""
+    n = samples_needed(log_capacity, target)
+    return math.inf if n > limit else n
+
+
+def _example_weights(seed: int, n_layers: int = 2, n_heads: int = 2, hidden: int = 6, d_ff: int = 8,
+                     scale: float = 1.0) -> TransformerWeights:
+    """Small random proxy matrices (``examples()`` of both reports)."""
+    g = torch.Generator().manual_seed(seed)
+
+    def r(*shape):
+        return scale * torch.randn(*shape, generator=g, dtype=torch.float64) / math.sqrt(shape[0])
+
+    L, H, N = n_layers, n_heads, hidden
+    return TransformerWeights.from_proxy_matrices([[r(N, N) for _ in range(H)] for _ in range(L)],
+                                                  [[r(N, N) for _ in range(H)] for _ in range(L)],
+                                                  [r(N, d_ff) for _ in range(L)], [r(d_ff, N) for _ in range(L)])
 
 
 @dataclass(frozen=True)
-class SpectralBoundReport:
+class SpectralBoundReport(BoundResult):
     """Result of :func:`spectral_adaptive_bound`.
 
     ``value``: ``B_ours = sum_matrices min_p T(p) + sqrt(L)``. ``table``: one row per matrix (columns
@@ -296,23 +329,33 @@ class SpectralBoundReport:
         return math.exp(self.log_capacity) if self.log_capacity < _LOG_MAX else math.inf
 
     @property
-    def trivial(self) -> bool | None:
-        """``capacity / sqrt(n_samples) >= 1``; ``None`` without ``n_samples`` (see the class docstring)."""
-        return _trivial(self.log_capacity, self.n_samples)
+    def trivial_reason(self) -> str | None:
+        """``capacity / sqrt(n_samples) >= 1`` with its reason; ``None`` without ``n_samples`` (see the class
+        docstring); :attr:`trivial` follows (the protocol of :mod:`genbound.bounds._result`)."""
+        return _trivial_reason(self.log_capacity, self.n_samples)
 
-    def samples_needed(self, target: float = 1.0) -> int | float:
-        """The smallest ``n`` with ``capacity / sqrt(n) <= target`` (``target`` in ``(0, 1]``): :func:`samples_needed`."""
-        return samples_needed(self.log_capacity, target)
+    def gap_at(self, n: int) -> float:
+        """``capacity / sqrt(n)``: the estimate of the Rademacher term at sample size ``n``."""
+        return _gap_estimate(self.log_capacity, n)
 
-    def to_dict(self) -> dict:
-        """JSON-ready summary: ``value, capacity, log_capacity, trivial, n_samples, samples_needed`` (at
-        target 1), the grid and the settings (non-finite floats become ``None``)."""
-        return {"value": _json(self.value), "capacity": _json(self.capacity), "log_capacity": self.log_capacity,
-                "trivial": self.trivial, "n_samples": self.n_samples,
-                "samples_needed": _json(self.samples_needed(1.0)), "n_layers": self.n_layers,
-                "hidden": self.hidden, "grid_m": self.grid_m, "L_phi": self.L_phi, "rank_tol": self.rank_tol,
-                "mode": self.mode, "matrices": len(self.table),
-                "p_opt_zero": int((self.table["p_opt"] == 0).sum())}
+    def _smallest_n(self, target: float, tol: float, limit: int) -> int | float:
+        """``samples_needed(target)``: the least ``n`` with ``capacity / sqrt(n) <= target`` in closed form
+        (:func:`samples_needed`)."""
+        return _closed_form_n(self.log_capacity, target, limit)
+
+    def _dict_fields(self) -> dict:
+        return {"log_capacity": self.log_capacity, "n_layers": self.n_layers, "hidden": self.hidden,
+                "grid_m": self.grid_m, "L_phi": self.L_phi, "rank_tol": self.rank_tol, "mode": self.mode,
+                "matrices": len(self.table), "p_opt_zero": int((self.table["p_opt"] == 0).sum())}
+
+    @classmethod
+    def examples(cls) -> list["SpectralBoundReport"]:
+        """Two-layer random proxies: without ``n_samples``, trivial at ``n = 10``, not at ``10**12``, and in
+        ``"authors"`` mode."""
+        w = _example_weights(0)
+        return [spectral_adaptive_bound(w), spectral_adaptive_bound(w, n_samples=10),
+                spectral_adaptive_bound(w, n_samples=10**12),
+                spectral_adaptive_bound(_example_weights(1, n_layers=1, scale=3.0), mode="authors", n_samples=100)]
 
     @property
     def grid(self) -> pd.DataFrame:
@@ -335,7 +378,7 @@ class SpectralBoundReport:
 
 
 @dataclass(frozen=True)
-class EdelmanProxyReport:
+class EdelmanProxyReport(BoundResult):
     """Result of :func:`edelman_proxy`: ``value`` (may be ``inf`` in float64), ``log_value`` (finite),
     and a per-layer ``table`` (``layer, log_lipschitz, alpha, log_alpha, xi, log_xi``).
 
@@ -360,18 +403,31 @@ class EdelmanProxyReport:
         return self.log_value
 
     @property
-    def trivial(self) -> bool | None:
-        return _trivial(self.log_value, self.n_samples)
+    def trivial_reason(self) -> str | None:
+        """``value / sqrt(n_samples) >= 1`` with its reason; ``None`` without ``n_samples``."""
+        return _trivial_reason(self.log_value, self.n_samples)
 
-    def samples_needed(self, target: float = 1.0) -> int | float:
-        """The smallest ``n`` with ``value / sqrt(n) <= target``: :func:`samples_needed`."""
-        return samples_needed(self.log_value, target)
+    def gap_at(self, n: int) -> float:
+        """``value / sqrt(n)``."""
+        return _gap_estimate(self.log_value, n)
 
-    def to_dict(self) -> dict:
-        """JSON-ready summary (``value`` and ``capacity`` are ``None`` beyond float64; use the logs)."""
-        return {"value": _json(self.value), "log_value": self.log_value, "capacity": _json(self.capacity),
-                "log_capacity": self.log_capacity, "trivial": self.trivial, "n_samples": self.n_samples,
-                "samples_needed": _json(self.samples_needed(1.0)), "n_layers": self.n_layers, "L_phi": self.L_phi}
+    def _smallest_n(self, target: float, tol: float, limit: int) -> int | float:
+        """The least ``n`` with ``value / sqrt(n) <= target`` in closed form (:func:`samples_needed`)."""
+        return _closed_form_n(self.log_value, target, limit)
+
+    def _dict_fields(self) -> dict:
+        """``value`` and ``capacity`` are ``None`` beyond float64: the logs are kept."""
+        return {"log_value": self.log_value, "log_capacity": self.log_capacity, "n_layers": self.n_layers,
+                "L_phi": self.L_phi}
+
+    @classmethod
+    def examples(cls) -> list["EdelmanProxyReport"]:
+        """Random proxies: without ``n_samples``, trivial at ``n = 10``, not at ``10**15``, and one whose
+        value overflows float64 (``inf``, finite ``log_value``)."""
+        w = _example_weights(0)
+        big = _example_weights(2, n_layers=40, n_heads=1, hidden=4, d_ff=4, scale=400.0)
+        return [edelman_proxy(w), edelman_proxy(w, n_samples=10), edelman_proxy(w, n_samples=10**15),
+                edelman_proxy(big, n_samples=10**6)]
 
     def summary(self) -> str:
         return (f"Edelman-style proxy = {self.value:.6g} (log = {self.log_value:.6g}) over "
@@ -461,8 +517,8 @@ def spectral_adaptive_bound(weights, *, L_phi: float = L_PHI, grid_m: int | None
     n_samples = _check_n_samples(n_samples)
     sp = _get_spectra(weights, device=device, mode=mode, progress=progress)
     L, H, N = sp.n_layers, sp.n_heads, sp.hidden
-    m = _grid_m(L, N) if grid_m is None else check_positive_int(grid_m, "grid_m")
-    p = p_grid(L, N, m, device=sp.device)
+    grid_m = _grid_m(L, N) if grid_m is None else check_positive_int(grid_m, "grid_m")   # the grid resolution
+    p = p_grid(L, N, grid_m, device=sp.device)
     qk, v, cin, cout = _c2(sp)
     log_alpha = log_layer_alpha(qk, v, cin, cout, L_phi=L_phi)  # (L,)
     gam = matrix_gamma(qk, v, cin, cout)
@@ -511,7 +567,7 @@ def spectral_adaptive_bound(weights, *, L_phi: float = L_PHI, grid_m: int | None
         "gamma": col(gam), "scale": torch.as_tensor(col(log_scale)).exp().numpy(), "log_scale": col(log_scale),
         "p_opt": p_opt.cpu().numpy(), "contribution": contrib.cpu().numpy(), "route": routes,
     })
-    return SpectralBoundReport(value=value, table=table, p=p, log_terms=LT, n_layers=L, hidden=N, grid_m=m,
+    return SpectralBoundReport(value=value, table=table, p=p, log_terms=LT, n_layers=L, hidden=N, grid_m=grid_m,
                                L_phi=L_phi, rank_tol=rank_tol, mode=mode, spectra=sp, log_capacity=log_capacity,
                                n_samples=n_samples)
 

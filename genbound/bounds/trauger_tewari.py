@@ -33,7 +33,7 @@ from ..errors import ArchitectureError, ParameterError
 from ..covering import allocation_split, allocation_value
 from ..rademacher import (DudleyResult, dudley_inverse_square, generalization_gap_bound, inverse_square_capacity,
                           inverse_square_log_factor)
-from ._result import LOSS_RANGE, TRIVIAL_RADEMACHER, BoundResultMixin
+from ._result import LOSS_RANGE, TRIVIAL_RADEMACHER, BoundResult, dudley_trivial_reason
 
 __all__ = ["LayerRadii", "CoverTerm", "InverseSquareCover", "Sensitivities", "TTBound", "tt_row_bounds",
            "tt_layer_lipschitz", "tt_sensitivities", "sensitivities_raw", "tt_perturbation_bound", "tt_log_cover",
@@ -319,7 +319,7 @@ def loss_lipschitz(margin: float, out_dim: int) -> float:
 
 
 @dataclass(frozen=True)
-class TTBound(BoundResultMixin):
+class TTBound(BoundResult):
     """A Trauger-Tewari-type bound: ``value`` (bound on the gap between the ramp risk and its empirical
     mean, which also bounds ``P[misclassified] - empirical ramp risk``), ``rademacher`` (Dudley bound on
     the empirical Rademacher complexity of the ramp-loss class), ``log_cover`` (of the predictor class),
@@ -328,7 +328,8 @@ class TTBound(BoundResultMixin):
 
     What the value is (:prf:ref:`cor-tt-capacity`): ``trivial`` (the value is the trivial cap and cannot
     see the weights), ``capacity`` (``m``-free: ``rademacher <= capacity * log_factor / sqrt(m)``),
-    ``samples_needed`` (the smallest ``m`` reaching a target), ``at`` and ``to_dict``.
+    ``samples_needed`` (the smallest ``m`` reaching a target), ``at`` and ``to_dict``: the protocol of
+    :mod:`genbound.bounds._result`, with ``gap_at(m) = at(m).value`` and ``n_samples = m``.
 
     >>> lay = LayerRadii((1.0,), (1.0,), (1.0,), (1.0,))
     >>> r = trauger_tewari_bound([lay], B_X=1.0, B_w=1.0, d=4, m=300, delta=0.05)
@@ -371,6 +372,33 @@ class TTBound(BoundResultMixin):
     def log_factor(self) -> float:
         """``max(1, 1 + log(c sqrt(m) / (6 L_loss sqrt(A))))``: ``rademacher <= capacity * log_factor / sqrt(m)``."""
         return inverse_square_log_factor(self.loss_A, m=self.m, diameter=self.dudley.diameter)
+
+    @property
+    def n_samples(self) -> int:
+        """The sample size ``m`` (the protocol's name)."""
+        return self.m
+
+    @property
+    def trivial_reason(self) -> str:
+        """Why the value is trivial (:func:`~genbound.bounds._result.dudley_trivial_reason`), or ``""``."""
+        return dudley_trivial_reason(self.dudley, self.value)
+
+    def gap_at(self, n: int) -> float:
+        """``at(n).value``: the same bound at sample size ``n``."""
+        return self.at(n).value
+
+    def _dict_fields(self) -> dict:
+        return {"log_factor": self.log_factor, "rademacher": self.rademacher, "m": int(self.m),
+                "delta": float(self.delta), "margin": float(self.margin)}
+
+    @classmethod
+    def examples(cls) -> list["TTBound"]:
+        """One layer at ``m = 300`` (trivial) and ``10**6`` (not), and two dense layers with biases."""
+        lay = LayerRadii((1.0,), (1.0,), (1.0,), (1.0,))
+        two = [LayerRadii((1.0, 0.5), (0.5, 0.5), (1.0, 0.5), (0.5, 0.5), 1.0, 0.5)] * 2
+        return [trauger_tewari_bound([lay], B_X=1.0, B_w=1.0, d=4, m=300, delta=0.05),
+                trauger_tewari_bound([lay], B_X=1.0, B_w=1.0, d=4, m=10**6, delta=0.05),
+                trauger_tewari_bound(two, B_X=1.0, B_w=1.0, d=3, m=10**9, delta=0.1, margin=0.5, bias=True)]
 
     def at(self, m: int) -> "TTBound":
         """The same bound (every radius, ``delta`` and ``margin`` held fixed) at sample size ``m``."""

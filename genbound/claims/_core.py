@@ -25,6 +25,7 @@ from typing import Any, Callable, Mapping
 import torch
 
 from ..errors import ParameterError
+from ..jsonsafe import json_float
 
 __all__ = ["ClaimResult", "Claim", "InequalityCheck", "FunctionCheck", "AllOf", "NumericCheck", "Mutant",
            "MutantResult", "PROVENANCES", "LOOSE_THRESHOLD", "register_cache", "scaled", "replaced",
@@ -139,13 +140,11 @@ class MutantResult:
     note: str = ""
 
     def to_dict(self) -> dict:
-        """A JSON-ready dict (a non-finite ``worst_ratio`` becomes the string ``"inf"`` or ``"nan"``)."""
+        """A JSON-ready dict (a non-finite ``worst_ratio`` becomes ``None``: :mod:`genbound.jsonsafe`)."""
         return {**asdict(self), "worst_ratio": _json_float(self.worst_ratio)}
 
 
-def _json_float(x: float):
-    """``x`` if finite, else ``"inf"``, ``"-inf"`` or ``"nan"`` (strict JSON has no infinities)."""
-    return x if math.isfinite(x) else str(x)
+_json_float = json_float     # the package's one non-finite policy (genbound.jsonsafe): None
 
 
 @dataclass(frozen=True)

@@ -24,11 +24,11 @@ _THIS = sys.modules[__name__]  # mutants patch the right-hand-side functions def
 
 
 # ---- McDiarmid (checked on the mean of Bernoulli variables, whose tail is exact) -----------------
-_M_MAX = 30
+M_MAX = 30
 
 
 def _mcd_sample(gen, n):
-    m = torch.randint(1, _M_MAX + 1, (n,), generator=gen).to(F64)
+    m = torch.randint(1, M_MAX + 1, (n,), generator=gen).to(F64)
     p = torch.rand(n, generator=gen, dtype=F64).clamp(1e-4, 1 - 1e-4)
     t = torch.rand(n, generator=gen, dtype=F64) * (1 - p)
     return {"m": m, "p": p, "t": t.clamp(min=1e-6)}
@@ -40,7 +40,7 @@ def _mcd_project(x):
 
 
 def _mcd_ratio(m, p, t):
-    k = torch.arange(_M_MAX + 1, dtype=F64)
+    k = torch.arange(M_MAX + 1, dtype=F64)
     mm, pp = m.unsqueeze(-1), p.unsqueeze(-1)
     logpmf = (torch.lgamma(mm + 1) - torch.lgamma(k + 1) - torch.lgamma((mm - k).clamp(min=0) + 1)
               + k * torch.log(pp) + (mm - k) * torch.log1p(-pp))
@@ -62,13 +62,13 @@ register(Claim(
 ))
 
 # ---- symmetrization (exact: every sample of a small finite distribution, every sign vector) ------
-_SYM_NX, _SYM_M, _SYM_K = 3, 3, 4
-_SYM_IDX = torch.tensor(list(itertools.product(range(_SYM_NX), repeat=_SYM_M)))  # (27, m)
+SYM_NX, SYM_M, SYM_K = 3, 3, 4
+_SYM_IDX = torch.tensor(list(itertools.product(range(SYM_NX), repeat=SYM_M)))  # (27, m)
 
 
 def _sym_sample(gen, n):
-    return {"logits": 2 * torch.randn(n, _SYM_NX, generator=gen, dtype=F64),
-            "G": torch.rand(n, _SYM_K, _SYM_NX, generator=gen, dtype=F64)}
+    return {"logits": 2 * torch.randn(n, SYM_NX, generator=gen, dtype=F64),
+            "G": torch.rand(n, SYM_K, SYM_NX, generator=gen, dtype=F64)}
 
 
 def _sym_project(x):
@@ -97,13 +97,13 @@ register(Claim(
 ))
 
 # ---- Talagrand's contraction -----------------------------------------------------------------------
-_TAL_K, _TAL_M = 4, 6
+TAL_K, TAL_M = 4, 6
 
 
 def _tal_sample(gen, n):
-    return {"A": torch.randn(n, _TAL_K, _TAL_M, generator=gen, dtype=F64),
-            "c": torch.randn(n, _TAL_M, generator=gen, dtype=F64),
-            "w": torch.rand(n, _TAL_M, generator=gen, dtype=F64),
+    return {"A": torch.randn(n, TAL_K, TAL_M, generator=gen, dtype=F64),
+            "c": torch.randn(n, TAL_M, generator=gen, dtype=F64),
+            "w": torch.rand(n, TAL_M, generator=gen, dtype=F64),
             "L": 0.1 + 3 * torch.rand(n, generator=gen, dtype=F64)}
 
 
@@ -137,12 +137,12 @@ register(Claim(
 ))
 
 # ---- Massart ----------------------------------------------------------------------------------------
-_MAS_N, _MAS_M = 5, 7
+MAS_N, MAS_M = 5, 7
 
 
 def _mas_sample(gen, n):
-    scale = torch.rand(n, _MAS_N, 1, generator=gen, dtype=F64) ** 2
-    return {"A": scale * torch.randn(n, _MAS_N, _MAS_M, generator=gen, dtype=F64)}
+    scale = torch.rand(n, MAS_N, 1, generator=gen, dtype=F64) ** 2
+    return {"A": scale * torch.randn(n, MAS_N, MAS_M, generator=gen, dtype=F64)}
 
 
 def _mas_ratio(A):
@@ -166,24 +166,24 @@ def sp_equal(a, b) -> bool:
     return bool(sym_rad.sp.simplify(a - b) == 0)
 
 
-_LIN_M, _LIN_D = 8, 4
+LIN_M, LIN_D = 8, 4
 
 
 def _lin_sample(gen, n):
-    col = torch.rand(n, 1, _LIN_D, generator=gen, dtype=F64) ** 2
-    return {"X": col * torch.randn(n, _LIN_M, _LIN_D, generator=gen, dtype=F64),
+    col = torch.rand(n, 1, LIN_D, generator=gen, dtype=F64) ** 2
+    return {"X": col * torch.randn(n, LIN_M, LIN_D, generator=gen, dtype=F64),
             "B": 0.1 + 5 * torch.rand(n, generator=gen, dtype=F64)}
 
 
 def _l1_ratio(X, B):
-    v = torch.einsum("sm,nmd->nsd", _signs(_LIN_M), X)
-    exact = B * v.abs().amax(-1).mean(-1) / _LIN_M
+    v = torch.einsum("sm,nmd->nsd", _signs(LIN_M), X)
+    exact = B * v.abs().amax(-1).mean(-1) / LIN_M
     return exact / (B * rad.l1_linear_massart_bound(X)).clamp(min=_TINY)
 
 
 def _l2_ratio(X, B):
-    v = torch.einsum("sm,nmd->nsd", _signs(_LIN_M), X)
-    exact = B * torch.linalg.vector_norm(v, dim=-1).mean(-1) / _LIN_M
+    v = torch.einsum("sm,nmd->nsd", _signs(LIN_M), X)
+    exact = B * torch.linalg.vector_norm(v, dim=-1).mean(-1) / LIN_M
     return exact / (B * rad.l2_linear_bound(X)).clamp(min=_TINY)
 
 

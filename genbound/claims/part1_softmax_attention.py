@@ -20,13 +20,13 @@ from ._part1 import CH_SOFT, F64, _TINY
 _THIS = sys.modules[__name__]  # mutants patch the right-hand-side functions defined here
 
 
-_SM_T = 8
+SM_T = 8
 ATT_PLAN = [(2, 1000, 100), (8, 400, 60), (64, 64, 30), (1024, 4, 6)]  #: (T, trials, ascent steps)
 
 
 def _sm_sample(gen, n):
-    y = torch.randn(n, _SM_T, generator=gen, dtype=F64) * 10 ** (3 * torch.rand(n, 1, generator=gen, dtype=F64) - 2)
-    dx = torch.randn(n, _SM_T, generator=gen, dtype=F64) * 10 ** (4 * torch.rand(n, 1, generator=gen, dtype=F64) - 4)
+    y = torch.randn(n, SM_T, generator=gen, dtype=F64) * 10 ** (3 * torch.rand(n, 1, generator=gen, dtype=F64) - 2)
+    dx = torch.randn(n, SM_T, generator=gen, dtype=F64) * 10 ** (4 * torch.rand(n, 1, generator=gen, dtype=F64) - 4)
     return {"x": y + dx, "y": y}
 
 
@@ -72,7 +72,9 @@ def attention_lipschitz_constant(S_v, S_qk, B, kappa=1.0):
     return S_v * (1 + sym_soft.SCORE_OCCURRENCES * kappa * B**2 * S_qk)
 
 
-def _att_make(T, d=4, dv=3):
+def att_make(T, d=4, dv=3):
+    """``(sample, ratio, project)`` of the attention-Lipschitz check at sequence length ``T`` (token width ``d``,
+    value width ``dv``): the chapter runs the same search at several ``T``."""
     def sample(gen, n):
         B = 0.3 + 2.7 * torch.rand(n, generator=gen, dtype=F64)
         Z = torch.randn(n, T, d, generator=gen, dtype=F64)
@@ -103,7 +105,7 @@ def _att_make(T, d=4, dv=3):
 def _att_checks():
     out = []
     for T, trials, steps in ATT_PLAN:
-        s, r, p = _att_make(T)
+        s, r, p = att_make(T)
         out.append(InequalityCheck(s, r, p, trials=trials, starts=min(8, trials), steps=steps, lr=0.02))
     return tuple(out)
 

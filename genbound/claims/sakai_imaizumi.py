@@ -18,6 +18,7 @@ from .. import spectra as _sv
 from ..symbolic import sakai_imaizumi as sym
 from . import AllOf, Claim, FunctionCheck, InequalityCheck, register, replaced, scaled
 from ._core import call_with_time_limit
+from ..bounds._result import SAMPLES_LIMIT
 
 ENTROPY = "book/part3/entropy.md"
 DEEP = "book/part3/deep.md"
@@ -267,7 +268,9 @@ def _maxrow(Z):
     return Z.norm(dim=-1).max(-1).values
 
 
-def _head_sample(gen, n):
+def head_sample(gen, n):
+    """``n`` draws for :prf:ref:`lem-sa-attention-input-lipschitz`: inputs ``X``, perturbed inputs ``X2`` (rows in the
+    unit ball), query-key maps ``qk`` over two decades and value maps ``v`` (used by the chapter's own search)."""
     X = _ball(gen, n, _T, _N)
     dX = _ball(gen, n, _T, _N) * 10 ** _u(gen, n, -3, 0).view(n, 1, 1)
     qk = torch.randn(n, _N, _N, generator=gen, dtype=DT) * 10 ** _u(gen, n, -1, 1).view(n, 1, 1)
@@ -275,11 +278,13 @@ def _head_sample(gen, n):
     return {"X": X, "X2": se.row_project(X + dX), "qk": qk, "v": v}
 
 
-def _head_project(x):
+def head_project(x):
+    """Project the rows of ``X`` and ``X2`` back onto the unit ball (after an adversarial step)."""
     return {**x, "X": se.row_project(x["X"]), "X2": se.row_project(x["X2"])}
 
 
-def _head_ratio(X, X2, qk, v):
+def head_ratio(X, X2, qk, v):
+    """``max_t ||head(X)_t - head(X2)_t|| / (C_V (1 + 4 C_QK) max_t ||x_t - x2_t||)``: at most 1 by the lemma."""
     diff = _maxrow(se.attention_head(X, qk, v) - se.attention_head(X2, qk, v))
     lip = se.head_lipschitz(_spec(qk), _spec(v))
     return diff / (lip * _maxrow(X - X2))
@@ -290,7 +295,7 @@ register(Claim(
     statement="for rows of X, X' in the unit ball: max_t ||head(X)_t - head(X')_t|| <= "
               "C_V (1 + 4 C_QK) max_t ||x_t - x'_t||, head(X) = softmax(X W_QK X^T) X W_V",
     chapter=DEEP, provenance="reconstructed",
-    numeric=InequalityCheck(_head_sample, _head_ratio, _head_project, trials=1500, starts=12, steps=120,
+    numeric=InequalityCheck(head_sample, head_ratio, head_project, trials=1500, starts=12, steps=120,
                             lr=0.03),
     symbolic=sym.verify_head_lipschitz,
     covers=("genbound.schatten_entropy.attention_head", "genbound.schatten_entropy.head_lipschitz", "genbound.schatten_entropy.row_project", "genbound.spectra.singular_values", "genbound.norms.spectral_norm",),
@@ -548,11 +553,11 @@ import numpy as np  # noqa: E402
 from .. import norms as _norms  # noqa: E402
 from ..bounds import sakai_imaizumi as _si  # noqa: E402
 from ..symbolic import spectral_bound as _sb  # noqa: E402
+from ..weights import KINDS as _KINDS  # noqa: E402
 from ..weights import TransformerWeights  # noqa: E402
 from . import register_cache  # noqa: E402
 from .schatten import EQ_RTOL, _Excess  # noqa: E402
 
-_KINDS = ("QK", "V", "M_in", "M_out")
 
 
 @register_cache
@@ -830,7 +835,9 @@ def _capacity_check_body(seed: int) -> tuple[float, int]:
         ex.holds(e.trivial == (e.log_value - 0.5 * math.log(n_s) >= 0), "edelman trivial")
         for rep, lcap in ((r, lc), (e, e.log_value)):
             for t in (1.0, float(_u(gen, 1, 0.01, 1.0)), 1e-3):
-                n = rep.samples_needed(t)
+                n = _si.samples_needed(lcap, t)
+                n_method = rep.samples_needed(t)       # the protocol's: the same, inf beyond its limit
+                ex.holds(n_method == (n if n <= SAMPLES_LIMIT else math.inf), f"samples_needed method ({t})")
                 log_n = 2 * (lcap - math.log(t))
                 if log_n > 50 * math.log(2):
                     ex.holds(n == math.inf if log_n > 1000 * math.log(2) else

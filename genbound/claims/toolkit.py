@@ -5,7 +5,7 @@
 of their published right-hand sides in :mod:`genbound.claims.part1_equalities` and what they share in
 ``genbound.claims._part1``.
 
-This module re-exports every name of those modules (the settings the chapters glue, ``toolkit._M_MAX``,
+This module re-exports every name of those modules (the settings the chapters glue, ``toolkit.M_MAX``,
 ``toolkit.GEN_DELTA``, and the helpers they call, ``toolkit.maurey_law_table``, ...), so that
 ``from genbound.claims import toolkit`` keeps working. Mutants patch the defining module, not this one.
 

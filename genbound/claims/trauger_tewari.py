@@ -1457,7 +1457,7 @@ register(Claim(
     covers=("genbound.rademacher.inverse_square_capacity", "genbound.rademacher.inverse_square_log_factor",
             "genbound.rademacher.dudley_inverse_square", "genbound.bounds.trauger_tewari.TTBound.capacity",
             "genbound.bounds.trauger_tewari.TTBound.log_factor", "genbound.bounds.trauger_tewari.trauger_tewari_bound",
-            "genbound.bounds._result.smallest_m", "genbound.bounds._result.BoundResultMixin.samples_needed"),
+            "genbound.bounds._result.smallest_m", "genbound.bounds._result.BoundResult.samples_needed"),
 ))
 
 

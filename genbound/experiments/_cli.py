@@ -12,9 +12,9 @@ refused (a partial sweep stays usable).
 from __future__ import annotations
 
 import json
-import math
 
 from ..errors import ParameterError
+from ..jsonsafe import json_tree
 
 __all__ = ["add_parser", "parse_int_list", "parse_float_list"]
 
@@ -194,14 +194,7 @@ def _run_predict_gap(args) -> int:
     return 0
 
 
-def _jsonable_tree(obj):
-    if isinstance(obj, dict):
-        return {k: _jsonable_tree(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [_jsonable_tree(v) for v in obj]
-    if isinstance(obj, float) and not math.isfinite(obj):
-        return None
-    return obj
+_jsonable_tree = json_tree      # the package's one non-finite policy (genbound.jsonsafe)
 
 
 def _warn(msg: str) -> None:
@@ -298,8 +291,7 @@ def _run_sparse_majority(args) -> int:
     return 0
 
 
-def _jsonable(rec: dict) -> dict:
-    return {k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in rec.items()}
+_jsonable = json_tree
 
 
 _COLS = (("seq_len", 7, "d"), ("seed", 4, "d"), ("fitted", 6, ""), ("fit_step", 8, "d"),

@@ -63,10 +63,11 @@ from .families import FAMILIES, REFUSALS, ROLES, Family, Refusal, Role
 from .loading import (bert_tensor_names, bert_weights_from_state_dict, config_sizes, find_family, load_weights,
                       weights_from_state_dict)
 from .model import FF_ROUTES, TransformerWeights
-from .record import HEAD_KINDS, KINDS, MLP_HEAD, Spectra
+from .record import HEAD_KINDS, KIND_DESCRIPTIONS, KINDS, MLP_HEAD, Spectra
 
 __all__ = [
     "KINDS",
+    "KIND_DESCRIPTIONS",
     "HEAD_KINDS",
     "MLP_HEAD",
     "FF_ROUTES",

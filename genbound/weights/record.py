@@ -8,15 +8,11 @@ import torch
 
 from ..device import resolve_device
 from ..errors import ParameterError
+from ..kinds import HEAD_KINDS, KIND_DESCRIPTIONS, KINDS, MLP_HEAD
 
-__all__ = ["KINDS", "HEAD_KINDS", "MLP_HEAD", "Spectra", "kind_attr"]
+__all__ = ["KINDS", "KIND_DESCRIPTIONS", "HEAD_KINDS", "MLP_HEAD", "Spectra", "kind_attr"]
 
-#: The four matrix types of a layer, in the order of every table.
-KINDS = ("QK", "V", "M_in", "M_out")
-#: The per-head matrix types.
-HEAD_KINDS = ("QK", "V")
-#: The ``head`` value of the layer-wise feed-forward matrices in every table (the authors' convention).
-MLP_HEAD = -1
+# KINDS, HEAD_KINDS, MLP_HEAD: defined once in genbound.kinds (re-exported here and by genbound.weights)
 
 _TENSOR_FIELDS = ("qk", "v", "m_in", "m_out", "qk_norm21", "v_norm21", "m_in_norm21", "m_out_norm21")
 

@@ -68,7 +68,7 @@ def sample_size_needed(net, *, seq_len: int, delta: float, B_X: float, margin: f
     """
     results = bound_results(net, m=2, seq_len=seq_len, delta=delta, B_X=B_X, margin=margin,
                             radius_grid=radius_grid)
-    tt, ed = (r.samples_needed(target, tol=tol, max_m=int(10**max_log10)) for r in results)
+    tt, ed = (r.samples_needed(target, tol=tol, limit=int(10**max_log10)) for r in results)
     return float(tt), float(ed)
 
 
