@@ -48,12 +48,13 @@ import numpy as np
 
 from .._validate import check_positive_int, check_real
 from ..errors import ParameterError
+from ._result import LOSS_RANGE, BoundResult
 
 __all__ = ["KL_INV_TOL", "CERT_DPS", "PINSKER_CONSTANT", "binary_kl", "kl_inverse_upper", "kl_inverse_bracket", "stirling_error", "maurer_xi",
            "maurer_log_term", "pac_bayes_kl_bound", "monte_carlo_upper", "pac_bayes_kl_certificate",
            "binomial_cdf", "binomial_test_bound", "kl_categorical", "change_of_measure_bound", "kl_diag_gaussians", "isotropic_prior_variance",
            "prior_scale_grid", "grid_delta", "pac_bayes_grid_certificate", "f_quad",
-           "PacBayesCertificate", "BinomialTestBound"]
+           "PacBayesBound", "BinomialTestBound", "XI_EXACT_MAX"]
 
 #: Width of the bisection bracket of :func:`kl_inverse_upper` (absolute, in ``p``) before certification.
 KL_INV_TOL = 1e-14
@@ -415,7 +416,7 @@ def grid_delta(delta: float, count: int) -> float:
 
 
 def pac_bayes_grid_certificate(mc_mean: float, n_draws: int, kls: Sequence[float], n: int, delta: float,
-                               delta_mc: float) -> "PacBayesCertificate":
+                               delta_mc: float) -> "PacBayesBound":
     """The certificate at the best of ``K = len(kls)`` priors of a grid fixed before the data: each grid
     point's bound at confidence :func:`grid_delta` ``(delta, K)``, the Monte Carlo correction at
     ``delta_mc`` (one sample of ``Q``, shared); the minimum holds with probability
@@ -428,7 +429,7 @@ def pac_bayes_grid_certificate(mc_mean: float, n_draws: int, kls: Sequence[float
     dj = grid_delta(delta, len(kls))
     vals = [pac_bayes_kl_bound(up, k, n, dj) for k in kls]
     j = int(np.argmin(vals))
-    return PacBayesCertificate(value=vals[j], mc_mean=float(mc_mean), n_draws=int(n_draws),
+    return PacBayesBound(value=vals[j], mc_mean=float(mc_mean), n_draws=int(n_draws),
                                emp_upper=up, kl=kls[j], n=n, delta=float(delta), delta_mc=float(delta_mc),
                                grid_size=len(kls), grid_index=j)
 
@@ -451,12 +452,22 @@ def f_quad(emp_risk, kl, n: int, delta: float):
 
 
 # ------------------------------------------------------------------------------------------ results
+#: Above this sample size :meth:`PacBayesBound.gap_at` uses Maurer's ``2 sqrt(n)`` for ``xi(n)`` (the exact
+#: sum costs ``O(n)``), never more than its value at this size (the exact bound does not increase in ``n``).
+XI_EXACT_MAX = 10**6
+
+
 @dataclass(frozen=True)
-class PacBayesCertificate:
+class PacBayesBound(BoundResult):
     """A PAC-Bayes-kl certificate of a Gibbs classifier ``Q``: ``value`` bounds ``e(Q)`` with probability
     ``>= 1 - delta - delta_mc``. ``mc_mean``: the error of ``Q`` averaged over ``n_draws`` fresh draws on
     the ``n`` bound examples; ``emp_upper`` its Monte Carlo upper bound; ``kl`` the KL to the chosen grid
-    prior (index ``grid_index`` of ``grid_size``)."""
+    prior (index ``grid_index`` of ``grid_size``).
+
+    >>> r = PacBayesBound.examples()[0]
+    >>> r.trivial, r.gap_at(r.n) == r.value
+    (False, True)
+    """
 
     value: float
     mc_mean: float
@@ -470,22 +481,55 @@ class PacBayesCertificate:
     grid_index: int = 0
 
     @property
-    def capacity(self) -> float:
-        """``KL / n``, the complexity term per bound example."""
-        return self.kl / self.n
+    def n_samples(self) -> int:
+        """The number of bound examples."""
+        return self.n
 
-    def at(self, n: int) -> "PacBayesCertificate":
-        """The same certificate with ``n`` bound examples, every other quantity held fixed."""
+    @property
+    def capacity(self) -> float:
+        """``sqrt(KL / 2)``: by Pinsker, ``e(Q) - e_S(Q) <= sqrt([KL + ln(xi(n)/delta)] / (2n))``."""
+        return math.sqrt(self.kl / 2)
+
+    def _at(self, n: int, xi: float) -> float:
+        d = grid_delta(self.delta, self.grid_size)
+        return kl_inverse_upper(self.emp_upper, (self.kl + math.log(xi / d)) / n)
+
+    def gap_at(self, n: int) -> float:
+        """The certificate with ``n`` bound examples, every other quantity held fixed (an upper bound on
+        ``e(Q)``, hence on its gap); beyond :data:`XI_EXACT_MAX` with ``xi(n) <= 2 sqrt(n)``, capped by the
+        value there."""
         n = check_positive_int(n, "n")
-        v = pac_bayes_kl_bound(self.emp_upper, self.kl, n, grid_delta(self.delta, self.grid_size))
-        return PacBayesCertificate(v, self.mc_mean, self.n_draws, self.emp_upper, self.kl, n, self.delta,
-                                   self.delta_mc, self.grid_size, self.grid_index)
+        if n == self.n:
+            return self.value
+        if n <= XI_EXACT_MAX:
+            return self._at(n, maurer_xi(n))
+        return min(self._at(XI_EXACT_MAX, maurer_xi(XI_EXACT_MAX)), self._at(n, 2 * math.sqrt(n)))
+
+    @property
+    def trivial_reason(self) -> str:
+        return (f"the certificate {self.value:.6g} is at or above the loss range {LOSS_RANGE:g}"
+                if self.value >= LOSS_RANGE else "")
+
+    def _dict_fields(self) -> dict:
+        return {"mc_mean": self.mc_mean, "n_draws": self.n_draws, "emp_upper": self.emp_upper, "kl": self.kl,
+                "delta": self.delta, "delta_mc": self.delta_mc, "grid_size": self.grid_size,
+                "grid_index": self.grid_index}
+
+    @classmethod
+    def examples(cls) -> list:
+        return [pac_bayes_grid_certificate(0.05, 1000, [30.0, 12.0], 500, 0.04, 0.01),
+                pac_bayes_grid_certificate(0.3, 100, [5e3], 150, 0.04, 0.01)]
 
 
 @dataclass(frozen=True)
-class BinomialTestBound:
+class BinomialTestBound(BoundResult):
     """The binomial test-set bound: with probability ``>= 1 - delta`` over ``n`` fresh examples, a fixed
-    classifier that made ``errors`` mistakes on them has error at most ``value``."""
+    classifier that made ``errors`` mistakes on them has error at most ``value``.
+
+    >>> r = binomial_test_bound(0, 10, 0.05)
+    >>> r.trivial, math.isnan(r.capacity)
+    (False, True)
+    """
 
     value: float
     errors: int
@@ -493,14 +537,37 @@ class BinomialTestBound:
     delta: float
 
     @property
-    def capacity(self) -> float:
-        """A fixed classifier has no capacity term: ``0``."""
-        return 0.0
+    def n_samples(self) -> int:
+        return self.n
 
-    def at(self, n: int) -> "BinomialTestBound":
-        """The bound at ``n`` examples with the same error rate (``errors`` rounded to an integer)."""
+    @property
+    def capacity(self) -> float:
+        """A fixed classifier has no complexity term: ``nan`` (the protocol's "none")."""
+        return math.nan
+
+    def gap_at(self, n: int) -> float:
+        """``value`` at ``n`` test examples; at another ``n``, the Chernoff form
+        ``kl^-1(errors/n_0, ln(1/delta)/n)`` of the same error rate (an upper bound on the binomial bound
+        at that rate), passed through ``value``: its ``max`` with ``value`` below ``n_0``, its ``min``
+        above (so that the curve does not increase)."""
         n = check_positive_int(n, "n")
-        return binomial_test_bound(int(round(self.errors * n / self.n)), n, self.delta)
+        if n == self.n:
+            return self.value
+        ch = kl_inverse_upper(self.errors / self.n, math.log(1 / self.delta) / n)
+        return max(self.value, ch) if n < self.n else min(self.value, ch)
+
+    @property
+    def trivial_reason(self) -> str:
+        return (f"the test-set bound {self.value:.6g} is at or above the loss range {LOSS_RANGE:g}"
+                if self.value >= LOSS_RANGE else "")
+
+    def _dict_fields(self) -> dict:
+        return {"errors": self.errors, "delta": self.delta}
+
+    @classmethod
+    def examples(cls) -> list:
+        return [binomial_test_bound(0, 10, 0.05), binomial_test_bound(10, 10, 0.05),
+                binomial_test_bound(15, 150, 0.05)]
 
 
 def binomial_test_bound(errors: int, n: int, delta: float) -> BinomialTestBound:
