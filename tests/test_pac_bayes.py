@@ -118,7 +118,7 @@ def test_kl_diag_gaussians_against_closed_form_and_isotropic_optimum():
 
 def test_grid_certificate_spends_delta_once():
     cert = pb.pac_bayes_grid_certificate(0.1, 1000, [5.0, 2.0, 9.0], 500, 0.05, 0.01)
-    assert cert.grid_index == 1 and cert.grid_size == 3
+    assert cert.grid_index == 1 and cert.grid_count == 3
     up = pb.monte_carlo_upper(0.1, 1000, 0.01)
     assert cert.value == pb.pac_bayes_kl_bound(up, 2.0, 500, 0.05 / 3)
     assert cert.value > pb.pac_bayes_kl_bound(up, 2.0, 500, 0.05)

@@ -431,7 +431,7 @@ def pac_bayes_grid_certificate(mc_mean: float, n_draws: int, kls: Sequence[float
     j = int(np.argmin(vals))
     return PacBayesBound(value=vals[j], mc_mean=float(mc_mean), n_draws=int(n_draws),
                                emp_upper=up, kl=kls[j], n=n, delta=float(delta), delta_mc=float(delta_mc),
-                               grid_size=len(kls), grid_index=j)
+                               grid_count=len(kls), grid_index=j)
 
 
 def f_quad(emp_risk, kl, n: int, delta: float):
@@ -462,7 +462,7 @@ class PacBayesBound(BoundResult):
     """A PAC-Bayes-kl certificate of a Gibbs classifier ``Q``: ``value`` bounds ``e(Q)`` with probability
     ``>= 1 - delta - delta_mc``. ``mc_mean``: the error of ``Q`` averaged over ``n_draws`` fresh draws on
     the ``n`` bound examples; ``emp_upper`` its Monte Carlo upper bound; ``kl`` the KL to the chosen grid
-    prior (index ``grid_index`` of ``grid_size``).
+    prior (index ``grid_index`` of ``grid_count``).
 
     >>> r = PacBayesBound.examples()[0]
     >>> r.trivial, r.gap_at(r.n) == r.value
@@ -477,7 +477,7 @@ class PacBayesBound(BoundResult):
     n: int
     delta: float
     delta_mc: float
-    grid_size: int = 1
+    grid_count: int = 1
     grid_index: int = 0
 
     @property
@@ -491,7 +491,7 @@ class PacBayesBound(BoundResult):
         return math.sqrt(self.kl / 2)
 
     def _at(self, n: int, xi: float) -> float:
-        d = grid_delta(self.delta, self.grid_size)
+        d = grid_delta(self.delta, self.grid_count)
         return kl_inverse_upper(self.emp_upper, (self.kl + math.log(xi / d)) / n)
 
     def gap_at(self, n: int) -> float:
@@ -512,7 +512,7 @@ class PacBayesBound(BoundResult):
 
     def _dict_fields(self) -> dict:
         return {"mc_mean": self.mc_mean, "n_draws": self.n_draws, "emp_upper": self.emp_upper, "kl": self.kl,
-                "delta": self.delta, "delta_mc": self.delta_mc, "grid_size": self.grid_size,
+                "delta": self.delta, "delta_mc": self.delta_mc, "grid_count": self.grid_count,
                 "grid_index": self.grid_index}
 
     @classmethod
