@@ -515,3 +515,42 @@ register(Claim(
              replaced(pb, "grid_delta", lambda old: (lambda d, K: d / (K + 1)),
                       name="union-overpaid", what="delta / (K + 1): valid, but not the stated bookkeeping")),
 ))
+
+
+# ---------------------------------------------------------------------------------------------------
+# cor-pb-f-quad
+# ---------------------------------------------------------------------------------------------------
+def _fquad_check(seed: int) -> tuple[float, int]:
+    """``f_quad`` against ``(sqrt(e + c/2) + sqrt(c/2))^2`` with ``c = (KL + ln(2 sqrt(n)/delta))/n``, two-sided
+    (computed here from sympy's root of ``(p - q)^2 = 2 p c``), and the PAC-Bayes-kl bound at or below it
+    for ``n >= 8`` (``pac_bayes_kl_bound / f_quad <= 1``; tight as the KL grows)."""
+    rng = random.Random(seed)
+    root = spb.sp.lambdify((spb.q, spb.c), spb.small_kl_root(), "math")
+    worst, trials = 0.0, 0
+    for _ in range(150):
+        e, kl = rng.choice([0.0, rng.uniform(0, 0.6)]), 10 ** rng.uniform(-2, 3)
+        n, delta = rng.randint(8, 10**5), 10 ** rng.uniform(-4, -0.5)
+        c = (kl + math.log(2 * math.sqrt(n) / delta)) / n
+        fq = float(pb.f_quad(e, kl, n, delta))
+        want = root(e, c) if e > 0 else 2 * c
+        worst = max(worst, _two_sided(fq, want))
+        if n <= XI_N_MAX:
+            worst = max(worst, pb.pac_bayes_kl_bound(e, kl, n, delta) / fq)
+        trials += 1
+    return worst, trials
+
+
+XI_N_MAX = 10**5
+
+register(Claim(
+    label="cor-pb-f-quad",
+    statement="f_quad(e, KL, n, delta) = (sqrt(e + c/2) + sqrt(c/2))^2 with c = (KL + ln(2 sqrt(n)/delta))/n, "
+              "and kl^-1(e, (KL + ln(xi(n)/delta))/n) <= f_quad for n >= 8",
+    chapter=CH, provenance="paper",
+    numeric=FunctionCheck(_fquad_check), rtol=1e-9,
+    covers=(_COV + "f_quad",),
+    mutants=(replaced(pb, "f_quad", lambda old: (lambda e, kl, n, d: old(e, kl, n, d) * 0.99),
+                      name="one-percent-low", what="f_quad one per cent low"),
+             replaced(pb, "f_quad", lambda old: (lambda e, kl, n, d: old(e, kl, 2 * n, d)),
+                      name="n-doubled", what="2n in place of n")),
+))
