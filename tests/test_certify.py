@@ -42,3 +42,28 @@ def test_flat_unflat_roundtrip():
     assert v.shape == (10,)
     back = C.unflat(torch.stack([v, 2 * v]), like)
     assert torch.equal(back["a"][0], like["a"][0]) and torch.equal(back["b"][1], 2 * like["b"][0])
+
+
+def test_a_tiny_certificate_end_to_end(tmp_path):
+    """A deliberately tiny run (40 examples, 150 training steps, 5 posterior steps, 20 draws; a few
+    seconds): the record's internal relations, and one whole row in a results file that a resume sees."""
+    from genbound.bounds import pac_bayes as pb
+    from genbound.experiments.sparse_majority import SparseMajorityConfig
+
+    torch.set_num_threads(1)
+    cfg = SparseMajorityConfig(n_train=40, n_val=50, n_test=100, steps=150, warmup=10, m_star=False)
+    cc = C.CertifyConfig(post_steps=5, n_draws=20, test_draws=2)
+    rec = C.certify_sparse_majority(16, 0, cfg, cc)
+    assert set(rec) == set(C.SCHEMA.names)
+    assert rec["n_prior"] == 20 and rec["n_bound"] == 20 and rec["n_train"] == 40
+    assert rec["q_bound_error_mc"] <= rec["q_emp_upper"] <= rec["certificate"] <= 1.0
+    assert rec["q_emp_upper"] == pb.monte_carlo_upper(rec["q_bound_error_mc"], 20, cc.delta_mc)
+    assert rec["kl_per_n"] == rec["kl"] / 20
+    assert rec["test_set_bound"] == pb.binomial_test_bound(rec["test_errors"], 100, 0.05).value
+    assert rec["prior_holdout_bound"] == pb.binomial_test_bound(rec["prior_bound_errors"], 20, 0.05).value
+    w = C.open_certificates(tmp_path / "c.csv", "tiny", cfg, cc)
+    w.append([rec])
+    again = C.open_certificates(tmp_path / "c.csv", "tiny", cfg, cc)
+    assert (16, 0, 40) in again
+    (row,) = C.read_certificates(tmp_path / "c.csv").rows
+    assert row["certificate"] == rec["certificate"]
