@@ -48,7 +48,7 @@ def parse_float_list(text: str, name: str) -> list[float]:
 
 
 def add_parser(sub) -> None:
-    """Register ``experiment`` (sub-subcommands ``sparse-majority`` and ``predict-gap``)."""
+    """Register ``experiment`` (sub-subcommands ``sparse-majority``, ``predict-gap`` and ``certify``)."""
     p = sub.add_parser("experiment", help="run an experiment of the book",
                        description="Run an experiment of the book.")
     psub = p.add_subparsers(dest="experiment", metavar="EXPERIMENT")
@@ -112,6 +112,9 @@ def add_parser(sub) -> None:
     sm.add_argument("--saved-csv", default=None, help="the results file to verify (default: the saved sweep)")
     sm.set_defaults(func=_run_sparse_majority)
     _add_predict_gap(psub)
+    from .certify._cli import add_certify
+
+    add_certify(psub)
 
 
 def _add_predict_gap(psub) -> None:

@@ -1,0 +1,81 @@
+"""``genbound experiment certify``: PAC-Bayes-kl certificates of the rows of a sparse-majority results file.
+
+``genbound experiment certify --rows 16:0,32:1 --csv certs.csv`` retrains each named row of the sweep
+(default: the saved sweep) from its recorded configuration, certifies it
+(:func:`genbound.experiments.certify.certify_sparse_majority`) and appends one row per model to a
+results file keyed by ``(seq_len, seed, n_train)`` (resumable: finished keys are skipped).
+``--n-train N`` retrains the row's configuration with ``N`` training examples (the larger-m point).
+Every argument and every row is checked before anything is trained or written.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+
+from ...errors import ParameterError
+
+__all__ = ["add_certify"]
+
+
+def add_certify(psub) -> None:
+    """Register ``experiment certify``."""
+    from . import CertifyConfig
+
+    d = CertifyConfig()
+    p = psub.add_parser(
+        "certify", help="Part VI: PAC-Bayes-kl certificates of sparse-majority rows",
+        description="Retrain rows of a sparse-majority results file, train a prior on the first part of "
+                    "each training set, optimise a Gaussian posterior with f_quad and certify it on the "
+                    "rest with fresh draws; the deterministic model gets the binomial test-set bound.")
+    p.add_argument("--sweep", default=None, help="the sparse-majority results file (default: the saved sweep)")
+    p.add_argument("--rows", default=None, help="T:seed pairs, e.g. 16:0,32:1 (default: every row)")
+    p.add_argument("--csv", default=None, help="the certificate results file to create or resume")
+    p.add_argument("--n-train", type=int, default=0, help="retrain with this many training examples (0: the row's)")
+    p.add_argument("--prior-fraction", type=float, default=d.prior_fraction)
+    p.add_argument("--post-steps", type=int, default=d.post_steps)
+    p.add_argument("--draws", type=int, default=d.n_draws, help="fresh posterior draws on the bound set")
+    p.add_argument("--test-draws", type=int, default=d.test_draws)
+    p.add_argument("--json", action="store_true", help="print each record as one JSON line")
+    p.set_defaults(func=_run)
+
+
+def _run(args) -> int:
+    import torch
+
+    from . import CertifyConfig, certify_sparse_majority, open_certificates
+    from ..sparse_majority import config_of, parse_row_keys, read_sweep
+
+    cc = CertifyConfig(prior_fraction=args.prior_fraction, post_steps=args.post_steps, n_draws=args.draws,
+                       test_draws=args.test_draws, n_train=args.n_train).validated()
+    table = read_sweep(args.sweep)
+    cfg = config_of(table)
+    try:
+        keys = sorted(table.keys) if args.rows is None else parse_row_keys(args.rows)
+    except ParameterError as exc:
+        raise ParameterError(str(exc).replace("--verify-saved-rows", "--rows")) from None
+    missing = [k for k in keys if k not in table.keys]
+    if missing:
+        raise ParameterError(f"{table.path}: no row for " + ", ".join(f"T={t} seed={s}" for t, s in missing))
+    m = cc.n_train or cfg.n_train
+    m0 = int(round(cc.prior_fraction * m))
+    if not 1 <= m0 < m:
+        raise ParameterError(f"--prior-fraction {cc.prior_fraction} leaves no prior or no bound set at m = {m}")
+    saved = {(r["seq_len"], r["seed"]): r for r in table.rows}
+    writer = open_certificates(args.csv, table.path, cfg, cc) if args.csv else None
+    torch.set_num_threads(1)
+    for T, sd in keys:
+        if writer is not None and (T, sd, m) in writer:
+            continue
+        rec = certify_sparse_majority(T, sd, cfg, cc, saved_test_acc=saved[(T, sd)]["test_acc"])
+        if writer is not None:
+            writer.append([rec])
+        if args.json:
+            print(json.dumps({k: (None if isinstance(v, float) and not math.isfinite(v) else v)
+                              for k, v in rec.items()}), flush=True)
+        else:
+            print(f"T={T} seed={sd} m={m}: certificate {rec['certificate']:.4f} (Q test error "
+                  f"{rec['q_test_error']:.4f}, KL/n {rec['kl_per_n']:.3f}); test-set bound "
+                  f"{rec['test_set_bound']:.4f}; prior hold-out {rec['prior_holdout_bound']:.4f}; "
+                  f"{rec['seconds']:.0f} s", flush=True)
+    return 0
