@@ -180,8 +180,8 @@ def train_bert(L: int, N: int, cfg: GridConfig = GridConfig(), *, log=None):
     return model, metrics
 
 
-def _point_dir(work: Path, L: int, N: int) -> Path:
-    return Path(work) / f"L{L}_N{N}"
+def _point_dir(work: Path, L: int, N: int, seed: int = 0) -> Path:
+    return Path(work) / f"s{seed}" / f"L{L}_N{N}"
 
 
 #: A grid point whose test accuracy ends below this is trained again from scratch with half the learning
@@ -190,8 +190,41 @@ MIN_TEST_ACC = 0.9
 MAX_RETRIES = 2
 
 
-def train_grid(work, *, depths=DEPTHS, widths=WIDTHS, cfg: GridConfig = GridConfig(), log=print) -> None:
-    """Train every grid point not yet saved under ``work`` and save it there (``save_pretrained``).
+def machine_record() -> dict:
+    """Where a model was trained: CPU model, instruction-set flags, threads and library versions.
+
+    Float32 training on another CPU kind is another draw, so every saved row carries this record.
+    """
+    import hashlib
+
+    cpu, flags = platform.processor() or platform.machine(), ""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name") and cpu in ("", platform.machine(), platform.processor()):
+                cpu = line.split(":", 1)[1].strip()
+            if line.startswith("flags") and not flags:
+                flags = line.split(":", 1)[1].strip()
+    except OSError:  # pragma: no cover - not Linux
+        pass
+    try:
+        import transformers
+        tf_version = transformers.__version__
+    except ImportError:  # pragma: no cover
+        tf_version = None
+    return {"cpu": cpu, "cpu_flags_sha1": hashlib.sha1(flags.encode()).hexdigest()[:12],
+            "machine": platform.machine(), "python": platform.python_version(),
+            "torch": torch.__version__, "transformers": tf_version, "threads": torch.get_num_threads()}
+
+
+def train_grid(work, *, depths=DEPTHS, widths=WIDTHS, cfg: GridConfig = GridConfig(), seeds=None,
+               budget_s: float | None = None, expected_s=None, log=print) -> bool:
+    """Train every ``(L, N, seed)`` model not yet saved under ``work`` and save it (``save_pretrained``).
+
+    Resumable per (cell, seed): a model is saved under ``work/s{seed}/L{L}_N{N}`` as soon as it is trained,
+    and a later call skips it. ``seeds`` defaults to ``(cfg.seed,)``; the order is seed by seed, then width,
+    then depth. With ``budget_s`` a model is not started when the seconds spent in this call plus its
+    expected time (``expected_s(L, N)``, default 0) would exceed the budget, so that a long run goes in
+    chunks (the first model of a call always starts). Returns ``True`` when every requested model is trained.
 
     Retry rule: a point whose test accuracy is below ``MIN_TEST_ACC`` is trained again, from the same
     seed, with the learning rate halved, up to ``MAX_RETRIES`` times; ``metrics.json`` records the
@@ -199,22 +232,38 @@ def train_grid(work, *, depths=DEPTHS, widths=WIDTHS, cfg: GridConfig = GridConf
     """
     work = Path(work)
     work.mkdir(parents=True, exist_ok=True)
-    (work / "grid_config.json").write_text(json.dumps(asdict(cfg), indent=1))
-    for N in widths:
-        for L in depths:
-            d = _point_dir(work, L, N)
-            prev = json.loads((d / "metrics.json").read_text()) if (d / "metrics.json").exists() else None
-            attempts = prev.get("attempts", [prev["test_acc"]]) if prev else []
-            if prev and (prev["test_acc"] >= MIN_TEST_ACC or len(attempts) > MAX_RETRIES):
-                log(f"L={L} N={N}: already trained, skipped")
-                continue
-            lr = cfg.lr * 0.5 ** len(attempts)
-            model, metrics = train_bert(L, N, replace(cfg, lr=lr), log=log)
-            metrics["lr"] = lr
-            metrics["attempts"] = attempts + [metrics["test_acc"]]
-            model.save_pretrained(d)
-            (d / "metrics.json").write_text(json.dumps(metrics, indent=1))
-            log(f"L={L} N={N}: done in {metrics['seconds']:.0f} s (lr {lr:g}), test accuracy {metrics['test_acc']:.3f}")
+    seeds = (cfg.seed,) if seeds is None else tuple(seeds)
+    t_start = time.perf_counter()
+    complete, trained = True, 0
+    for seed in seeds:
+        scfg = replace(cfg, seed=seed)
+        (work / f"s{seed}").mkdir(exist_ok=True)
+        (work / f"s{seed}" / "grid_config.json").write_text(json.dumps(asdict(scfg), indent=1))
+        for N in widths:
+            for L in depths:
+                d = _point_dir(work, L, N, seed)
+                prev = json.loads((d / "metrics.json").read_text()) if (d / "metrics.json").exists() else None
+                attempts = prev.get("attempts", [prev["test_acc"]]) if prev else []
+                if prev and (prev["test_acc"] >= MIN_TEST_ACC or len(attempts) > MAX_RETRIES):
+                    continue
+                spent = time.perf_counter() - t_start
+                need = float(expected_s(L, N)) if expected_s is not None else 0.0
+                if budget_s is not None and trained and spent + need > budget_s:
+                    log(f"L={L} N={N} seed {seed}: not started ({spent:.0f} s spent, ~{need:.0f} s needed, "
+                        f"budget {budget_s:.0f} s)")
+                    complete = False
+                    continue
+                lr = cfg.lr * 0.5 ** len(attempts)
+                model, metrics = train_bert(L, N, replace(scfg, lr=lr), log=log)
+                metrics.update(seed=seed, lr=lr, attempts=attempts + [metrics["test_acc"]], **machine_record())
+                model.save_pretrained(d)
+                (d / "metrics.json").write_text(json.dumps(metrics, indent=1))
+                trained += 1
+                log(f"L={L} N={N} seed {seed}: done in {metrics['seconds']:.0f} s (lr {lr:g}), "
+                    f"test accuracy {metrics['test_acc']:.3f}")
+                if metrics["test_acc"] < MIN_TEST_ACC and len(metrics["attempts"]) <= MAX_RETRIES:
+                    complete = False  # a retry is due at the next call
+    return complete
 
 
 # --------------------------------------------------------------------------- spectra file
@@ -314,6 +363,17 @@ def load_spectra(path=None, *, attention_scale: bool = False) -> dict:
 
 # --------------------------------------------------------------------------- command line
 
+def _expected_seconds():
+    """``(L, N) -> seconds``: 1.3 times the longest stored training time of that cell (0 when none)."""
+    best: dict = {}
+    if DEFAULT_SPECTRA_FILE.exists():
+        with np.load(DEFAULT_SPECTRA_FILE, allow_pickle=False) as z:
+            for pt in json.loads(str(z["meta_json"]))["points"]:
+                cell = (pt["L"], pt["N"])
+                best[cell] = max(best.get(cell, 0.0), float(pt["seconds"]))
+    return lambda L, N: 1.3 * best.get((L, N), 0.0)
+
+
 def _main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m genbound.experiments.bert_grid",
                                  description="Train the BERT grid of Part III and store its spectra.")
@@ -322,6 +382,11 @@ def _main(argv=None) -> int:
     t.add_argument("--work", required=True)
     t.add_argument("--steps", type=int, default=GridConfig.steps)
     t.add_argument("--seed", type=int, default=GridConfig.seed)
+    t.add_argument("--seeds", type=int, nargs="+", default=None,
+                   help="seeds to train (default: --seed alone)")
+    t.add_argument("--budget-s", type=float, default=None,
+                   help="start no model that would end after this many seconds (expected time: 1.3 x the "
+                        "stored file's time for that cell); exit status 3 when models are left")
     t.add_argument("--threads", type=int, default=1)
     e = sub.add_parser("extract", help="write the spectra file from the trained models")
     e.add_argument("--work", required=True)
@@ -339,7 +404,9 @@ def _main(argv=None) -> int:
         cfg = GridConfig(steps=check_positive_int(args.steps, "steps"), seed=args.seed)
         log(f"python {sys.version.split()[0]}, torch {torch.__version__}, {platform.machine()}, "
             f"{torch.get_num_threads()} thread(s)")
-        train_grid(args.work, depths=args.depths, widths=args.widths, cfg=cfg, log=log)
+        done = train_grid(args.work, depths=args.depths, widths=args.widths, cfg=cfg, seeds=args.seeds,
+                          budget_s=args.budget_s, expected_s=_expected_seconds(), log=log)
+        return 0 if done else 3
     else:
         save_spectra(args.work, args.out, depths=args.depths, widths=args.widths, log=log)
     return 0
