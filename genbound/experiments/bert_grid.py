@@ -50,7 +50,8 @@ from ..errors import InputError, ParameterError
 
 __all__ = ["PAD", "CLS", "TOKEN_A", "TOKEN_B", "DEPTHS", "WIDTHS", "GridConfig", "count_task",
            "bert_config", "train_bert", "train_grid", "model_spectra", "spectra_from_arrays", "save_spectra",
-           "load_spectra", "DEFAULT_SPECTRA_FILE"]
+           "load_spectra", "DEFAULT_SPECTRA_FILE", "point_seed", "point_key", "initial_model", "STAGES",
+           "machine_record"]
 
 #: Special token ids of the synthetic task (padding, the classification token, and the two counted tokens).
 PAD, CLS, TOKEN_A, TOKEN_B = 0, 1, 2, 3
@@ -132,6 +133,32 @@ def _accuracy(model, ids, y, batch: int = 256) -> float:
     return correct / len(y)
 
 
+def point_seed(L: int, N: int, seed: int) -> int:
+    """The torch seed of grid point ``(L, N)`` for run seed ``seed``: ``seed * 1000003 + 1009 L + N``.
+
+    >>> point_seed(2, 64, 0), point_seed(2, 64, 1)
+    (2082, 1002085)
+    """
+    return seed * 1_000_003 + 1009 * L + N
+
+
+def initial_model(L: int, N: int, cfg: GridConfig = GridConfig()):
+    """The randomly initialised model that :func:`train_bert` starts from, and its torch seed.
+
+    ``torch.manual_seed(point_seed(L, N, cfg.seed))`` then ``BertForSequenceClassification(...)``, in eval
+    mode (no dropout anyway). The same call in :func:`train_bert` makes the initialisation column of the
+    grid exactly the starting point of each trained model (on the same torch version).
+    """
+    from transformers import BertForSequenceClassification
+
+    conf = bert_config(L, N, cfg)
+    seed = point_seed(L, N, cfg.seed)
+    torch.manual_seed(seed)
+    model = BertForSequenceClassification(conf).float()
+    model.eval()
+    return model, seed
+
+
 def train_bert(L: int, N: int, cfg: GridConfig = GridConfig(), *, log=None):
     """Train one randomly initialised BERT classifier of depth ``L`` and width ``N`` on :func:`count_task`.
 
@@ -139,12 +166,7 @@ def train_bert(L: int, N: int, cfg: GridConfig = GridConfig(), *, log=None):
     ``cfg.seed``, ``L`` and ``N``. Returns ``(model, metrics)`` where ``metrics`` holds the final training
     loss (mean of the last 20 steps), train and test accuracy and the wall time in seconds.
     """
-    from transformers import BertForSequenceClassification
-
-    conf = bert_config(L, N, cfg)
-    seed = cfg.seed * 1_000_003 + 1009 * L + N
-    torch.manual_seed(seed)
-    model = BertForSequenceClassification(conf).float()
+    model, seed = initial_model(L, N, cfg)
     model.train()
     g = torch.Generator().manual_seed(seed + 1)
     test_ids, test_y = count_task(cfg.n_test, seq_len=cfg.seq_len, vocab=cfg.vocab,
@@ -305,36 +327,107 @@ def spectra_from_arrays(arrays: dict, *, attention_scale: bool = False):
     return Spectra(**t, hidden=hidden, d_ff=d_ff, method="core")
 
 
-def save_spectra(work, out, *, depths=DEPTHS, widths=WIDTHS, log=print) -> Path:
+def point_key(L: int, N: int, seed: int, stage: str = "trained") -> str:
+    """The key of one model in the spectra file: ``L{L}_N{N}_s{seed}``, prefixed ``init_`` at initialisation.
+
+    >>> point_key(2, 64, 1), point_key(2, 64, 1, "init")
+    ('L2_N64_s1', 'init_L2_N64_s1')
+    """
+    if stage not in STAGES:
+        raise ParameterError(f"stage must be one of {STAGES}, got {stage!r}")
+    return ("init_" if stage == "init" else "") + f"L{L}_N{N}_s{seed}"
+
+
+#: The two stages stored per (cell, seed): the trained model and its initialisation.
+STAGES = ("trained", "init")
+
+
+def _proxies(model) -> tuple[float, float]:
+    from ..checkpoint_bounds import edelman_proxy, spectral_adaptive_bound  # these accept a torch module
+
+    return spectral_adaptive_bound(model, device="cpu").value, edelman_proxy(model, device="cpu").log_value
+
+
+def _old_points(path) -> dict:
+    """Points of an earlier spectra file, keyed by ``point_key`` (a file without seeds is seed 0)."""
+    out = {}
+    with np.load(path, allow_pickle=False) as z:
+        meta = json.loads(str(z["meta_json"]))
+        for pt in meta["points"]:
+            arrays = {f: z[f"{pt['key']}/{f}"] for f in (*_FIELDS, "dims")}
+            pt = {**pt, "seed": pt.get("seed", 0), "stage": pt.get("stage", "trained")}
+            pt.setdefault("attempts", [pt["test_acc"]] if "test_acc" in pt else [])
+            pt.setdefault("lr", meta["config"].get("lr"))
+            new_key = point_key(pt["L"], pt["N"], pt["seed"], pt["stage"])
+            out[new_key] = ({**pt, "key": new_key}, arrays)
+    return out
+
+
+def save_spectra(work, out, *, depths=DEPTHS, widths=WIDTHS, seeds=(0,), merge=None, init: bool = True,
+                 log=print) -> Path:
     """Read every trained model under ``work`` and write the compressed spectra file ``out``.
 
-    For every grid point the file holds the exact :class:`~genbound.weights.Spectra` arrays (singular
-    values and ``(2,1)`` norms of every QK, V, M_in, M_out matrix), the proxies computed from the model
-    itself (so a reader can check that the stored spectra reproduce them), and the training metrics.
+    For every ``(L, N, seed)`` the file holds the exact :class:`~genbound.weights.Spectra` arrays
+    (singular values and ``(2,1)`` norms of every QK, V, M_in, M_out matrix), the proxies computed from
+    the model itself (so a reader can check that the stored spectra reproduce them), and the training
+    metrics with the machine record. A model missing under ``work`` is taken from the spectra file
+    ``merge`` when that file has it (so rows whose weights were not kept carry over unchanged); otherwise
+    it is an :class:`~genbound.errors.InputError`. With ``init`` the file also holds, per ``(L, N, seed)``,
+    the spectra of the model's initialisation (:func:`initial_model`, recomputed: it needs no training).
     """
     from transformers import BertForSequenceClassification
 
-    from ..checkpoint_bounds import edelman_proxy, spectral_adaptive_bound  # these accept a torch module
-
     work, out = Path(work), Path(out)
+    old = _old_points(merge) if merge is not None else {}
+    merged_cfg = None
+    if merge is not None:
+        with np.load(merge, allow_pickle=False) as z:
+            merged_cfg = json.loads(str(z["meta_json"]))["config"]
     payload = {}
-    meta = {"points": [], "config": json.loads((work / "grid_config.json").read_text())}
-    for N in widths:
-        for L in depths:
-            d = _point_dir(work, L, N)
-            if not (d / "metrics.json").exists():
-                raise InputError(f"grid point L={L}, N={N} is not trained yet ({d} has no metrics.json)")
-            model = BertForSequenceClassification.from_pretrained(d, local_files_only=True).eval()
-            sp = model_spectra(model)
-            key = f"L{L}_N{N}"
-            for name, v in _spectra_arrays(sp).items():
-                payload[f"{key}/{name}"] = v
-            metrics = json.loads((d / "metrics.json").read_text())
-            ours = spectral_adaptive_bound(model, device="cpu").value
-            ed = edelman_proxy(model, device="cpu").log_value
-            meta["points"].append({"key": key, **metrics, "ours_from_model": ours,
-                                   "log_edelman_from_model": ed})
-            log(f"{key}: ours {ours:.6g}, log Edelman {ed:.6g}")
+    configs = {}
+    meta = {"points": []}
+    for seed in seeds:
+        cfg_file = work / f"s{seed}" / "grid_config.json"
+        if cfg_file.exists():
+            configs[seed] = json.loads(cfg_file.read_text())
+        for N in widths:
+            for L in depths:
+                d = _point_dir(work, L, N, seed)
+                key = point_key(L, N, seed)
+                if (d / "metrics.json").exists():
+                    model = BertForSequenceClassification.from_pretrained(d, local_files_only=True).eval()
+                    arrays = _spectra_arrays(model_spectra(model))
+                    metrics = json.loads((d / "metrics.json").read_text())
+                    ours, ed = _proxies(model)
+                    pt = {"key": key, **metrics, "seed": seed, "stage": "trained", "ours_from_model": ours,
+                          "log_edelman_from_model": ed, "source": "trained under --work"}
+                elif key in old:
+                    pt, arrays = old[key]
+                    pt = {**pt, "source": pt.get("source", f"carried over from {Path(merge).name}")}
+                else:
+                    raise InputError(f"grid point L={L}, N={N}, seed {seed} is not trained yet ({d} has no "
+                                     f"metrics.json) and no merged file holds it")
+                for name, v in arrays.items():
+                    payload[f"{key}/{name}"] = v
+                meta["points"].append(pt)
+                log(f"{key}: ours {pt['ours_from_model']:.6g}, log Edelman {pt['log_edelman_from_model']:.6g}")
+                if init:
+                    base = configs.get(seed, merged_cfg or {})
+                    cfg = GridConfig(**{**asdict(GridConfig()), **base, "seed": seed})
+                    model, tseed = initial_model(L, N, cfg)
+                    ikey = point_key(L, N, seed, "init")
+                    for name, v in _spectra_arrays(model_spectra(model)).items():
+                        payload[f"{ikey}/{name}"] = v
+                    ours, ed = _proxies(model)
+                    meta["points"].append({"key": ikey, "L": L, "N": N, "heads": N // cfg.head_dim, "seed": seed,
+                                           "stage": "init", "torch_seed": tseed, "ours_from_model": ours,
+                                           "log_edelman_from_model": ed})
+    cfgs = [{k: v for k, v in c.items() if k != "seed"} for c in (*configs.values(), merged_cfg) if c]
+    if any(c != cfgs[0] for c in cfgs):
+        raise InputError(f"the seeds were trained with different configurations: {cfgs}")
+    cfg0 = cfgs[0] if cfgs else None
+    meta["config"] = {k: v for k, v in (cfg0 or asdict(GridConfig())).items() if k != "seed"}
+    meta["seeds"] = list(seeds)
     payload["meta_json"] = np.array(json.dumps(meta))
     out.parent.mkdir(parents=True, exist_ok=True)
     np.savez_compressed(out, **payload)
@@ -344,8 +437,10 @@ def save_spectra(work, out, *, depths=DEPTHS, widths=WIDTHS, log=print) -> Path:
 def load_spectra(path=None, *, attention_scale: bool = False) -> dict:
     """Read a spectra file written by :func:`save_spectra`.
 
-    Returns ``{key: {"L", "N", "heads", metrics..., "spectra": Spectra}}`` with keys ``"L{L}_N{N}"``,
-    plus ``"_config"`` (the training configuration).
+    Returns ``{key: {"L", "N", "heads", "seed", "stage", metrics..., "spectra": Spectra}}`` with keys
+    :func:`point_key` (``"L{L}_N{N}_s{seed}"``, ``"init_L{L}_N{N}_s{seed}"``), plus ``"_config"`` (the
+    training configuration shared by every seed). A file written before seeds were stored reads as
+    seed 0, trained.
     """
     path = DEFAULT_SPECTRA_FILE if path is None else Path(path)
     if not path.exists():
@@ -354,10 +449,12 @@ def load_spectra(path=None, *, attention_scale: bool = False) -> dict:
     with np.load(path, allow_pickle=False) as z:
         meta = json.loads(str(z["meta_json"]))
         for pt in meta["points"]:
-            key = pt["key"]
-            arrays = {f: z[f"{key}/{f}"] for f in (*_FIELDS, "dims")}
-            out[key] = {**pt, "spectra": spectra_from_arrays(arrays, attention_scale=attention_scale)}
-    out["_config"] = meta["config"]
+            arrays = {f: z[f"{pt['key']}/{f}"] for f in (*_FIELDS, "dims")}
+            seed, stage = pt.get("seed", 0), pt.get("stage", "trained")
+            key = point_key(pt["L"], pt["N"], seed, stage)
+            out[key] = {**pt, "key": key, "seed": seed, "stage": stage,
+                        "spectra": spectra_from_arrays(arrays, attention_scale=attention_scale)}
+    out["_config"] = {k: v for k, v in meta["config"].items() if k != "seed"}
     return out
 
 
@@ -391,6 +488,9 @@ def _main(argv=None) -> int:
     e = sub.add_parser("extract", help="write the spectra file from the trained models")
     e.add_argument("--work", required=True)
     e.add_argument("--out", default=str(DEFAULT_SPECTRA_FILE))
+    e.add_argument("--seeds", type=int, nargs="+", default=[0])
+    e.add_argument("--merge", default=None,
+                   help="an earlier spectra file: models not under --work are carried over from it")
     for p in (t, e):
         p.add_argument("--depths", type=int, nargs="+", default=list(DEPTHS))
         p.add_argument("--widths", type=int, nargs="+", default=list(WIDTHS))
@@ -408,7 +508,8 @@ def _main(argv=None) -> int:
                           budget_s=args.budget_s, expected_s=_expected_seconds(), log=log)
         return 0 if done else 3
     else:
-        save_spectra(args.work, args.out, depths=args.depths, widths=args.widths, log=log)
+        save_spectra(args.work, args.out, depths=args.depths, widths=args.widths, seeds=args.seeds,
+                     merge=args.merge, log=log)
     return 0
 
 
