@@ -8,20 +8,19 @@ synthetic counting task (:func:`count_task`). Training is brief (AdamW, float32,
 
 Two steps, so that the slow part runs once and the book only reads a small file:
 
-1. ``train``: train every ``(L, N)`` model and save it (``save_pretrained``) under a work folder,
-   skipping models already saved there (incremental, restartable);
+1. ``train``: train every ``(L, N, seed)`` model and save it (``save_pretrained``) under a work folder,
+   skipping models already saved there (resumable per cell and seed; ``--budget-s`` stops between
+   models so that a long run goes in chunks);
 2. ``extract``: read every saved model with :func:`genbound.weights.load_weights` and store **only**
    what the proxies need (the exact nonzero singular values and the ``(2,1)`` norm of every matrix, as
-   :class:`genbound.weights.Spectra` arrays, and the training metrics) into a small compressed ``.npz``
-   file (:func:`save_spectra`). The chapter recomputes every proxy from that file (:func:`load_spectra`
+   :class:`genbound.weights.Spectra` arrays, the training metrics and the machine record) into a small
+   compressed ``.npz`` file (:func:`save_spectra`), together with the same arrays at each model's
+   initialisation (:func:`initial_model`). ``--merge`` carries over rows of an earlier file whose
+   weights were not kept. The chapter recomputes every proxy from that file (:func:`load_spectra`
    returns ``Spectra`` objects, which :func:`genbound.bounds.sakai_imaizumi.spectral_adaptive_bound` and
    ``edelman_proxy`` accept directly).
 
-Command used for the stored file (see ``genbound/data/bert_grid_spectra.md``)::
-
-    python -m genbound.experiments.bert_grid train --work /tmp/genbound-bert-grid
-    python -m genbound.experiments.bert_grid extract --work /tmp/genbound-bert-grid \\
-        --out genbound/data/bert_grid_spectra.npz
+Commands used for the stored file: ``genbound/data/bert_grid_spectra.md``.
 
 >>> import torch
 >>> ids, y = count_task(4, seq_len=8, generator=torch.Generator().manual_seed(0))
