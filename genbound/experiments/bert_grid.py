@@ -355,32 +355,37 @@ def _old_points(path) -> dict:
         for pt in meta["points"]:
             arrays = {f: z[f"{pt['key']}/{f}"] for f in (*_FIELDS, "dims")}
             pt = {**pt, "seed": pt.get("seed", 0), "stage": pt.get("stage", "trained")}
-            pt.setdefault("attempts", [pt["test_acc"]] if "test_acc" in pt else [])
-            pt.setdefault("lr", meta["config"].get("lr"))
+            if pt["stage"] == "trained":    # rows of the first file name lr and attempts only when retried
+                pt.setdefault("attempts", [pt["test_acc"]])
+                pt.setdefault("lr", meta["config"].get("lr"))
             new_key = point_key(pt["L"], pt["N"], pt["seed"], pt["stage"])
             out[new_key] = ({**pt, "key": new_key}, arrays)
     return out
 
 
-def save_spectra(work, out, *, depths=DEPTHS, widths=WIDTHS, seeds=(0,), merge=None, init: bool = True,
-                 log=print) -> Path:
+def save_spectra(work, out, *, depths=DEPTHS, widths=WIDTHS, seeds=(0,), merge=(), init: bool = True,
+                 reuse: bool = False, skip_missing: bool = False, log=print) -> Path:
     """Read every trained model under ``work`` and write the compressed spectra file ``out``.
 
     For every ``(L, N, seed)`` the file holds the exact :class:`~genbound.weights.Spectra` arrays
     (singular values and ``(2,1)`` norms of every QK, V, M_in, M_out matrix), the proxies computed from
     the model itself (so a reader can check that the stored spectra reproduce them), and the training
-    metrics with the machine record. A model missing under ``work`` is taken from the spectra file
-    ``merge`` when that file has it (so rows whose weights were not kept carry over unchanged); otherwise
-    it is an :class:`~genbound.errors.InputError`. With ``init`` the file also holds, per ``(L, N, seed)``,
+    metrics with the machine record. A model missing under ``work`` is taken from the spectra files
+    ``merge`` (a path or a sequence of paths; the first that has it) when one has it, so rows whose
+    weights were not kept carry over unchanged; otherwise it is an :class:`~genbound.errors.InputError`,
+    or, with ``skip_missing``, left out (logged). With ``init`` the file also holds, per ``(L, N, seed)``,
     the spectra of the model's initialisation (:func:`initial_model`, recomputed: it needs no training).
+    ``reuse``: a row (trained or initial) present in a merged file is taken from there even when its
+    model is under ``work`` (the same code computed it; this saves recomputing every row).
     """
     from transformers import BertForSequenceClassification
 
     work, out = Path(work), Path(out)
-    old = _old_points(merge) if merge is not None else {}
-    merged_cfg = None
-    if merge is not None:
-        with np.load(merge, allow_pickle=False) as z:
+    merge = [merge] if isinstance(merge, (str, Path)) else list(merge or ())
+    old, merged_cfg = {}, None
+    for path in reversed(merge):            # the first file listed wins
+        old.update(_old_points(path))
+        with np.load(path, allow_pickle=False) as z:
             merged_cfg = json.loads(str(z["meta_json"]))["config"]
     payload = {}
     configs = {}
@@ -393,7 +398,9 @@ def save_spectra(work, out, *, depths=DEPTHS, widths=WIDTHS, seeds=(0,), merge=N
             for L in depths:
                 d = _point_dir(work, L, N, seed)
                 key = point_key(L, N, seed)
-                if (d / "metrics.json").exists():
+                if reuse and key in old:
+                    pt, arrays = old[key]
+                elif (d / "metrics.json").exists():
                     model = BertForSequenceClassification.from_pretrained(d, local_files_only=True).eval()
                     arrays = _spectra_arrays(model_spectra(model))
                     metrics = json.loads((d / "metrics.json").read_text())
@@ -402,7 +409,10 @@ def save_spectra(work, out, *, depths=DEPTHS, widths=WIDTHS, seeds=(0,), merge=N
                           "log_edelman_from_model": ed, "source": "trained under --work"}
                 elif key in old:
                     pt, arrays = old[key]
-                    pt = {**pt, "source": pt.get("source", f"carried over from {Path(merge).name}")}
+                    pt = {**pt, "source": pt.get("source", "carried over from an earlier file")}
+                elif skip_missing:
+                    log(f"{key}: not trained, left out")
+                    continue
                 else:
                     raise InputError(f"grid point L={L}, N={N}, seed {seed} is not trained yet ({d} has no "
                                      f"metrics.json) and no merged file holds it")
@@ -410,11 +420,16 @@ def save_spectra(work, out, *, depths=DEPTHS, widths=WIDTHS, seeds=(0,), merge=N
                     payload[f"{key}/{name}"] = v
                 meta["points"].append(pt)
                 log(f"{key}: ours {pt['ours_from_model']:.6g}, log Edelman {pt['log_edelman_from_model']:.6g}")
-                if init:
+                ikey = point_key(L, N, seed, "init")
+                if init and reuse and ikey in old:
+                    ipt, iarrays = old[ikey]
+                    for name, v in iarrays.items():
+                        payload[f"{ikey}/{name}"] = v
+                    meta["points"].append(ipt)
+                elif init:
                     base = configs.get(seed, merged_cfg or {})
                     cfg = GridConfig(**{**asdict(GridConfig()), **base, "seed": seed})
                     model, tseed = initial_model(L, N, cfg)
-                    ikey = point_key(L, N, seed, "init")
                     for name, v in _spectra_arrays(model_spectra(model)).items():
                         payload[f"{ikey}/{name}"] = v
                     ours, ed = _proxies(model)
@@ -488,8 +503,12 @@ def _main(argv=None) -> int:
     e.add_argument("--work", required=True)
     e.add_argument("--out", default=str(DEFAULT_SPECTRA_FILE))
     e.add_argument("--seeds", type=int, nargs="+", default=[0])
-    e.add_argument("--merge", default=None,
-                   help="an earlier spectra file: models not under --work are carried over from it")
+    e.add_argument("--merge", nargs="*", default=[],
+                   help="earlier spectra files: models not under --work are carried over from them")
+    e.add_argument("--reuse", action="store_true",
+                   help="take every row a merged file has from it instead of recomputing it")
+    e.add_argument("--skip-missing", action="store_true",
+                   help="leave out (cell, seed) models that are neither trained nor merged")
     for p in (t, e):
         p.add_argument("--depths", type=int, nargs="+", default=list(DEPTHS))
         p.add_argument("--widths", type=int, nargs="+", default=list(WIDTHS))
@@ -508,7 +527,7 @@ def _main(argv=None) -> int:
         return 0 if done else 3
     else:
         save_spectra(args.work, args.out, depths=args.depths, widths=args.widths, seeds=args.seeds,
-                     merge=args.merge, log=log)
+                     merge=args.merge, reuse=args.reuse, skip_missing=args.skip_missing, log=log)
     return 0
 
 
