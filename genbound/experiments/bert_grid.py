@@ -244,8 +244,9 @@ def train_grid(work, *, depths=DEPTHS, widths=WIDTHS, cfg: GridConfig = GridConf
     Resumable per (cell, seed): a model is saved under ``work/s{seed}/L{L}_N{N}`` as soon as it is trained,
     and a later call skips it. ``seeds`` defaults to ``(cfg.seed,)``; the order is seed by seed, then width,
     then depth. With ``budget_s`` a model is not started when the seconds spent in this call plus its
-    expected time (``expected_s(L, N)``, default 0) would exceed the budget, so that a long run goes in
-    chunks (the first model of a call always starts). Returns ``True`` when every requested model is trained.
+    expected time would exceed the budget, so that a long run goes in chunks (the first model of a call
+    always starts). The expected time is ``expected_s(L, N)`` (default 0), rescaled, once a model of this
+    call has finished, by the largest ratio of taken to expected seconds so far, times 1.15. Returns ``True`` when every requested model is trained.
 
     Retry rule: a point whose test accuracy is below ``MIN_TEST_ACC`` is trained again, from the same
     seed, with the learning rate halved, up to ``MAX_RETRIES`` times; ``metrics.json`` records the
@@ -256,6 +257,7 @@ def train_grid(work, *, depths=DEPTHS, widths=WIDTHS, cfg: GridConfig = GridConf
     seeds = (cfg.seed,) if seeds is None else tuple(seeds)
     t_start = time.perf_counter()
     complete, trained = True, 0
+    speed = []                                  # seconds taken / seconds expected, this call
     for seed in seeds:
         scfg = replace(cfg, seed=seed)
         (work / f"s{seed}").mkdir(exist_ok=True)
@@ -269,6 +271,8 @@ def train_grid(work, *, depths=DEPTHS, widths=WIDTHS, cfg: GridConfig = GridConf
                     continue
                 spent = time.perf_counter() - t_start
                 need = float(expected_s(L, N)) if expected_s is not None else 0.0
+                if speed:                       # rescale by this call's own pace (15 % margin)
+                    need *= 1.15 * max(speed)
                 if budget_s is not None and trained and spent + need > budget_s:
                     log(f"L={L} N={N} seed {seed}: not started ({spent:.0f} s spent, ~{need:.0f} s needed, "
                         f"budget {budget_s:.0f} s)")
@@ -280,6 +284,8 @@ def train_grid(work, *, depths=DEPTHS, widths=WIDTHS, cfg: GridConfig = GridConf
                 model.save_pretrained(d)
                 (d / "metrics.json").write_text(json.dumps(metrics, indent=1))
                 trained += 1
+                if expected_s is not None and float(expected_s(L, N)) > 0:
+                    speed.append(metrics["seconds"] / float(expected_s(L, N)))
                 log(f"L={L} N={N} seed {seed}: done in {metrics['seconds']:.0f} s (lr {lr:g}), "
                     f"test accuracy {metrics['test_acc']:.3f}")
                 if metrics["test_acc"] < MIN_TEST_ACC and len(metrics["attempts"]) <= MAX_RETRIES:
