@@ -311,6 +311,11 @@ def test_train_extract_roundtrip(tmp_path, monkeypatch):
     assert torch.equal(got2["L1_N64_s3"]["spectra"].qk, got["L1_N64_s3"]["spectra"].qk)
     with pytest.raises(InputError):
         bert_grid.save_spectra(tmp_path, tmp_path / "t.npz", depths=(2,), widths=(64,), log=lambda m: None)
+    # skip_missing keeps a seed at a width only with all its depths: depth 2 was never trained
+    said = []
+    out3 = bert_grid.save_spectra(tmp_path, tmp_path / "u.npz", depths=(1, 2), widths=(64,), seeds=(0, 3),
+                                  skip_missing=True, log=said.append)
+    assert set(bert_grid.load_spectra(out3)) == {"_config"} and any("left out" in m for m in said)
 
 
 def test_train_grid_budget_stops_between_models(tmp_path, monkeypatch):

@@ -379,7 +379,8 @@ def save_spectra(work, out, *, depths=DEPTHS, widths=WIDTHS, seeds=(0,), merge=(
     metrics with the machine record. A model missing under ``work`` is taken from the spectra files
     ``merge`` (a path or a sequence of paths; the first that has it) when one has it, so rows whose
     weights were not kept carry over unchanged; otherwise it is an :class:`~genbound.errors.InputError`,
-    or, with ``skip_missing``, left out (logged). With ``init`` the file also holds, per ``(L, N, seed)``,
+    or, with ``skip_missing``, left out (logged), together with the rest of that seed at that width, so
+    that every seed kept at a width has all its depths. With ``init`` the file also holds, per ``(L, N, seed)``,
     the spectra of the model's initialisation (:func:`initial_model`, recomputed: it needs no training).
     ``reuse``: a row (trained or initial) present in a merged file is taken from there even when its
     model is under ``work`` (the same code computed it; this saves recomputing every row).
@@ -442,6 +443,17 @@ def save_spectra(work, out, *, depths=DEPTHS, widths=WIDTHS, seeds=(0,), merge=(
                     meta["points"].append({"key": ikey, "L": L, "N": N, "heads": N // cfg.head_dim, "seed": seed,
                                            "stage": "init", "torch_seed": tseed, "ours_from_model": ours,
                                            "log_edelman_from_model": ed})
+    if skip_missing:  # keep a seed at a width only when every depth of it is there (no ragged curves)
+        have: dict = {}
+        for pt in meta["points"]:
+            if pt["stage"] == "trained":
+                have.setdefault((pt["N"], pt["seed"]), set()).add(pt["L"])
+        partial = {k for k, v in have.items() if v != set(depths)}
+        for N, seed in sorted(partial):
+            log(f"N={N}, seed {seed}: depths {sorted(have[(N, seed)])} only, left out")
+        keys = {pt["key"] for pt in meta["points"] if (pt["N"], pt["seed"]) in partial}
+        meta["points"] = [pt for pt in meta["points"] if pt["key"] not in keys]
+        payload = {k: v for k, v in payload.items() if k.split("/")[0] not in keys}
     cfgs = [{k: v for k, v in c.items() if k != "seed"} for c in (*configs.values(), merged_cfg) if c]
     if any(c != cfgs[0] for c in cfgs):
         raise InputError(f"the seeds were trained with different configurations: {cfgs}")
