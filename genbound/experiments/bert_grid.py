@@ -498,6 +498,8 @@ def _expected_seconds():
     if DEFAULT_SPECTRA_FILE.exists():
         with np.load(DEFAULT_SPECTRA_FILE, allow_pickle=False) as z:
             for pt in json.loads(str(z["meta_json"]))["points"]:
+                if "seconds" not in pt:         # initialisation rows: nothing was trained
+                    continue
                 cell = (pt["L"], pt["N"])
                 best[cell] = max(best.get(cell, 0.0), float(pt["seconds"]))
     return lambda L, N: 1.3 * best.get((L, N), 0.0)
