@@ -8,8 +8,9 @@ Edelman-style proxy.
 
 The proxies are sums over four kinds of matrix per layer (:data:`KINDS`), not over the raw weights:
 
-* ``QK``: one head's query-key product ``W_Q^T W_K`` (``N x N``, rank at most ``d_head``; the
-  scores are ``x W_Q^T W_K y^T``), one per head;
+* ``QK``: one head's query-key product ``W_Q W_K^T`` (``N x N``, rank at most ``d_head``, with the
+  head's row-vector maps ``W_Q, W_K`` of shape ``N x d_head``; the scores are ``x W_Q W_K^T y^T``),
+  one per head;
 * ``V``: one head's value-output product ``W_V W_O`` (``N x N``, rank at most ``d_head``), one per head;
 * ``M_in``: the feed-forward input matrix (``N x d_ff``); ``M_out``: its output matrix (``d_ff x N``).
 
@@ -236,7 +237,7 @@ def add_parser(sub) -> None:
                                                  "extension: png, pdf, svg, ...)")
     p.add_argument("--device", default="auto", help="auto (CUDA when available), cpu or cuda (default auto)")
     p.add_argument("--attention-scale", action="store_true",
-                   help="put the model's score scale (1/sqrt(d_head)) into every QK = W_Q^T W_K")
+                   help="put the model's score scale (1/sqrt(d_head)) into every QK = W_Q W_K^T")
     p.add_argument("--mode", choices=["exact", "authors"], default="exact",
                    help="exact: thin-QR cores, sub-threshold values are zeros (default); authors: dense SVD, "
                         "threshold only at p = 0")
@@ -337,7 +338,7 @@ def console_report(a: Analysis, d: dict, table, *, top: int = 5) -> str:
     lines = [
         f"{d['source']}: {d['family']}, {d['layers']} layers, hidden {d['hidden']}, {d['heads']} heads (d_head "
         f"{d['d_head']}), d_ff {d['d_ff']}; {n} matrices; device {d['device']}; {d['seconds']:.2f} s",
-        "matrices per layer: QK = one head's W_Q^T W_K, V = one head's W_V W_O (one each per head), "
+        "matrices per layer: QK = one head's W_Q W_K^T, V = one head's W_V W_O (one each per head), "
         "M_in and M_out = the feed-forward matrices",
         "spectrum routes: " + ", ".join(f"{k} {v}" for k, v in d["routes"].items()),
         f"spectral-adaptive proxy (Sakai & Imaizumi): {a.spectral.value:.6g}   [sum over {n} matrices of "

@@ -14,7 +14,7 @@ __all__ = ["KINDS", "KIND_DESCRIPTIONS", "HEAD_KINDS", "MLP_HEAD"]
 
 #: The four matrix types of a layer, in words (the ``kind`` column of every table and JSON).
 KIND_DESCRIPTIONS = {
-    "QK": "one head's query-key product W_Q^T W_K (N x N, rank <= d_head)",
+    "QK": "one head's query-key product W_Q W_K^T (N x N, rank <= d_head; row-vector W_Q, W_K: N x d_head)",
     "V": "one head's value-output product W_V W_O (N x N, rank <= d_head)",
     "M_in": "the feed-forward input matrix (N x d_ff)",
     "M_out": "the feed-forward output matrix (d_ff x N)",

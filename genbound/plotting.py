@@ -168,12 +168,12 @@ def plot_schatten_curve(svals, *, ps=None, ax=None, label=None, normalize=True, 
 
 def plot_contributions(report, *, ax=None):
     """Each matrix's ``min_p T(p)`` (a :class:`~genbound.bounds.sakai_imaizumi.SpectralBoundReport`'s
-    ``contribution``) against its layer, one marker per kind (``QK`` = a head's ``W_Q^T W_K``, ``V`` = a
+    ``contribution``) against its layer, one marker per kind (``QK`` = a head's ``W_Q W_K^T``, ``V`` = a
     head's ``W_V W_O``, ``M_in``, ``M_out``), on a log scale. Returns the ``Axes``."""
     if ax is None:
         _, ax = new_axes()
     t = report.table
-    labels = {"QK": r"QK ($W_Q^\top W_K$)", "V": r"V ($W_V W_O$)", "M_in": r"$M_{in}$", "M_out": r"$M_{out}$"}
+    labels = {"QK": r"QK ($W_Q W_K^\top$)", "V": r"V ($W_V W_O$)", "M_in": r"$M_{in}$", "M_out": r"$M_{out}$"}
     for kind, marker in (("QK", "o"), ("V", "s"), ("M_in", "^"), ("M_out", "v")):
         sel = t[t["kind"] == kind]
         ax.scatter(sel["layer"], sel["contribution"], marker=marker, s=14, label=labels[kind], alpha=0.7)

@@ -4,7 +4,7 @@ This is the *spectra* stage of genbound's data flow (weights -> spectra -> norms
 function takes a matrix or a stack of matrices of shape ``(..., rows, cols)`` and returns singular values
 in **descending** order, shape ``(..., min(rows, cols))``. Book: :ref:`ch-schatten` (Part III).
 
-Low-rank products such as a head's query-key map ``W_Q^T W_K`` (rank at most ``d_head``) are never
+Low-rank products such as a head's query-key map ``W_Q W_K^T`` (row-vector maps, rank at most ``d_head``) are never
 formed densely: :func:`product_singular_values` takes the thin factors and returns the exact nonzero
 singular values from a small ``r x r`` core, so no round-off "noise floor" appears.
 

@@ -140,7 +140,8 @@ def test_json_matrices_equal_the_csv_table(ckpt, tmp_path, capsys):
 
 
 def test_matrix_numbers_are_those_of_the_products(ckpt, capsys):
-    """Row (QK, layer 1, head 0) is W_Q^T W_K of that head; (V, 2, 1) is W_V W_O; stable rank = fro^2/sigma^2."""
+    """Row (QK, layer 1, head 0) is W_Q W_K^T of that head (row-vector maps); (V, 2, 1) is W_V W_O;
+    stable rank = fro^2/sigma^2."""
     import torch
 
     from genbound import load_weights
@@ -164,7 +165,7 @@ def test_console_shows_top_contributions_and_p_per_kind(ckpt, capsys):
     assert main(["analyze", str(ckpt), "--device", "cpu", "--top", "3"]) == 0
     text = capsys.readouterr().out
     assert "largest 3 contributions" in text and "chosen Schatten index p_opt per kind" in text
-    assert "W_Q^T W_K" in text and "W_V W_O" in text
+    assert "W_Q W_K^T" in text and "W_V W_O" in text
     for kind in ("QK", "V", "M_in", "M_out"):
         assert any(line.strip().startswith(kind + " ") and "p = " in line for line in text.splitlines())
 
@@ -193,7 +194,7 @@ def test_help_names_the_products(capsys):
     with pytest.raises(SystemExit):
         main(["analyze", "--help"])
     text = capsys.readouterr().out
-    assert "W_Q^T W_K" in text and "W_V W_O" in text and "n_matrices" in text and "stable_rank" in text
+    assert "W_Q W_K^T" in text and "W_V W_O" in text and "n_matrices" in text and "stable_rank" in text
 
 
 def _refused(argv, capsys, *needles):

@@ -5,6 +5,7 @@ Modules under test: :mod:`genbound.schatten_entropy`, :mod:`genbound.symbolic.sa
 what our chapters compute agrees with it).
 """
 
+import dataclasses
 import math
 
 import numpy as np
@@ -235,11 +236,24 @@ def test_grid_file_is_small_and_reproduces_the_stored_proxies():
     grid = bert_grid.load_spectra()
     cfg = grid.pop("_config")
     assert cfg["steps"] > 0
-    assert {(pt["L"], pt["N"]) for pt in grid.values()} == {(L, N) for L in bert_grid.DEPTHS for N in bert_grid.WIDTHS}
+    cells = {(L, N) for L in bert_grid.DEPTHS for N in bert_grid.WIDTHS}
+    for stage in bert_grid.STAGES:
+        pts = [pt for pt in grid.values() if pt["stage"] == stage]
+        assert {(pt["L"], pt["N"]) for pt in pts} == cells
+        # complete seeds per width: every depth of a width has the same seeds (no ragged depth curves);
+        # as the data notes say, three seeds at N = 64 and 128 and two at N = 256
+        seeds = {cell: sorted(pt["seed"] for pt in pts if (pt["L"], pt["N"]) == cell) for cell in cells}
+        for N in bert_grid.WIDTHS:
+            assert len({tuple(seeds[(L, N)]) for L in bert_grid.DEPTHS}) == 1, (N, seeds)
+        assert [len(seeds[(2, N)]) for N in bert_grid.WIDTHS] == [3, 3, 2], seeds
+    trained = {k for k, pt in grid.items() if pt["stage"] == "trained"}
+    assert {bert_grid.point_key(grid[k]["L"], grid[k]["N"], grid[k]["seed"], "init") for k in trained} == (
+        set(grid) - trained)
     for pt in grid.values():
-        # every model learned the task, or the documented retry rule was exhausted on it
-        attempts = pt.get("attempts", [pt["test_acc"]])
-        assert pt["test_acc"] >= bert_grid.MIN_TEST_ACC or len(attempts) > bert_grid.MAX_RETRIES
+        if pt["stage"] == "trained":
+            # every model learned the task, or the documented retry rule was exhausted on it
+            attempts = pt.get("attempts", [pt["test_acc"]])
+            assert pt["test_acc"] >= bert_grid.MIN_TEST_ACC or len(attempts) > bert_grid.MAX_RETRIES
         sp_ = pt["spectra"]
         assert sp_.n_layers == pt["L"] and sp_.hidden == pt["N"] and sp_.n_heads == pt["N"] // 64
         r = spectral_adaptive_bound(sp_)
@@ -253,26 +267,76 @@ def test_grid_file_is_small_and_reproduces_the_stored_proxies():
         assert torch.allclose(ours, r.log_terms[torch.tensor(qk.to_numpy())], rtol=1e-9, atol=1e-12)
 
 
+def test_grid_init_column_is_recomputed_exactly():
+    """The stored initialisation of the smallest cell equals a fresh ``initial_model`` (same torch seed)."""
+    from genbound.experiments import bert_grid
+
+    grid = bert_grid.load_spectra()
+    cfg = bert_grid.GridConfig(**{**grid["_config"], "seed": 1})
+    model, tseed = bert_grid.initial_model(2, 64, cfg)
+    assert tseed == bert_grid.point_seed(2, 64, 1) == grid["init_L2_N64_s1"]["torch_seed"]
+    sp_ = bert_grid.model_spectra(model)
+    assert torch.allclose(sp_.qk, grid["init_L2_N64_s1"]["spectra"].qk, rtol=1e-12, atol=0)
+
+
 def test_grid_attention_scale_scales_qk():
     from genbound.experiments import bert_grid
 
-    a = bert_grid.load_spectra()["L2_N64"]["spectra"]
-    b = bert_grid.load_spectra(attention_scale=True)["L2_N64"]["spectra"]
+    a = bert_grid.load_spectra()["L2_N64_s0"]["spectra"]
+    b = bert_grid.load_spectra(attention_scale=True)["L2_N64_s0"]["spectra"]
     assert torch.allclose(b.qk, a.qk / 8) and torch.equal(b.v, a.v)
 
 
-def test_train_extract_roundtrip(tmp_path):
+def test_train_extract_roundtrip(tmp_path, monkeypatch):
     from genbound.experiments import bert_grid
 
+    monkeypatch.setattr(bert_grid, "MIN_TEST_ACC", 0.0)  # two steps learn nothing: no retries here
     cfg = bert_grid.GridConfig(steps=2, batch=4, n_test=8, seq_len=8)
-    bert_grid.train_grid(tmp_path, depths=(1,), widths=(64,), cfg=cfg, log=lambda m: None)
-    out = bert_grid.save_spectra(tmp_path, tmp_path / "s.npz", depths=(1,), widths=(64,), log=lambda m: None)
+    assert bert_grid.train_grid(tmp_path, depths=(1,), widths=(64,), cfg=cfg, seeds=(0, 3), log=lambda m: None)
+    # resumable per (cell, seed): a second call trains nothing and is complete
+    said = []
+    assert bert_grid.train_grid(tmp_path, depths=(1,), widths=(64,), cfg=cfg, seeds=(0, 3), log=said.append)
+    assert said == []
+    out = bert_grid.save_spectra(tmp_path, tmp_path / "s.npz", depths=(1,), widths=(64,), seeds=(0, 3),
+                                 log=lambda m: None)
     got = bert_grid.load_spectra(out)
     assert got["_config"]["steps"] == 2
-    sp_ = got["L1_N64"]["spectra"]
+    sp_ = got["L1_N64_s0"]["spectra"]
     assert sp_.qk.shape == (1, 1, 64) and sp_.m_in.shape == (1, 64)
+    assert got["L1_N64_s3"]["seed"] == 3 and got["init_L1_N64_s3"]["stage"] == "init"
+    assert not torch.equal(got["L1_N64_s0"]["spectra"].qk, got["L1_N64_s3"]["spectra"].qk)
+    # the initialisation column is the starting point of training: at learning rate 0 nothing moves
+    frozen, _ = bert_grid.train_bert(1, 64, dataclasses.replace(cfg, seed=3, lr=0.0))
+    assert torch.allclose(bert_grid.model_spectra(frozen).qk, got["init_L1_N64_s3"]["spectra"].qk, rtol=1e-12)
+    # a merged file carries rows whose weights are gone
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    out2 = bert_grid.save_spectra(empty, tmp_path / "m.npz", depths=(1,), widths=(64,), seeds=(0, 3), merge=out,
+                                  log=lambda m: None)
+    got2 = bert_grid.load_spectra(out2)
+    assert torch.equal(got2["L1_N64_s3"]["spectra"].qk, got["L1_N64_s3"]["spectra"].qk)
     with pytest.raises(InputError):
         bert_grid.save_spectra(tmp_path, tmp_path / "t.npz", depths=(2,), widths=(64,), log=lambda m: None)
+    # skip_missing keeps a seed at a width only with all its depths: depth 2 was never trained
+    said = []
+    out3 = bert_grid.save_spectra(tmp_path, tmp_path / "u.npz", depths=(1, 2), widths=(64,), seeds=(0, 3),
+                                  skip_missing=True, log=said.append)
+    assert set(bert_grid.load_spectra(out3)) == {"_config"} and any("left out" in m for m in said)
+
+
+def test_train_grid_budget_stops_between_models(tmp_path, monkeypatch):
+    from genbound.experiments import bert_grid
+
+    monkeypatch.setattr(bert_grid, "MIN_TEST_ACC", 0.0)
+    cfg = bert_grid.GridConfig(steps=1, batch=2, n_test=4, seq_len=6)
+    said = []
+    done = bert_grid.train_grid(tmp_path, depths=(1, 2), widths=(64,), cfg=cfg, budget_s=0.0,
+                                expected_s=lambda L, N: 1.0, log=said.append)
+    assert not done and any("not started" in m for m in said)       # the first model always starts
+    assert (tmp_path / "s0" / "L1_N64" / "metrics.json").exists()
+    assert not (tmp_path / "s0" / "L2_N64").exists()
+    meta = __import__("json").loads((tmp_path / "s0" / "L1_N64" / "metrics.json").read_text())
+    assert meta["seed"] == 0 and meta["cpu"] and meta["torch"] == torch.__version__
 
 
 def test_grid_errors():

@@ -51,7 +51,8 @@ def test_conventions_match_the_authors_extraction(ckpt):
                                   g("attention.self.value")[s].T @ g("attention.output.dense").T[s], rtol=0, atol=1e-15)
         assert torch.equal(w.matrix("M_in", l), g("intermediate.dense").T)
         assert torch.equal(w.matrix("M_out", l), g("output.dense").T)
-    # scores are x QK y^T = (x W_Q^T)(y W_K^T)^T for row vectors, summed over the head's coordinates
+    # scores are x QK y^T = (x Wq^T)(y Wk^T)^T with the stored nn.Linear weights Wq, Wk: QK = W_Q W_K^T
+    # in the row-vector convention (W_Q = Wq^T), summed over the head's coordinates
     x, y = torch.randn(12, dtype=torch.float64), torch.randn(12, dtype=torch.float64)
     qx = g("attention.self.query") @ x
     ky = g("attention.self.key") @ y

@@ -49,7 +49,7 @@ class Family:
     ``n_inner``). ``buffers`` are per-layer tensors that are not weights (GPT-2's causal mask).
     ``title`` names the architectures in words, ``members`` their ``model_type`` values.
     ``score_scale(config, layer, d_head)`` is the factor the model multiplies the scores
-    ``x W_Q^T W_K y^T`` by (``attention_scale=True`` puts it into ``QK``). ``block`` says in words
+    ``x W_Q W_K^T y^T`` (row-vector maps) by (``attention_scale=True`` puts it into ``QK``). ``block`` says in words
     where the LayerNorms sit and whether attention is causal.
     """
 
