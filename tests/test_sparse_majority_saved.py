@@ -247,11 +247,14 @@ def test_capacity_floor_and_matched_pairs_brute_force():
     assert (pairs["T_a"] != pairs["T_b"]).all()
 
 
-def test_learning_regime_thresholds():
-    assert sm.learning_regime(0.97, 0.637, 10_000) == "rule"
-    assert sm.learning_regime(0.70, 0.637, 10_000) == "partly learned"
-    assert sm.learning_regime(0.645, 0.637, 10_000) == "memorised"      # within 2 SE (0.0096) of the baseline
-    assert sm.learning_regime(0.50, 0.637, 10_000) == "memorised"
+def test_regime_label_thresholds():
+    assert sm.regime_label(0.97, 0.637, 10_000) == "rule"
+    assert sm.regime_label(0.70, 0.637, 10_000) == "between"
+    assert sm.regime_label(0.630, 0.637, 10_000) == "between"           # within 2 SE (0.0136) of the baseline
+    assert sm.regime_label(0.620, 0.637, 10_000) == "below one-bit"
+    assert sm.regime_label(0.509, 0.637, 10_000) == "chance"             # 0.5 + 2 SE = 0.51
+    assert sm.regime_label(0.512, 0.637, 10_000) == "below one-bit"
+    assert sm.regime_label(0.40, 0.637, 10_000) == "chance"
 
 
 def test_radius_prior_nats_add_up_to_the_confidence_the_bound_pays():

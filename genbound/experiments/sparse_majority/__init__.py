@@ -52,14 +52,18 @@ import torch
 from .bounds import (M_STAR_TARGET, bound_fields, bound_results, bounds_for, capacity_fields, row_bound_fields,
                      sample_size_needed, saved_norms, spectral_measures)
 from .config import PROTOCOLS, SparseMajorityConfig
+from . import encoding_norm
+from .encoding_norm import chain_sum_sup, encoding_norm_sq_by_chains, encoding_supremum
 from .evaluation import bce_one_hot, evaluate_stack, ramp_risk
 from .files import merge_sweeps, recompute_bound_columns, SAVED_SWEEP, SCHEMA, csv_columns, open_sweep, read_csv, read_sweep, write_csv
 from .model import _PARAM_NAMES, build_model, cls_logits, keras_init_, load_stacked, stack_parameters
 from .verify import NOT_COMPARED, RowCheck, config_of, parse_row_keys, pick_rows, verify_rows
 from . import runs
 from .runs import RESULT_KEYS, RunResult, _seed_for, initial_model, run_seq_len, run_sweep
-from .summaries import (capacity_floor, gap_slope, lack_of_fit, learning_regime, matched_pairs, per_length_means,
-                        plot_sweep, radius_prior_nats, summarize, to_frame)
+from .summaries import (REGIMES, capacity_floor, gap_slope, geometric_means, lack_of_fit, matched_pairs,
+                        per_length_means, plot_sweep, radius_prior_nats, rank_correlation, regime_label, summarize,
+                        to_frame)
+from .baselines import expected_test_max_one_bit, one_bit_baselines, one_bit_expectation, regenerate_data
 from .task import (D_HEAD, D_MODEL, N_HEADS, S_RELEVANT, SparseMajorityTask, _check_task, encoding_rows,
                    make_task, sinusoidal_encoding, token_embeddings, uniform_input_radius)
 from .training import TrainOutcome, _tensors_for, _train_adam, train_stack
@@ -72,5 +76,8 @@ __all__ = ["D_MODEL", "N_HEADS", "D_HEAD", "S_RELEVANT", "RESULT_KEYS", "sinusoi
            "initial_model", "run_seq_len", "run_sweep", "SCHEMA", "csv_columns", "open_sweep", "write_csv",
            "read_csv", "read_sweep", "SAVED_SWEEP", "to_frame", "summarize", "plot_sweep", "M_STAR_TARGET",
            "saved_norms", "row_bound_fields", "NOT_COMPARED", "RowCheck", "config_of", "parse_row_keys",
-           "pick_rows", "verify_rows", "per_length_means", "lack_of_fit", "learning_regime", "capacity_floor",
-           "matched_pairs", "radius_prior_nats", "merge_sweeps", "recompute_bound_columns"]
+           "pick_rows", "verify_rows", "per_length_means", "lack_of_fit", "REGIMES", "regime_label", "geometric_means",
+           "rank_correlation", "one_bit_baselines", "one_bit_expectation", "expected_test_max_one_bit",
+           "regenerate_data", "capacity_floor",
+           "matched_pairs", "radius_prior_nats", "merge_sweeps", "recompute_bound_columns", "encoding_supremum",
+           "chain_sum_sup", "encoding_norm_sq_by_chains"]

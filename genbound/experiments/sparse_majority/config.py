@@ -22,8 +22,8 @@ class SparseMajorityConfig:
     * ``"adam"`` (default): full-batch Adam (:mod:`genbound.experiments.fullbatch`), peak rate
       ``adam_lr`` with ``warmup`` steps of linear warm-up and cosine decay to zero at ``steps``; a model
       stops at the first step whose weights classify the whole training set correctly (checked in
-      float64). Chosen from pilots (``genbound/data/sparse_majority_sweep.md``) to fit at every ``T``
-      from 16 to 1024 on two CPU cores.
+      float64). Chosen from pilots (``genbound/data/sparse_majority_pilots.csv`` and its notes
+      ``sparse_majority_pilots.md``) to fit at every ``T`` from 16 to 1024 on two CPU cores.
     * ``"original"``: the authors' schedule: SGD (``lr``, ``momentum``), ``lr <- max(lr_floor,
       lr_decay lr)`` every epoch, batches of ``batch_size``, stop at the first epoch whose running
       (Keras-style) training accuracy is 1.0, at most ``max_epochs`` epochs (200,000 is feasible on a GPU).

@@ -1,5 +1,5 @@
-"""One run record per trained network, and the runs themselves: a stack of seeds at one ``T``
-(:func:`run_seq_len`) and a sweep over ``T`` (:func:`run_sweep`) (part of
+"""One run record per trained network, and the runs themselves: the seeds at one ``T``, trained in one
+stack (:func:`run_seq_len`), and a sweep over ``T`` that trains every run alone (:func:`run_sweep`) (part of
 :mod:`genbound.experiments.sparse_majority`)."""
 
 from __future__ import annotations
@@ -50,10 +50,12 @@ class RunResult:
     complexity at these norms (``capacity`` of :mod:`genbound.bounds`); ``tt_m_star``, ``edelman_m_star``:
     :func:`sample_size_needed` (NaN when skipped). ``val_*``: the secondary, validation-selected
     checkpoint; ``orig_*``: the original protocol's test-selected checkpoint (NaN unless tracked).
-    ``seconds``: wall time of training and evaluating the stack of seeds trained together, divided by
-    their number. ``one_bit_acc``: the test accuracy of the best one-relevant-bit rule on the same test
-    set (:meth:`~genbound.experiments.sparse_majority.SparseMajorityTask.one_bit_accuracy`), the
-    baseline that tells "partly learned" from "memorised". ``norms_json``: the stopping checkpoint's
+    ``seconds``: wall time of training and evaluating the run, or, for seeds trained together in one
+    stack by :func:`run_seq_len`, the stack's wall time divided by their number (:func:`run_sweep`
+    trains every run alone). ``one_bit_acc``: the test accuracy of the best one-relevant-bit rule
+    **chosen on the test set itself** (:meth:`~genbound.experiments.sparse_majority.SparseMajorityTask.one_bit_accuracy`),
+    a maximum biased upward; the chapter's baseline is the bit chosen on the training set
+    (:func:`~genbound.experiments.sparse_majority.one_bit_baselines`). ``norms_json``: the stopping checkpoint's
     :class:`~genbound.nets.ModelNorms` as JSON, from which every bound column recomputes
     (:func:`~genbound.experiments.sparse_majority.saved_norms`). ``l11_norms``: the entrywise l1 norm of
     every parameter tensor."""

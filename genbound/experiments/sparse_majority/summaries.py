@@ -5,12 +5,13 @@ from __future__ import annotations
 import math
 from typing import Iterable, Sequence
 
+from ..._validate import check_positive_int
 from ...errors import ParameterError
 from .files import csv_columns
 from .runs import RunResult
 
-__all__ = ["to_frame", "summarize", "gap_slope", "per_length_means", "lack_of_fit", "learning_regime",
-           "capacity_floor", "matched_pairs", "radius_prior_nats", "plot_sweep"]
+__all__ = ["to_frame", "summarize", "gap_slope", "per_length_means", "lack_of_fit", "REGIMES", "regime_label",
+           "geometric_means", "rank_correlation", "capacity_floor", "matched_pairs", "radius_prior_nats", "plot_sweep"]
 
 
 def to_frame(results: Iterable[RunResult]):
@@ -113,50 +114,110 @@ def lack_of_fit(df, column: str = "acc_gap") -> dict:
     return {"F": float(F), "df1": int(df1), "df2": int(df2), "p": float(stats.f.sf(F, df1, df2))}
 
 
-def learning_regime(test_acc: float, one_bit_acc: float, n_test: int, *, rule: float = 0.95) -> str:
-    """What a fitted network learned, read off its test accuracy: ``"rule"`` when it is at least
-    ``rule``; ``"partly learned"`` when it beats the one-relevant-bit baseline ``one_bit_acc`` by more
-    than two binomial standard errors ``sqrt(p (1-p) / n_test)``; else ``"memorised"`` (no better
-    than a rule reading one relevant bit).
+#: The regime labels of :func:`regime_label`, in order of test accuracy.
+REGIMES = ("chance", "below one-bit", "between", "rule")
 
-    >>> learning_regime(0.66, 0.637, 10_000), learning_regime(0.64, 0.637, 10_000)
-    ('partly learned', 'memorised')
+
+def regime_label(test_acc: float, one_bit_acc: float, n_test: int, *, rule: float = 0.95) -> str:
+    """What a fitted network learned, read off its test accuracy ``a`` with fixed cuts (chance, the
+    one-relevant-bit baseline ``b``, and the conventional ``rule`` cut) and two standard errors
+    ``se(p) = sqrt(p (1 - p) / n_test)``:
+
+    * ``"chance"``: ``a <= 1/2 + 2 se(a)`` (not above chance);
+    * ``"rule"``: ``a >= rule``;
+    * ``"below one-bit"``: above chance and ``a < b - 2 sqrt(se(a)^2 + se(b)^2)`` (below a rule that
+      reads one relevant bit; the two accuracies are on the same test set, the combined standard error
+      treats them as independent);
+    * ``"between"``: the rest, at or above the one-bit baseline but below ``rule``.
+
+    ``b`` should be chosen without the test set (:func:`~genbound.experiments.sparse_majority.one_bit_baselines`).
+
+    >>> [regime_label(a, 0.637, 10_000) for a in (0.505, 0.60, 0.64, 0.80, 0.96)]
+    ['chance', 'below one-bit', 'between', 'between', 'rule']
     """
-    import math
-
-    se = math.sqrt(max(test_acc * (1 - test_acc), 1e-12) / n_test)
+    se = lambda p: math.sqrt(max(p * (1 - p), 0.0) / n_test)  # noqa: E731
+    if test_acc <= 0.5 + 2 * se(test_acc):
+        return "chance"
     if test_acc >= rule:
         return "rule"
-    return "partly learned" if test_acc > one_bit_acc + 2 * se else "memorised"
+    if test_acc < one_bit_acc - 2 * math.sqrt(se(test_acc) ** 2 + se(one_bit_acc) ** 2):
+        return "below one-bit"
+    return "between"
 
 
-def capacity_floor(df, capacity: str = "tt_capacity", gap: str = "acc_gap"):
-    """For every row ``i``, ``max{gap_j : capacity_j <= capacity_i}`` over the rows of ``df`` (one
-    training-set size ``m``): the lowest value that **any** valid bound can take at row ``i`` if it
-    depends on the network only through ``capacity`` and does not decrease in it (at fixed ``m``, the
-    same for every ``T``): it must hold for every network whose capacity is at most ``capacity_i``.
-    A Series aligned with ``df``.
+def geometric_means(df, column: str, *, level: float = 0.95):
+    """Per sequence length, the geometric mean of a positive ``column`` over the seeds with the
+    Student-t interval of :func:`per_length_means` taken on ``log10`` and mapped back: a DataFrame
+    indexed by ``seq_len`` with ``mean, lo, hi`` (original units), ``log10_mean``, ``log10_sd``, ``n``.
+
+    >>> import pandas as pd
+    >>> g = geometric_means(pd.DataFrame({"seq_len": [16, 16], "c": [10.0, 1000.0]}), "c")
+    >>> round(float(g.loc[16, "mean"]), 9)
+    100.0
+    """
+    import numpy as np
+
+    y = df[column].to_numpy(dtype=float)
+    if not (np.isfinite(y).all() and (y > 0).all()):
+        raise ParameterError(f"geometric_means needs a finite, positive column; {column!r} is not")
+    ci = per_length_means(df.assign(_log10=np.log10(y)), "_log10", level=level)
+    return ci.assign(log10_mean=ci["mean"], log10_sd=ci["sd"], mean=10 ** ci["mean"], lo=10 ** ci["lo"],
+                     hi=10 ** ci["hi"])[["mean", "lo", "hi", "log10_mean", "log10_sd", "n"]]
+
+
+def rank_correlation(df, x: str, y: str, *, n_boot: int = 2000, seed: int = 0) -> dict:
+    """Spearman's rank correlation of two columns over the rows (average ranks for ties), with a 95%
+    bootstrap interval (rows resampled with replacement; the runs are independent: each has its own
+    seed). Returns ``{"rho", "lo", "hi", "n"}``.
+
+    >>> import pandas as pd
+    >>> round(rank_correlation(pd.DataFrame({"a": [1, 2, 3, 4], "b": [10, 20, 30, 5]}), "a", "b")["rho"], 12)
+    -0.2
+    """
+    import numpy as np
+    from scipy import stats
+
+    a, b = df[x].to_numpy(dtype=float), df[y].to_numpy(dtype=float)
+    if len(a) < 3:
+        raise ParameterError("rank_correlation needs at least 3 rows")
+    rho = float(stats.spearmanr(a, b).statistic)
+    rng = np.random.default_rng(seed)
+    boots = []
+    for _ in range(n_boot):
+        i = rng.integers(0, len(a), len(a))
+        if np.ptp(a[i]) > 0 and np.ptp(b[i]) > 0:
+            boots.append(stats.spearmanr(a[i], b[i]).statistic)
+    lo, hi = np.quantile(boots, [0.025, 0.975])
+    return {"rho": rho, "lo": float(lo), "hi": float(hi), "n": int(len(a))}
+
+
+def capacity_floor(df, capacity: str = "tt_capacity", gap: str = "acc_gap", *, rank: int = 1):
+    """For every row ``i``, the ``rank``-th largest of ``{gap_j : capacity_j <= capacity_i}`` over the
+    rows of ``df`` (one training-set size ``m``; NaN where fewer than ``rank`` rows qualify). With
+    ``rank = 1`` it is the lowest value that a bound can take at row ``i`` and still hold at every row,
+    if it depends on the network only through ``capacity``, does not decrease in it and is the same
+    for every ``T`` at fixed ``m``. A bound at confidence ``1 - delta`` may fail on some runs (about
+    ``delta`` times their number), and the maximum is the statistic most sensitive to them; with
+    ``rank = k`` the floor holds if the bound fails on at most ``k - 1`` runs. A Series aligned with ``df``.
 
     >>> import pandas as pd
     >>> df = pd.DataFrame({"tt_capacity": [1.0, 2.0, 3.0], "acc_gap": [0.3, 0.1, 0.2]})
-    >>> capacity_floor(df).tolist()
-    [0.3, 0.3, 0.3]
+    >>> capacity_floor(df).tolist(), capacity_floor(df, rank=2).tolist()
+    ([0.3, 0.3, 0.3], [nan, 0.1, 0.2])
     """
     import numpy as np
     import pandas as pd
 
     if df["n_train"].nunique() > 1 if "n_train" in df else False:
         raise ParameterError("capacity_floor compares networks trained on one m; the rows have several")
+    rank = check_positive_int(rank, "rank")
     c = df[capacity].to_numpy(dtype=float)
     g = df[gap].to_numpy(dtype=float)
-    order = np.argsort(c, kind="stable")
-    run = np.maximum.accumulate(g[order])
-    out = np.empty_like(g)
-    out[order] = run
-    # ties in capacity share the largest gap among them
-    for val in np.unique(c):
-        tie = c == val
-        out[tie] = out[tie].max()
+    out = np.full_like(g, np.nan)
+    for i in range(len(c)):
+        below = np.sort(g[c <= c[i]])[::-1]          # ties in capacity count as "at most"
+        if len(below) >= rank:
+            out[i] = below[rank - 1]
     return pd.Series(out, index=df.index, name=f"{capacity}_floor")
 
 
