@@ -213,17 +213,22 @@ def family_frame(df):
     return fitted_models(df.join(base))
 
 
-def balanced_models(df):
-    """The fitted models of the seed indices that fitted in **every** setting of their task (a balanced
-    sub-family: dropping unfitted models selects seeds along the axes; this subset does not)."""
+def balanced_models(df, *, within: Sequence[str] = ("task",)):
+    """The fitted models of the seed indices that fitted in **every** setting of their stratum (the
+    columns ``within``, by default the task): a balanced sub-family (dropping unfitted models selects
+    seeds along the axes; this subset does not, inside each stratum). Empty when no seed index fitted
+    everywhere; a finer ``within`` (say the task, the label noise and the training-set size) then keeps
+    the seeds balanced inside each of those strata."""
     axes = [a for a in AXES if a in df.columns]
-    keep = []
-    for _, g in df.groupby("task", sort=True):
+    keep = set()
+    for key, g in df.groupby(list(within), sort=True):
+        key = key if isinstance(key, tuple) else (key,)
         n_set = len(g[axes].drop_duplicates())
         ok = g.groupby("seed")["fitted"].agg(lambda v: bool(np.all(v)) and len(v) == n_set)
-        keep.extend((g["task"].iloc[0], s) for s in ok[ok].index)
-    mask = [(t, s) in set(keep) for t, s in zip(df["task"], df["seed"])]
-    return df[np.asarray(mask, bool)]
+        keep.update((*key, s) for s in ok[ok].index)
+    cols = [*within, "seed"]
+    mask = [tuple(r) in keep for r in df[cols].itertuples(index=False, name=None)]
+    return df[np.asarray(mask, bool)] if len(df) else df
 
 
 _STAT_KEYS = ("tau", "psi", "psi_wo", "psi_seed")
