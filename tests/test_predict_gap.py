@@ -397,29 +397,68 @@ def test_saved_cmi_recomputes_by_brute_force(saved, measure):
                                                             abs=1e-9)
 
 
-def test_a_saved_stack_reruns_to_its_rows(saved):
+@pytest.fixture(scope="module")
+def saved_stack_rerun(saved):
     """The first stack of the saved family (its cheapest: sparse majority, depth 1, width 12, the
-    smallest training set, seed indices of the first block), retrained from the recorded configuration,
-    gives the saved rows: the same fits and steps, gaps and measures to 1e-9 (same machine kind, torch
-    and thread count; float32 training)."""
+    smallest training set, seed indices of the first block), retrained from the recorded configuration
+    on one thread: ``(pairs of (rerun row, saved row), the file's recorded environment, this one)``."""
     from dataclasses import fields
 
-    from genbound.experiments.results import read_results
+    from genbound.experiments.results import environment, read_results
 
     df, _ = saved
-    cfg_d = read_results(pg.SAVED_FAMILY, pg.SCHEMA).config
+    table = read_results(pg.SAVED_FAMILY, pg.SCHEMA)
+    cfg_d = table.config
     names = {f.name for f in fields(pg.FamilyConfig)}
     cfg = pg.FamilyConfig(**{k: (tuple(v) if isinstance(v, list) else
                                  {t: tuple(n) for t, n in v.items()} if isinstance(v, dict) else v)
                              for k, v in cfg_d.items() if k in names})
     setting = cfg.settings()[0]
     seeds = list(range(cfg.stack))
+    old = torch.get_num_threads()
     torch.set_num_threads(1)
-    recs = pg.train_setting(setting, seeds, cfg)
+    try:
+        recs = pg.train_setting(setting, seeds, cfg)
+        here = environment(device="cpu")
+    finally:
+        torch.set_num_threads(old)
+    pairs = []
     for r in recs:
         row = df[(df["task"] == r.task) & (df["depth"] == r.depth) & (df["width"] == r.width) &
                  (df["n_train"] == r.n_train) & (df["seed"] == r.seed)].iloc[0]
-        new = r.row()
+        pairs.append((r.row(), row))
+    return pairs, table.environment, here
+
+
+def test_a_saved_stack_reruns_to_a_close_draw_on_any_machine(saved_stack_rerun):
+    """What holds on every CPU: the rerun covers the saved seeds, with the same fitted flags, and
+    where both runs fit, gaps within 0.03 of the saved ones. Measured (this checkout, AMD EPYC):
+    retraining the first two stacks with torch's AVX-512 kernels and with ATEN_CPU_CAPABILITY=avx2
+    gave the same 12 fitted flags, fit steps that differ by up to 99, and gaps that differ by at most
+    0.0055 (0.0049 in the first stack) where both fit; 0.03 is about five times that, still well
+    under the stack's seed-to-seed spread of gaps (0.21 to 0.29)."""
+    pairs, _, _ = saved_stack_rerun
+    assert pairs and len({new["seed"] for new, _ in pairs}) == len(pairs)
+    for new, row in pairs:
+        assert new["fitted"] == row["fitted"], new["seed"]
+        if new["fitted"]:
+            assert new["train_acc"] == 1.0 and abs(float(new["gap"]) - float(row["gap"])) <= 0.03, new["seed"]
+
+
+def test_a_saved_stack_reruns_to_its_rows(saved_stack_rerun):
+    """On the machine kind that trained the saved family (CPU model and kernel flags, torch's CPU
+    capability, torch build and BLAS, one thread; float32 training) the rerun gives the saved rows:
+    the same fits and steps, gaps and measures to 1e-9. Elsewhere a rerun is another draw (see the
+    test above), and this test is skipped naming the fields that differ; a file that does not record
+    its CPU kind (written before genbound recorded it) counts as another kind."""
+    from genbound.experiments.results import same_machine_kind
+
+    pairs, recorded, here = saved_stack_rerun
+    same, mismatches = same_machine_kind(recorded, here)
+    if not same:
+        pytest.skip("exact agreement is expected only on the recorded machine kind: "
+                    + "; ".join(str(m) for m in mismatches))
+    for new, row in pairs:
         for k in ("fitted", "diverged", "fit_step", "steps"):
             assert new[k] == row[k], k
         for k in ("gap", "test_acc", *pg.MEASURES):
