@@ -6,7 +6,8 @@ record per run: a table, or with ``--json`` a JSON array of objects with at leas
 :data:`~genbound.experiments.sparse_majority.RESULT_KEYS`. ``--csv PATH`` writes a results file
 (:mod:`genbound.experiments.results`): the full configuration in its header, every stack of runs
 appended whole as soon as it finishes; the same command resumes it, and a different configuration is
-refused (a partial sweep stays usable).
+refused (a partial sweep stays usable), and so is a second process writing the same file. Ctrl-C ends
+with one line saying what was saved and how to resume (exit code 130).
 """
 
 from __future__ import annotations

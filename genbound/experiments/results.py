@@ -22,6 +22,14 @@ Guarantees (:func:`open_results` and :func:`read_results`):
 * **Nothing is mixed.** A resume whose configuration or environment differs from the header in any
   field is refused, naming every field that differs; so is a file of another experiment or one whose
   columns differ from what this genbound writes.
+* **One writer.** A process that opens a file for appending holds its advisory lock (``fcntl.flock`` on
+  the sidecar ``.NAME.lock``, with the holder's pid in it) until it ends; a second process is refused at
+  once, naming that pid. The kernel drops the lock of a killed process, so a stale lock file never
+  blocks a resume. Parallel processes write a file each and merge them.
+* **What reproduces a row is recorded.** The environment names the commit, torch and its BLAS, the
+  thread count, the device and the CPU kind (model, kernel-selecting flags, torch's CPU capability);
+  ``column_commits`` names the commit of every column recomputed after the run
+  (:func:`column_commits`). :func:`same_machine_kind` says whether an exact rerun can be expected here.
 * **Errors name the line.** A row that does not match the columns (elsewhere than last), or a key that
   occurs twice, is a :class:`~genbound.errors.ResultsFileError` naming the line. A file that is not a
   results file (random bytes, a plain CSV, an empty file) or a path that cannot be written is one too;
