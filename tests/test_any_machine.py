@@ -323,3 +323,15 @@ def test_every_subcommand_is_listed_and_builds():
     light = cli.build_parser(None)
     sub = next(a for a in light._actions if a.dest == "command")
     assert set(sub.choices) == set(cli.COMMANDS)
+
+
+def test_the_analyze_pipeline_does_not_import_sympy():
+    """``torch.broadcast_shapes`` imports ``torch._refs`` and sympy on first use (about 0.5 s of CPU, the
+    regression of the whole-process benchmark since 05fa97e); the pipeline uses ``broadcast_shape``."""
+    code = ("import sys, tempfile, genbound\nfrom genbound.testing import make_bert_checkpoint\n"
+            "d = tempfile.mkdtemp()\nmake_bert_checkpoint(d, layers=1, heads=2, hidden=8, d_ff=16, seed=0)\n"
+            "w = genbound.load_weights(d)\ngenbound.spectral_adaptive_bound(w, device='cpu')\n"
+            "genbound.edelman_proxy(w, device='cpu')\nprint('sympy' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], env=_env(), capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "False"
