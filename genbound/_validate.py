@@ -11,7 +11,7 @@ import torch
 from .device import resolve_device, resolve_dtype
 from .errors import InputError, NonFiniteError, ParameterError, ShapeError
 
-__all__ = ["as_tensor", "check_finite", "check_real", "check_positive_int"]
+__all__ = ["as_tensor", "check_finite", "check_real", "check_positive_int", "broadcast_shape"]
 
 
 def as_tensor(x, name: str, *, min_ndim: int = 0, ndim: int | None = None, device=None, dtype=None,
@@ -89,3 +89,13 @@ def check_positive_int(value, name: str, *, minimum: int = 1) -> int:
     if value < minimum:
         raise ParameterError(f"{name} must be >= {minimum}, got {value}")
     return int(value)
+
+
+def broadcast_shape(*shapes) -> torch.Size:
+    """The broadcast of ``shapes`` (as ``torch.broadcast_shapes``, which on first use imports
+    ``torch._refs`` and with it sympy: half a second of a whole ``genbound analyze``).
+
+    >>> tuple(broadcast_shape((3, 1), (4,), ()))
+    (3, 4)
+    """
+    return torch.Size(np.broadcast_shapes(*(tuple(s) for s in shapes)))

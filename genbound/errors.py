@@ -13,6 +13,7 @@ from __future__ import annotations
 
 __all__ = [
     "GenboundError",
+    "Interrupted",
     "InputError",
     "ShapeError",
     "NonFiniteError",
@@ -62,3 +63,10 @@ class ResultsFileError(InputError):
     experiment's file, an empty file), a row that does not match its columns, a duplicate key, a resume
     whose configuration differs from the one recorded in the file, or a path that cannot be written.
     The message names the file (and the line or the fields)."""
+
+
+class Interrupted(Exception):
+    """A long command was interrupted (Ctrl-C); the message says what was saved and how to resume.
+    Raised from a ``KeyboardInterrupt`` by commands that write results files; the command line prints
+    it as one line ``genbound: interrupted: ...`` with exit code 130. Not a :class:`GenboundError`:
+    nothing was wrong with the input."""

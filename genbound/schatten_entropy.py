@@ -29,7 +29,7 @@ import math
 import torch
 import torch.nn.functional as F
 
-from ._validate import as_tensor, check_real
+from ._validate import as_tensor, broadcast_shape, check_real
 from .errors import InputError, ParameterError, ShapeError
 from .norms import log_schatten_power
 from .spectra import DEFAULT_RANK_TOL, threshold_spectrum
@@ -474,11 +474,11 @@ def sensitivities(c_v, c_in, c_out, *, L_phi: float = GELU_LIPSCHITZ,
     head = cv.ndim == max(ci.ndim, co.ndim) + 1 and cv.ndim > 0
     ci_h, co_h = (ci.unsqueeze(-1), co.unsqueeze(-1)) if head else (ci, co)
     qk = GAMMA_QK_FACTOR * lp * cv * ci_h * co_h
-    v = torch.broadcast_to(lp * ci_h * co_h, torch.broadcast_shapes(cv.shape, (ci_h * co_h).shape))
+    v = torch.broadcast_to(lp * ci_h * co_h, broadcast_shape(cv.shape, (ci_h * co_h).shape))
     m_in = lp * co
     m_out = ci if convention == "derived" else torch.ones_like(co)
     if not head:  # one head: every entry has the common shape
-        shape = torch.broadcast_shapes(cv.shape, ci.shape, co.shape)
+        shape = broadcast_shape(cv.shape, ci.shape, co.shape)
         qk, v, m_in, m_out = (torch.broadcast_to(t, shape) for t in (qk, v, m_in, m_out))
     return {"QK": qk, "V": v.clone(), "M_in": m_in, "M_out": m_out}
 

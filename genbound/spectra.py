@@ -32,7 +32,7 @@ from dataclasses import dataclass
 
 import torch
 
-from ._validate import as_tensor, check_positive_int, check_real
+from ._validate import as_tensor, broadcast_shape, check_positive_int, check_real
 from .device import resolve_device, resolve_dtype
 from .errors import InputError, ParameterError, ShapeError
 
@@ -118,7 +118,7 @@ def product_singular_values(left, right, *, device=None, dtype=None) -> torch.Te
         )
     rows, r, cols = L.shape[-2], L.shape[-1], R.shape[-1]
     try:
-        batch = torch.broadcast_shapes(L.shape[:-2], R.shape[:-2])
+        batch = broadcast_shape(L.shape[:-2], R.shape[:-2])
     except RuntimeError as exc:
         raise ShapeError(
             f"batch shapes of left {tuple(L.shape)} and right {tuple(R.shape)} do not broadcast"

@@ -6,14 +6,15 @@ record per run: a table, or with ``--json`` a JSON array of objects with at leas
 :data:`~genbound.experiments.sparse_majority.RESULT_KEYS`. ``--csv PATH`` writes a results file
 (:mod:`genbound.experiments.results`): the full configuration in its header, every stack of runs
 appended whole as soon as it finishes; the same command resumes it, and a different configuration is
-refused (a partial sweep stays usable).
+refused (a partial sweep stays usable), and so is a second process writing the same file. Ctrl-C ends
+with one line saying what was saved and how to resume (exit code 130).
 """
 
 from __future__ import annotations
 
 import json
 
-from ..errors import ParameterError
+from ..errors import Interrupted, ParameterError
 from ..jsonsafe import json_tree
 
 __all__ = ["add_parser", "parse_int_list", "parse_float_list"]
@@ -105,7 +106,10 @@ def add_parser(sub) -> None:
     sm.add_argument("--progress", action="store_true", help="show a progress bar even when not a terminal")
     sm.add_argument("--verify-saved", type=int, default=None, metavar="K",
                     help="rerun K rows of the saved sweep (or --saved-csv), drawn at random, with the recorded "
-                         "configuration, and compare every column but the wall time (exit 1 if any differs)")
+                         "configuration, and compare every column but the wall time; say first whether this is the recorded "
+                         "machine kind (exact agreement expected; exit 1 if a row differs) or another (a rerun is "
+                         "another draw: differences reported with their size, exit 0), naming every differing "
+                         "field (CPU, library, threads, commit) with both values")
     sm.add_argument("--verify-saved-rows", default=None, metavar="T:SEED,...",
                     help="rerun the given saved rows, e.g. 64:3,16:1, and compare them")
     sm.add_argument("--verify-seed", type=int, default=0, help="seed of the random choice of --verify-saved")
@@ -203,8 +207,11 @@ def _run_predict_gap(args) -> int:
                                    "digits": tuple(parse_int_list(args.n_train_digits, "--n-train-digits"))}
                           ).validated()
     torch.set_num_threads(args.threads)
-    recs = pg.run_family(cfg, csv_path=args.csv, progress=True if args.progress else None, report=_warn,
-                         shard=_parse_shard(args.shard))
+    try:
+        recs = pg.run_family(cfg, csv_path=args.csv, progress=True if args.progress else None, report=_warn,
+                             shard=_parse_shard(args.shard))
+    except KeyboardInterrupt:
+        raise Interrupted(_saved_note(args.csv, None, None, "models")) from None
     if args.json:
         print(json.dumps([_jsonable(r.row()) for r in recs]))
     else:
@@ -226,6 +233,18 @@ def _parse_shard(text: str) -> tuple[int, int]:
 _jsonable_tree = json_tree      # the package's one non-finite policy (genbound.jsonsafe)
 
 
+def _saved_note(csv, writer, n_before, what: str) -> str:
+    """What an interrupted training command saved and how to resume it (one line)."""
+    if csv is None:
+        return f"nothing saved (no --csv); the {what} printed above are all there is"
+    if writer is not None:
+        new = len(writer.done) - n_before
+        return (f"{new} finished {what} appended to {csv} in this run ({len(writer.done)} in the file); "
+                f"the unfinished ones are not in it; rerun the same command to resume")
+    return (f"every finished stack of {what} is in {csv}, the unfinished one is not; rerun the same command "
+            f"to resume")
+
+
 def _warn(msg: str) -> None:
     import sys
 
@@ -236,7 +255,7 @@ def _verify_sparse_majority(args) -> int:
     """``--verify-saved`` / ``--verify-saved-rows``: every key is checked before anything is trained."""
     import torch
 
-    from .sparse_majority import parse_row_keys, pick_rows, read_sweep, verify_rows
+    from .sparse_majority import parse_row_keys, pick_rows, read_sweep, reproduction_case, verify_rows
 
     if args.verify_saved is not None and args.verify_saved_rows is not None:
         raise ParameterError("give --verify-saved or --verify-saved-rows, not both")
@@ -250,27 +269,35 @@ def _verify_sparse_majority(args) -> int:
             raise ParameterError(f"{table.path}: no saved row for "
                                  + ", ".join(f"T={t} seed={s}" for t, s in missing))
     torch.set_num_threads(1)
-    env = table.environment
-    if env.get("torch") != torch.__version__ or env.get("threads") != 1:
-        _warn(f"the rows were saved with torch {env.get('torch')} on {env.get('threads')} thread(s); this is "
-              f"torch {torch.__version__} on 1: the float32 trajectories need not agree exactly")
+    case = reproduction_case(table, device="cpu")
+    if not args.json:
+        print(f"{table.path}: {case.expectation()}", flush=True)
+        for line in case.lines():
+            print(f"  {line}", flush=True)
 
     def show(chk):
         if args.json:
             return
+        sizes = chk.sizes()
         state = "exact" if chk.exact else "DIFFERS: " + ", ".join(
-            f"{c} saved {a!r} rerun {b!r}" for c, (a, b) in chk.differences.items())
+            f"{c} saved {a!r} rerun {b!r} ({sizes[c]})" if c != "norms_json" else f"{c} ({sizes[c]})"
+            for c, (a, b) in chk.differences.items())
         print(f"T={chk.key[0]} seed={chk.key[1]}: {len(chk.compared)} columns, {state} "
               f"({chk.seconds:.1f} s; saved run {chk.saved_seconds:.1f} s)", flush=True)
 
-    checks = verify_rows(table, keys, device="cpu", on_check=show)
+    try:
+        checks = verify_rows(table, keys, device="cpu", on_check=show)
+    except KeyboardInterrupt:
+        raise Interrupted("a verification writes nothing; the rows checked so far are printed above") from None
     n_exact = sum(c.exact for c in checks)
     if args.json:
-        print(json.dumps({"csv": str(table.path), "rows": [c.to_dict() for c in checks],
+        print(json.dumps({"csv": str(table.path), "case": case.to_dict(), "rows": [c.to_dict() for c in checks],
                           "n_exact": n_exact}, indent=1))
     else:
-        print(f"{n_exact} of {len(checks)} rows reproduced exactly", flush=True)
-    return 0 if n_exact == len(checks) else 1
+        tail = ("" if case.same_kind or n_exact == len(checks) else
+                "; on another machine kind a difference is another draw, not a failure (sizes above)")
+        print(f"{n_exact} of {len(checks)} rows reproduced exactly{tail}", flush=True)
+    return 0 if n_exact == len(checks) or not case.same_kind else 1
 
 
 def _run_sparse_majority(args) -> int:
@@ -309,9 +336,13 @@ def _run_sparse_majority(args) -> int:
 
     if not args.json:
         print(_header(), flush=True)
-    results = run_sweep(seq_lens, seeds, cfg, device=device, progress=True if args.progress else None,
-                        on_result=on_result, skip=lambda T, sd: (T, sd) in done,
-                        on_stack=writer.append if writer is not None else None)
+    n_before = len(done)
+    try:
+        results = run_sweep(seq_lens, seeds, cfg, device=device, progress=True if args.progress else None,
+                            on_result=on_result, skip=lambda T, sd: (T, sd) in done,
+                            on_stack=writer.append if writer is not None else None)
+    except KeyboardInterrupt:
+        raise Interrupted(_saved_note(args.csv, writer, n_before, "runs")) from None
     if args.json:
         recs = [r.to_dict(with_norms=True) for r in results]
         for rec in recs:

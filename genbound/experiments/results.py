@@ -22,6 +22,14 @@ Guarantees (:func:`open_results` and :func:`read_results`):
 * **Nothing is mixed.** A resume whose configuration or environment differs from the header in any
   field is refused, naming every field that differs; so is a file of another experiment or one whose
   columns differ from what this genbound writes.
+* **One writer.** A process that opens a file for appending holds its advisory lock (``fcntl.flock`` on
+  the sidecar ``.NAME.lock``, with the holder's pid in it) until it ends; a second process is refused at
+  once, naming that pid. The kernel drops the lock of a killed process, so a stale lock file never
+  blocks a resume. Parallel processes write a file each and merge them.
+* **What reproduces a row is recorded.** The environment names the commit, torch and its BLAS, the
+  thread count, the device and the CPU kind (model, kernel-selecting flags, torch's CPU capability);
+  ``column_commits`` names the commit of every column recomputed after the run
+  (:func:`column_commits`). :func:`same_machine_kind` says whether an exact rerun can be expected here.
 * **Errors name the line.** A row that does not match the columns (elsewhere than last), or a key that
   occurs twice, is a :class:`~genbound.errors.ResultsFileError` naming the line. A file that is not a
   results file (random bytes, a plain CSV, an empty file) or a path that cannot be written is one too;
@@ -50,6 +58,7 @@ import io
 import json
 import math
 import os
+import re
 import subprocess
 import tempfile
 import warnings
@@ -60,7 +69,10 @@ from typing import Any, Callable, Iterable, Sequence
 from ..errors import ResultsFileError
 
 __all__ = ["MAGIC", "FORMAT", "Schema", "ResultsTable", "ResultsWriter", "ResultsFileWarning",
-           "environment", "git_commit", "read_results", "open_results", "attach_header", "merge_results"]
+           "environment", "git_commit", "read_results", "open_results", "attach_header", "cpu_kind",
+           "math_libraries", "KERNEL_FLAGS", "KERNEL_ENV", "MACHINE_FIELDS", "Mismatch",
+           "environment_mismatches", "same_machine_kind", "column_commits", "commit_mismatches", "lock_path",
+           "merge_results"]
 
 #: The first line of every results file starts with this.
 MAGIC = "# genbound results file"
@@ -171,15 +183,192 @@ def git_commit() -> str | None:
     return f"{sha}-dirty" if dirty else sha or None
 
 
+#: The CPU flags (``/proc/cpuinfo`` names) that select float kernels in torch, oneDNN, MKL and OpenBLAS:
+#: the vector widths and the fused / low-precision instructions. Two CPUs with the same model name and
+#: these flags run the same kernels; the rest of the flags (virtualisation, security) do not matter.
+KERNEL_FLAGS = ("sse4_1", "sse4_2", "avx", "avx2", "fma", "f16c", "avx_vnni", "avx512f", "avx512dq",
+                "avx512cd", "avx512bw", "avx512vl", "avx512ifma", "avx512vbmi", "avx512_vbmi2",
+                "avx512_vnni", "avx512_bf16", "avx512_fp16", "amx_tile", "amx_bf16", "amx_int8",
+                "amx_fp16", "asimd", "asimdhp", "asimddp", "sve", "sve2", "sme", "bf16", "i8mm")
+
+#: Environment variables that change which kernels run (recorded when set).
+KERNEL_ENV = ("ATEN_CPU_CAPABILITY", "MKL_CBWR", "MKL_ENABLE_INSTRUCTIONS", "MKL_DEBUG_CPU_TYPE",
+              "ONEDNN_MAX_CPU_ISA", "DNNL_MAX_CPU_ISA", "OPENBLAS_CORETYPE")
+
+#: The recorded fields on which an exact (bit-for-bit) rerun of float32 training depends: the CPU kind
+#: (model, kernel-selecting flags, torch's ATen CPU capability), the torch build and its BLAS/LAPACK,
+#: the kernel-selecting environment variables, the thread count and the device. The commit is not one
+#: of them: a rerun at another commit is exactly what a reproduction check tests.
+MACHINE_FIELDS = ("cpu_model", "cpu_flags", "cpu_capability", "torch", "blas", "lapack", "math_library",
+                  "kernel_env", "threads", "device")
+
+
+def _cpuinfo(text: str) -> tuple[str | None, list[str] | None]:
+    r"""The CPU model name and the kernel-selecting flags (sorted) in a ``/proc/cpuinfo`` text.
+
+    >>> _cpuinfo("model name\t: AMD EPYC\nflags\t\t: fpu sse4_2 avx2 fma avx512f hypervisor\n")
+    ('AMD EPYC', ['avx2', 'avx512f', 'fma', 'sse4_2'])
+    >>> _cpuinfo("")
+    (None, None)
+    """
+    model = flags = None
+    for line in text.splitlines():
+        name, sep, value = line.partition(":")
+        if not sep:
+            continue
+        name = name.strip().lower()
+        if model is None and name in ("model name", "cpu model", "processor") and not value.strip().isdigit():
+            model = value.strip() or None
+        elif flags is None and name in ("flags", "features"):
+            have = set(value.split())
+            flags = sorted(f for f in KERNEL_FLAGS if f in have)
+    return model, flags
+
+
+def cpu_kind() -> dict:
+    """What selects the float kernels on this CPU: ``cpu_model`` (the model name), ``cpu_flags`` (the
+    :data:`KERNEL_FLAGS` it has, sorted) and ``cpu_capability`` (torch's ATen CPU capability, e.g.
+    ``AVX512``, which also follows ``ATEN_CPU_CAPABILITY``). Read from ``/proc/cpuinfo`` on Linux; elsewhere
+    the model from :mod:`platform` and the flags ``None`` (unknown)."""
+    import platform
+
+    import torch
+
+    model = flags = None
+    try:
+        model, flags = _cpuinfo(Path("/proc/cpuinfo").read_text(errors="replace"))
+    except OSError:
+        pass
+    if model is None:
+        model = platform.processor() or platform.machine() or None
+    try:
+        capability = str(torch.backends.cpu.get_cpu_capability())
+    except (AttributeError, RuntimeError):             # very old torch
+        capability = None
+    return {"cpu_model": model, "cpu_flags": flags, "cpu_capability": capability}
+
+
+def _build_field(config: str, name: str) -> str | None:
+    m = re.search(rf"\b{name}=([^,\s]+)", config)
+    return m.group(1) if m else None
+
+
+def math_libraries() -> dict:
+    """torch's ``blas`` and ``lapack`` (``BLAS_INFO`` / ``LAPACK_INFO`` of its build, e.g. ``mkl``) and
+    ``math_library``: the versions of MKL and oneDNN (MKL-DNN) that torch reports, ``;``-joined."""
+    import torch
+
+    config = torch.__config__.show()
+    libs = []
+    for ln in config.splitlines():
+        if "Math Kernel Library" in ln:
+            m = re.search(r"Version (\S+)", ln)
+            libs.append(f"MKL {m.group(1) if m else ln.strip(' -')}")
+        elif "MKL-DNN" in ln or "oneDNN" in ln:
+            m = re.search(r"\b(v\d[\w.]*)", ln)
+            libs.append(f"oneDNN {m.group(1) if m else ln.strip(' -')}")
+    return {"blas": _build_field(config, "BLAS_INFO"), "lapack": _build_field(config, "LAPACK_INFO"),
+            "math_library": "; ".join(libs) or None}
+
+
 def environment(*, device: Any = "cpu") -> dict:
     """What produced a results file besides its configuration: genbound's version and commit
-    (:func:`git_commit`, ``None`` when unknown), torch's version, torch's CPU threads and the device."""
+    (:func:`git_commit`, ``None`` when unknown), torch's version, torch's CPU threads, the device, the
+    CPU kind (:func:`cpu_kind`), torch's BLAS and LAPACK (:func:`math_libraries`) and the kernel-selecting
+    environment variables that are set (``kernel_env``, see :data:`KERNEL_ENV`)."""
     import torch
 
     from .. import __version__
 
-    return {"genbound": __version__, "commit": git_commit(), "torch": torch.__version__,
-            "threads": int(torch.get_num_threads()), "device": str(device)}
+    env = {"genbound": __version__, "commit": git_commit(), "torch": torch.__version__,
+           "threads": int(torch.get_num_threads()), "device": str(device)}
+    env.update(cpu_kind())
+    env.update(math_libraries())
+    env["kernel_env"] = {k: os.environ[k] for k in KERNEL_ENV if k in os.environ}
+    if str(device).startswith("cuda") and torch.cuda.is_available():
+        env["gpu"] = torch.cuda.get_device_name(torch.device(str(device)))
+    return env
+
+
+@dataclass(frozen=True)
+class Mismatch:
+    """One field of a recorded environment that differs from another: ``field``, the ``recorded`` value
+    (``None`` when the file does not record it) and the value ``here``."""
+
+    field: str
+    recorded: Any
+    here: Any
+
+    def __str__(self) -> str:
+        rec = "not recorded" if self.recorded is None else _show(self.recorded)
+        return f"{self.field}: recorded {rec} vs here {_show(self.here)}"
+
+
+def _show(value) -> str:
+    if isinstance(value, (list, tuple)):
+        return " ".join(map(str, value)) if value else "none"
+    if isinstance(value, dict):
+        return ", ".join(f"{k}={v}" for k, v in value.items()) if value else "none"
+    return repr(value) if isinstance(value, str) else str(value)
+
+
+def environment_mismatches(recorded: dict, here: dict | None = None,
+                           fields: Sequence[str] = MACHINE_FIELDS) -> list[Mismatch]:
+    """The ``fields`` in which the ``recorded`` environment (a results file's) differs from ``here``
+    (default: :func:`environment` now). A field the file does not record is a mismatch (recorded
+    ``None``): a file written before genbound recorded CPU kinds is never taken for the same kind.
+
+    >>> rec = {"cpu_model": "AMD EPYC", "threads": 1, "torch": "2.13.0+cpu"}
+    >>> [str(m) for m in environment_mismatches(rec, {"cpu_model": "Intel Xeon", "threads": 1,
+    ...      "torch": "2.13.0+cpu", "cpu_flags": ["avx2"]}, ("cpu_model", "cpu_flags", "threads", "torch"))]
+    ["cpu_model: recorded 'AMD EPYC' vs here 'Intel Xeon'", 'cpu_flags: recorded not recorded vs here avx2']
+    """
+    here = environment() if here is None else here
+    rec, now = _normal(recorded), _normal(here)
+    out = []
+    for name in fields:
+        a, b = rec.get(name), now.get(name)
+        if name not in rec or a != b:
+            out.append(Mismatch(name, a if name in rec else None, b))
+    return out
+
+
+def same_machine_kind(recorded: dict, here: dict | None = None) -> tuple[bool, list[Mismatch]]:
+    """Whether an exact rerun of float32 work recorded with environment ``recorded`` can be expected
+    ``here``: every field of :data:`MACHINE_FIELDS` recorded and equal. Returns ``(same, mismatches)``."""
+    mism = environment_mismatches(recorded, here, MACHINE_FIELDS)
+    return not mism, mism
+
+
+def column_commits(header: dict, columns: Iterable[str]) -> dict:
+    """The commit that produced each of ``columns`` of a results file with ``header``: the header's
+    ``column_commits`` entry for a column recomputed after the run (see
+    :func:`~genbound.experiments.sparse_majority.recompute_bound_columns`), else the run's commit
+    (``environment.commit``).
+
+    >>> h = {"environment": {"commit": "aaa"}, "column_commits": {"cap": "bbb"}}
+    >>> column_commits(h, ["loss", "cap"])
+    {'loss': 'aaa', 'cap': 'bbb'}
+    """
+    own = header.get("column_commits") or {}
+    run = header.get("environment", {}).get("commit")
+    return {c: own.get(c, run) for c in columns}
+
+
+def commit_mismatches(header: dict, columns: Iterable[str], here: str | None = None) -> list[Mismatch]:
+    """One :class:`Mismatch` per distinct commit that produced some of ``columns`` (field
+    ``commit (col, ...)``) and differs from the commit ``here`` (default :func:`git_commit`)."""
+    here = git_commit() if here is None else here
+    by_commit: dict = {}
+    for c, sha in column_commits(header, columns).items():
+        by_commit.setdefault(sha, []).append(c)
+    run = header.get("environment", {}).get("commit")
+    out = []
+    for sha, cols in by_commit.items():
+        if sha != here:
+            name = "commit" if sha == run else f"commit of {', '.join(cols)}"
+            out.append(Mismatch(name, sha, here))
+    return out
 
 
 # ---------------------------------------------------------------------------------------------- values
@@ -406,14 +595,103 @@ def _atomic_create(path: Path, text: str) -> None:
         pass
 
 
+
+# ---------------------------------------------------------------------------------------------- one writer
+_HELD: dict = {}                                     # lock path -> [fd, number of writers of this process]
+
+
+def lock_path(path) -> Path:
+    """The sidecar lock file of the results file at ``path``: ``.NAME.lock`` beside it."""
+    path = Path(path)
+    return path.with_name(f".{path.name}.lock")
+
+
+def _holder(lock: Path) -> str:
+    try:
+        text = lock.read_text().strip()
+    except OSError:
+        text = ""
+    return f"pid {text}" if text.isdigit() else "another process"
+
+
+def _acquire(path: Path) -> str:
+    """Take the advisory lock of the results file ``path`` (``fcntl.flock``, exclusive, not waiting) and
+    write this process's pid into the lock file; returns the lock's key for :func:`_release`. A lock this
+    process already holds is shared by its writers. The kernel releases a flock when its holder exits or
+    is killed, so a stale lock file never blocks. Raises :class:`~genbound.errors.ResultsFileError`
+    naming the holder's pid when another process writes the file. Where ``fcntl`` does not exist
+    (Windows) nothing is locked."""
+    try:
+        import fcntl
+    except ImportError:                                   # pragma: no cover - not POSIX
+        return ""
+    lock = lock_path(path)
+    key = str(lock.resolve())
+    if key in _HELD and _HELD[key][2] == os.getpid():
+        _HELD[key][1] += 1
+        return key
+    try:
+        fd = os.open(str(lock), os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError as exc:
+        raise ResultsFileError(f"{path}: cannot create its lock file {lock.name} "
+                               f"({exc.strerror or exc})") from None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        os.close(fd)
+        raise ResultsFileError(f"{path}: another process ({_holder(lock)}) is writing this results file; "
+                               f"wait until it ends and rerun to resume, or write a shard of your own and "
+                               f"merge") from None
+    os.ftruncate(fd, 0)
+    os.write(fd, f"{os.getpid()}\n".encode())
+    _HELD[key] = [fd, 1, os.getpid()]
+    return key
+
+
+def _release(key: str) -> None:
+    held = _HELD.get(key)
+    if not key or held is None or held[2] != os.getpid():
+        return
+    held[1] -= 1
+    if held[1] <= 0:
+        del _HELD[key]
+        try:
+            os.ftruncate(held[0], 0)
+        except OSError:
+            pass
+        os.close(held[0])                                # closing the descriptor releases the flock
+
+
 class ResultsWriter:
     """Appends whole rows to a results file opened by :func:`open_results`. ``done``: the keys of the
-    finished rows (those in the file when it was opened, and every row appended since)."""
+    finished rows (those in the file when it was opened, and every row appended since).
+
+    The writer holds the file's advisory lock (one writer process per results file) until
+    :meth:`close`, the end of a ``with`` block, its garbage collection or the end of the process."""
 
     def __init__(self, path: Path, schema: Schema, columns: Sequence[str], done: set[tuple],
                  header: dict, to_row: Callable[[Any], dict] | None = None):
         self.path, self.schema, self.columns, self.done, self.header = path, schema, tuple(columns), done, header
         self.to_row = to_row
+        self._lock = ""
+
+    def _hold(self, key: str) -> None:
+        import weakref
+
+        self._lock = key
+        self._finalizer = weakref.finalize(self, _release, key)
+
+    def close(self) -> None:
+        """Release the file's lock (appending afterwards raises); idempotent."""
+        if getattr(self, "_finalizer", None) is not None:
+            self._finalizer()
+        self._lock = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
 
     def __contains__(self, key) -> bool:
         return tuple(key) in self.done
@@ -424,6 +702,8 @@ class ResultsWriter:
 
         Every value is checked against its column's type and every key against the finished rows
         *before* anything is written, so a bad row leaves the file as it was."""
+        if self._lock is None:
+            raise ResultsFileError(f"{self.path}: this writer is closed")
         rows = [r if isinstance(r, dict) or self.to_row is None else self.to_row(r) for r in rows]
         if not rows:
             return
@@ -467,10 +747,14 @@ def open_results(path, schema: Schema, config: dict, *, environment: dict | None
     """Open the results file at ``path`` for a run with configuration ``config`` (every field of the
     run's config, as a JSON-able dict) and ``environment`` (default :func:`environment` on the CPU).
 
+    The file's advisory lock (:func:`lock_path`) is taken first and held by the returned writer: a
+    second process opening the same file meanwhile gets :class:`~genbound.errors.ResultsFileError`
+    at once, naming the holder's pid (parallel processes write shards of their own and merge them).
     A missing file is created with the header and the column line (atomically: a temporary file
     renamed into place). An existing file is read with :func:`read_results` and must be a results file
     of the same experiment and columns whose recorded configuration and environment equal ``config``
-    and ``environment`` in every field; otherwise :class:`~genbound.errors.ResultsFileError` names
+    and ``environment`` in every field the file records (a field an older file does not record is
+    reported through ``report`` and not compared); otherwise :class:`~genbound.errors.ResultsFileError` names
     the fields (file value, this run's value) and the file is left untouched. An unfinished last row is
     reported through ``report`` and cut off, so that its run is trained again. Returns the writer;
     its ``done`` holds the keys already finished; ``to_row`` (optional) turns the experiment's records
@@ -481,6 +765,19 @@ def open_results(path, schema: Schema, config: dict, *, environment: dict | None
     config = _normal(dict(config))
     if path.is_dir():
         raise ResultsFileError(f"{path}: is a directory, not a results file")
+    if not path.parent.is_dir():
+        raise ResultsFileError(f"{path}: cannot create the results file (no directory {path.parent})")
+    key = _acquire(path)
+    try:
+        writer = _open_locked(path, schema, config, env, notes, report, to_row)
+    except BaseException:
+        _release(key)
+        raise
+    writer._hold(key)
+    return writer
+
+
+def _open_locked(path, schema, config, env, notes, report, to_row) -> ResultsWriter:
     if not path.exists():
         header = {"experiment": schema.experiment, "key": list(schema.key), "config": config,
                   "environment": _normal(env)}
@@ -489,7 +786,10 @@ def open_results(path, schema: Schema, config: dict, *, environment: dict | None
         _atomic_create(path, _header_text(header, schema.names))
         return ResultsWriter(path, schema, schema.names, set(), header, to_row)
     table = read_results(path, schema, report=lambda msg: None)
-    diffs = _differences(table.config, config) + _differences(table.environment, env)
+    recorded = table.environment
+    unrecorded = [k for k in env if k not in recorded]
+    diffs = _differences(table.config, config) + _differences(
+        recorded, {k: v for k, v in env.items() if k in recorded})
     if diffs:
         raise ResultsFileError(
             f"{path}: this run's configuration differs from the one recorded in the file in {len(diffs)} "
@@ -501,6 +801,9 @@ def open_results(path, schema: Schema, config: dict, *, environment: dict | None
                                f"write to a new file")
     if not os.access(path, os.W_OK):
         raise ResultsFileError(f"{path}: cannot be written (permission denied)")
+    if unrecorded:
+        (report or _warn)(f"{path}: the file does not record {', '.join(unrecorded)} (written by an older "
+                          f"genbound); resuming without comparing them")
     if table.incomplete is not None:
         (report or _warn)(table.incomplete)
         try:

@@ -7,7 +7,7 @@ from dataclasses import asdict, fields
 from pathlib import Path
 from typing import Callable, Iterable
 
-from ..results import Schema, environment, open_results, read_results
+from ..results import Schema, environment, git_commit, open_results, read_results
 from .config import SparseMajorityConfig
 
 __all__ = ["merge_sweeps", "recompute_bound_columns", "SAVED_SWEEP", "SCHEMA", "csv_columns", "open_sweep", "write_csv", "read_csv", "read_sweep"]
@@ -131,7 +131,8 @@ def recompute_bound_columns(path, out, *, columns: Iterable[str], notes: str) ->
     """Write ``out``: the results file ``path`` with the bound ``columns`` (names returned by
     :func:`~genbound.experiments.sparse_majority.row_bound_fields`) recomputed from every row's saved
     norms, every other column byte for byte, and ``notes`` added to the header (say which columns
-    were recomputed, with which commit, and why). For a change in how a bound column is defined that
+    were recomputed, with which commit, and why); the header's ``column_commits`` names this checkout's
+    commit for each recomputed column (:func:`~genbound.experiments.results.column_commits`). For a change in how a bound column is defined that
     needs no retraining."""
     from ...errors import ResultsFileError
     from .bounds import row_bound_fields
@@ -152,6 +153,7 @@ def recompute_bound_columns(path, out, *, columns: Iterable[str], notes: str) ->
         rows.append({**r, **{c: new[c] for c in columns}})
     header = dict(table.header)
     header["notes"] = (header["notes"] + " " if header.get("notes") else "") + notes
+    header["column_commits"] = {**(header.get("column_commits") or {}), **{c: git_commit() for c in columns}}
     _write_rows(out, header, table.columns, rows)
     read_sweep(out)
     return out

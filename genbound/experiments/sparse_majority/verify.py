@@ -9,6 +9,15 @@ wall time) **exactly**: fit step, steps, accuracies, losses, norms (``norms_json
 a GPU, the float32 training trajectory can differ in the last bits, and Adam's nearly sign-like early
 steps can amplify that into another fit step; :func:`verify_rows` then reports the columns that differ.
 
+Which case a check is in is decided from the file's recorded environment, not from its outcome
+(:func:`reproduction_case`): on the recorded machine kind (CPU model, kernel-selecting CPU flags,
+torch's CPU capability, torch build and its BLAS, kernel environment variables, threads, device) every
+compared column is expected to agree exactly; anywhere else a rerun is another draw of the same
+experiment, and :meth:`RowCheck.sizes` says how far it is from the saved row. A file that does not
+record the CPU kind (written before genbound recorded it) is never taken for the same kind. A commit
+other than the one that produced a column is named too (it is what the check tests, not a reason to
+expect a difference).
+
 >>> parse_row_keys("64:3, 16:1")
 [(64, 3), (16, 1)]
 """
@@ -22,7 +31,8 @@ from typing import Callable, Sequence
 
 from ...errors import ParameterError
 
-__all__ = ["NOT_COMPARED", "RowCheck", "parse_row_keys", "pick_rows", "config_of", "verify_rows"]
+__all__ = ["NOT_COMPARED", "RowCheck", "ReproductionCase", "reproduction_case", "parse_row_keys", "pick_rows",
+           "config_of", "verify_rows"]
 
 #: Columns a rerun is not expected to reproduce: the wall time.
 NOT_COMPARED = ("seconds",)
@@ -46,12 +56,114 @@ class RowCheck:
         """Every compared column is equal."""
         return not self.differences
 
+    def sizes(self) -> dict:
+        """``column -> size`` of every difference, as text: ``rerun - saved`` for integers, that and
+        the relative difference for floats, the largest relative difference over the norms for
+        ``norms_json``, ``saved -> rerun`` otherwise."""
+        return {c: _size(a, b) for c, (a, b) in self.differences.items()}
+
     def to_dict(self) -> dict:
         """A JSON-ready dict."""
         return {"seq_len": self.key[0], "seed": self.key[1], "exact": self.exact,
                 "n_compared": len(self.compared),
                 "differences": {k: [_plain(a), _plain(b)] for k, (a, b) in self.differences.items()},
-                "seconds": self.seconds, "saved_seconds": self.saved_seconds}
+                "sizes": self.sizes(), "seconds": self.seconds, "saved_seconds": self.saved_seconds}
+
+
+def _leaves(obj):
+    if isinstance(obj, dict):
+        for v in obj.values():
+            yield from _leaves(v)
+    elif isinstance(obj, (list, tuple)):
+        for v in obj:
+            yield from _leaves(v)
+    elif isinstance(obj, (int, float)) and not isinstance(obj, bool):
+        yield float(obj)
+
+
+def _rel(a: float, b: float) -> float:
+    return abs(b - a) / max(abs(a), abs(b)) if (a or b) else 0.0
+
+
+def _size(a, b) -> str:
+    """The size of a difference between a saved value ``a`` and a rerun's ``b``.
+
+    >>> _size(795, 758), _size(0.9915, 0.9899), _size(True, False)
+    ('-37', '-0.0016 (relative 1.6e-03)', 'True -> False')
+    >>> _size('{"w": [1.0, 2.0]}', '{"w": [1.0, 2.002]}')
+    'largest relative difference 1.0e-03 over 2 norms'
+    """
+    if isinstance(a, bool) or isinstance(b, bool):
+        return f"{a} -> {b}"
+    if isinstance(a, int) and isinstance(b, int):
+        return f"{b - a:+d}"
+    if isinstance(a, float) and isinstance(b, float):
+        if not (math.isfinite(a) and math.isfinite(b)):
+            return f"{a!r} -> {b!r}"
+        return f"{b - a:+.2g} (relative {_rel(a, b):.1e})"
+    if isinstance(a, str) and isinstance(b, str):
+        import json
+
+        try:
+            la, lb = list(_leaves(json.loads(a))), list(_leaves(json.loads(b)))
+        except ValueError:
+            return "differs"
+        if len(la) == len(lb) and la:
+            return f"largest relative difference {max(_rel(x, y) for x, y in zip(la, lb)):.1e} over {len(la)} norms"
+    return f"{a!r} -> {b!r}"
+
+
+@dataclass(frozen=True)
+class ReproductionCase:
+    """Which case a rerun of a results file's rows is in: ``same_kind`` (every machine field recorded
+    and equal here, so exact agreement is expected), ``machine`` (the machine fields that differ or
+    are not recorded, :class:`~genbound.experiments.results.Mismatch`) and ``commits`` (the commits
+    that produced the compared columns, where they differ from this checkout's)."""
+
+    same_kind: bool
+    machine: tuple = ()
+    commits: tuple = ()
+
+    def expectation(self) -> str:
+        """One sentence: what agreement to expect, and why."""
+        if self.same_kind:
+            return ("same machine kind, torch build and thread count as recorded: every compared column "
+                    "is expected to agree exactly")
+        return (f"another machine kind than recorded ({', '.join(m.field for m in self.machine)} differ or "
+                f"are not recorded): a rerun is another draw of the same experiment, and differences are "
+                f"reported with their size")
+
+    def lines(self) -> list[str]:
+        """The named mismatches, each ``field: recorded X vs here Y`` (machine fields the file does not
+        record on one line, then the others, then the commits)."""
+        missing = [m for m in self.machine if m.recorded is None]
+        out = ([f"not recorded in the file (written before genbound recorded them): "
+                f"{', '.join(m.field for m in missing)}; here "
+                + "; ".join(f"{m.field} {_show(m.here)}" for m in missing)] if missing else [])
+        return out + [str(m) for m in (*self.machine, *self.commits) if m.recorded is not None]
+
+    def to_dict(self) -> dict:
+        return {"same_kind": self.same_kind, "expectation": self.expectation(),
+                "mismatches": [{"field": m.field, "recorded": m.recorded, "here": m.here}
+                               for m in (*self.machine, *self.commits)]}
+
+
+def _show(value) -> str:
+    from ..results import _show as show
+
+    return show(value)
+
+
+def reproduction_case(table, *, device="cpu", here: dict | None = None) -> ReproductionCase:
+    """The :class:`ReproductionCase` of rerunning rows of the results ``table`` here on ``device``
+    with the current torch thread count (``here``: an environment dict to compare with instead)."""
+    from ..results import commit_mismatches, environment, same_machine_kind
+
+    here = environment(device=device) if here is None else here
+    same, machine = same_machine_kind(table.environment, here)
+    compared = [c for c in table.columns if c not in NOT_COMPARED]
+    commits = commit_mismatches(table.header, compared, here.get("commit"))
+    return ReproductionCase(same, tuple(machine), tuple(commits))
 
 
 def _plain(v):
