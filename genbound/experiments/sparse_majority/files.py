@@ -82,35 +82,14 @@ def read_csv(path=None):
 
 def merge_sweeps(paths, out) -> Path:
     """Merge results files written by parallel processes of one sweep into one new file ``out``:
-    every file must carry the **same header** (configuration and environment: one commit, one torch,
-    one thread count) and the files must share no ``(seq_len, seed)``. The rows are written sorted by
-    key under that header, so the merged file reads as if one process had run them all. Raises
-    :class:`~genbound.errors.ResultsFileError` (naming the file) otherwise; ``out`` must not exist."""
-    from ...errors import ResultsFileError
-    from ..results import _atomic_create
+    :func:`~genbound.experiments.results.merge_results` (the same header in every file, no
+    ``(seq_len, seed)`` twice, rows sorted by key; ``out`` must not exist), then read back and checked
+    as a sweep."""
+    from ..results import merge_results
 
-    out = Path(out)
-    if out.exists():
-        raise ResultsFileError(f"{out}: exists; merge_sweeps writes a new file")
-    tables = [read_sweep(p) for p in paths]
-    if not tables:
-        raise ResultsFileError("merge_sweeps needs at least one results file")
-    head = tables[0].header
-    rows = {}
-    for t in tables:
-        if t.header != head:
-            raise ResultsFileError(f"{t.path}: its header (configuration or environment) differs from "
-                                   f"{tables[0].path}'s; only runs of one sweep can be merged")
-        if t.incomplete:
-            raise ResultsFileError(f"{t.path}: ends in an unfinished row ({t.incomplete})")
-        for r in t.rows:
-            key = (r["seq_len"], r["seed"])
-            if key in rows:
-                raise ResultsFileError(f"{t.path}: run T={key[0]} seed={key[1]} is in two files")
-            rows[key] = r
-    _write_rows(out, head, tables[0].columns, [rows[k] for k in sorted(rows)])
-    read_sweep(out)                                # the merged file reads back as a results file
-    return out
+    merge_results(paths, out, SCHEMA)
+    read_sweep(out)                                # the merged file reads back as a sweep
+    return Path(out)
 
 
 def _write_rows(out: Path, header: dict, columns, rows) -> None:
