@@ -109,6 +109,8 @@ def kl_inverse_upper(q: float, c: float, *, tol: float = KL_INV_TOL) -> float:
 
     >>> kl_inverse_upper(1.0, 0.3), kl_inverse_upper(0.2, 50.0)
     (1.0, 1.0)
+
+    Book: :prf:ref:`lem-pb-kl-inverse`, :prf:ref:`lem-pb-kl-inverse-zero`.
     """
     q = _check_rate(q)
     if isinstance(c, (int, float)) and c == math.inf:
@@ -168,6 +170,8 @@ def kl_inverse_bracket(q: float, c: float) -> tuple[float, float]:
 
     >>> kl_inverse_bracket(0.5, 0.02)
     (0.5, 0.6)
+
+    Book: :prf:ref:`lem-pb-pinsker-bracket`.
     """
     q = _check_rate(q)
     c = check_real(c, "c", lo=0.0)
@@ -203,7 +207,10 @@ def stirling_error(k) -> np.ndarray:
 def maurer_log_term(n: int) -> np.ndarray:
     """``ln [C(n, k) (k/n)^k (1-k/n)^(n-k)]`` for ``k = 0..n`` (the binomial probability of its own mean):
     ``0`` at ``k = 0, n``, else ``stirlerr(n) - stirlerr(k) - stirlerr(n-k) + ln(n / (2 pi k (n-k)))/2``
-    (Loader's saddle-point form, whose deviance terms vanish at ``p = k/n``)."""
+    (Loader's saddle-point form, whose deviance terms vanish at ``p = k/n``).
+
+    Book: :prf:ref:`lem-pb-maurer`.
+    """
     n = check_positive_int(n, "n")
     k = np.arange(1, n, dtype=np.float64)
     inner = (stirling_error(n)[()] - stirling_error(k) - stirling_error(n - k)
@@ -214,7 +221,10 @@ def maurer_log_term(n: int) -> np.ndarray:
 @lru_cache(maxsize=256)
 def maurer_xi(n: int) -> float:
     """Maurer's ``xi(n) = sum_{k=0}^n C(n, k) (k/n)^k (1 - k/n)^(n-k)``, summed exactly (in floats) from
-    :func:`maurer_log_term`; ``sqrt(n) <= xi(n) <= 2 sqrt(n)`` for ``n >= 8`` (Maurer 2004)."""
+    :func:`maurer_log_term`; ``sqrt(n) <= xi(n) <= 2 sqrt(n)`` for ``n >= 8`` (Maurer 2004).
+
+    Book: :prf:ref:`lem-pb-maurer`.
+    """
     n = check_positive_int(n, "n")
     terms = np.exp(maurer_log_term(n))
     return float(math.fsum(terms.tolist()))
@@ -231,6 +241,8 @@ def pac_bayes_kl_bound(emp_risk: float, kl: float, n: int, delta: float) -> floa
 
     >>> abs(pac_bayes_kl_bound(0.0, 0.0, 1, 0.5) - (1 - math.exp(-math.log(4)))) < 1e-12
     True
+
+    Book: :prf:ref:`thm-pb-kl`.
     """
     q = _check_rate(emp_risk, "emp_risk")
     kl = check_real(kl, "kl", lo=0.0)
@@ -243,7 +255,10 @@ def monte_carlo_upper(mean: float, n_draws: int, delta_mc: float) -> float:
     """``kl^-1(mean, ln(2/delta_mc) / N)``: with probability ``>= 1 - delta_mc`` over ``N`` independent
     draws ``h ~ Q``, the exact ``e_S(Q)`` lies at or below this (the Chernoff bound in kl form on the
     ``[0, 1]``-valued ``e_S(h)``; the ``ln 2`` is Langford & Caruana's two-sided constant, kept as
-    Dziugaite & Roy and Pérez-Ortiz et al. use it)."""
+    Dziugaite & Roy and Pérez-Ortiz et al. use it).
+
+    Book: :prf:ref:`cor-pb-monte-carlo`.
+    """
     q = _check_rate(mean, "mean")
     n_draws = check_positive_int(n_draws, "n_draws")
     delta_mc = _check_delta(delta_mc, "delta_mc")
@@ -352,7 +367,10 @@ def kl_categorical(q, p):
 def change_of_measure_bound(q, p, f):
     """The right side of the Donsker-Varadhan change of measure, ``KL(Q || P) + ln E_P[e^f]``, an upper
     bound on ``E_Q[f]`` for every ``Q`` (equality at the Gibbs measure ``Q ∝ P e^f``); torch, batched
-    along the leading axes, the outcomes along the last."""
+    along the leading axes, the outcomes along the last.
+
+    Book: :prf:ref:`lem-pb-change-of-measure`.
+    """
     import torch
 
     p, f = torch.as_tensor(p), torch.as_tensor(f)
@@ -369,6 +387,8 @@ def kl_diag_gaussians(mu_q, sigma_q, mu_p, sigma_p):
     >>> import torch
     >>> float(kl_diag_gaussians(torch.zeros(3), torch.ones(3), torch.zeros(3), 1.0))
     0.0
+
+    Book: :prf:ref:`lem-pb-gaussian-kl`.
     """
     import torch
 
@@ -420,7 +440,10 @@ def pac_bayes_grid_certificate(mc_mean: float, n_draws: int, kls: Sequence[float
     """The certificate at the best of ``K = len(kls)`` priors of a grid fixed before the data: each grid
     point's bound at confidence :func:`grid_delta` ``(delta, K)``, the Monte Carlo correction at
     ``delta_mc`` (one sample of ``Q``, shared); the minimum holds with probability
-    ``>= 1 - delta - delta_mc``."""
+    ``>= 1 - delta - delta_mc``.
+
+    Book: :prf:ref:`lem-pb-grid-union`.
+    """
     kls = [check_real(k, "kl", lo=0.0) for k in kls]
     if not kls:
         raise ParameterError("kls must hold at least one KL value (one per grid point)")
@@ -441,6 +464,8 @@ def f_quad(emp_risk, kl, n: int, delta: float):
 
     >>> round(float(f_quad(0.0, 0.0, 100, 0.5)), 12) == round(2 * math.log(40) / 100, 12)
     True
+
+    Book: :prf:ref:`cor-pb-f-quad`.
     """
     import torch
 
@@ -577,6 +602,8 @@ def binomial_test_bound(errors: int, n: int, delta: float) -> BinomialTestBound:
 
     >>> binomial_test_bound(3, 3, 0.1).value
     1.0
+
+    Book: :prf:ref:`thm-pb-test-set`.
     """
     n = check_positive_int(n, "n")
     errors = check_positive_int(errors, "errors", minimum=0)

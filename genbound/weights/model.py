@@ -22,6 +22,7 @@ FF_ROUTES = ("auto", "gram", "qr-svd")
 @dataclass(frozen=True)
 class TransformerWeights:
     """The per-layer, per-head matrices of a transformer, in row-vector orientation.
+    The query-key form of a head is ``W_Q W_K^T`` in the row-vector convention (:prf:ref:`prop-sa-qk-orientation`).
 
     Build one with :func:`~genbound.weights.load_weights` (checkpoint folder or ``nn.Module`` of a
     supported family), :func:`~genbound.weights.weights_from_state_dict` or
