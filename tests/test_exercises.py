@@ -14,7 +14,7 @@ import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 CHAPTERS = sorted((ROOT / "book").glob("part*/*.md"))
-MIN_EXERCISES = {"part1": 2, "part2": 2, "part3": 2, "part4": 1, "part5": 1}
+MIN_EXERCISES = {"part1": 2, "part2": 2, "part3": 2, "part4": 1, "part5": 1, "part6": 1}
 EX_RE = re.compile(r"^```\{exercise\}[^\n]*\n:label: (\S+)", re.M)
 SOL_RE = re.compile(r"^```\{solution\} (\S+)\n((?::\S+:[^\n]*\n)*)", re.M)
 CELL_RE = re.compile(r"^```\{code-cell\}[^\n]*\n(.*?)^```", re.S | re.M)
@@ -212,3 +212,13 @@ def test_predict_gap():
     g = _glued("predict_gap")
     _close(g, "ex-pg-tau", (5 - 1) / 6)
     _close(g, "ex-pg-tau-ties", 5 / 6)                   # ties contribute 0 (Jiang et al.'s tau)
+
+
+def test_part6_solution_numbers():
+    g = _glued("pac_bayes")
+    c = _num(g["ex-pb-c"])
+    _close(g, "ex-pb-inv0", 1 - math.exp(-c), rel=1e-4)
+    _close(g, "ex-pb-pinsker", math.sqrt(c / 2), rel=1e-4)
+    h = _glued("certificates")
+    n, delta = _num(h["ex-cert-n"]), _num(h["ex-cert-delta"])
+    _close(h, "ex-cert-bound", 1 - delta ** (1 / n), rel=1e-4)
