@@ -204,7 +204,7 @@ def certify_sparse_majority(seq_len: int, seed: int, sm_config, config: CertifyC
         s = torch.nn.functional.softplus(rho)
         w = mu + s * torch.randn(mu.shape, generator=gen, dtype=mu.dtype)
         z = cls_logits(unflat(w.unsqueeze(0), P_full), bits_tr.unsqueeze(0), E64, pe64, scale)[0]
-        logp = torch.log_softmax(z, -1).gather(-1, y_tr.unsqueeze(-1)).squeeze(-1)
+        logp = z.gather(-1, y_tr.unsqueeze(-1)).squeeze(-1) - torch.logsumexp(z, -1)   # log p(y | x)
         surrogate = (-logp.clamp(min=math.log(cc.p_min))).mean() / lnp
         kl = pb.kl_diag_gaussians(mu, s, w_prior, torch.exp(log_sp))
         loss = pb.f_quad(surrogate, kl, n, cc.delta)
