@@ -2,7 +2,7 @@
 
 Book: :ref:`ch-sa-entropy` (the term and the entropy form), :ref:`ch-sa-deep` (the reference deep
 transformer used to check the Lipschitz peeling), :ref:`ch-sa-examples` (example spectra, defined in
-:mod:`genbound.example_spectra` and re-exported here). Every constant
+``genbound.example_spectra`` and re-exported here). Every constant
 comes from :mod:`genbound.symbolic.sakai_imaizumi`; the tests compare both to ``1e-12``.
 
 For one matrix with Schatten power ``M = ||W||_{S_p}^p``, scale ``S`` (the Lipschitz factor of what follows

@@ -567,7 +567,7 @@ class BinomialTestBound(BoundResult):
 
     @property
     def capacity(self) -> float:
-        """A fixed classifier has no complexity term: ``nan`` (the protocol's "none")."""
+        """``nan`` (the protocol's "none"), since a fixed classifier has no complexity term."""
         return math.nan
 
     def gap_at(self, n: int) -> float:

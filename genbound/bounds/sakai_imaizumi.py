@@ -331,7 +331,7 @@ class SpectralBoundReport(BoundResult):
     @property
     def trivial_reason(self) -> str | None:
         """``capacity / sqrt(n_samples) >= 1`` with its reason; ``None`` without ``n_samples`` (see the class
-        docstring); :attr:`trivial` follows (the protocol of :mod:`genbound.bounds._result`)."""
+        docstring); ``trivial`` follows (the protocol of :mod:`genbound.bounds._result`)."""
         return _trivial_reason(self.log_capacity, self.n_samples)
 
     def gap_at(self, n: int) -> float:
@@ -500,7 +500,7 @@ def spectral_adaptive_bound(weights, *, L_phi: float = L_PHI, grid_m: int | None
     :class:`~genbound.weights.Spectra` (a checkpoint folder or a torch module: ``genbound.spectral_adaptive_bound``,
     which loads it and calls this). All grid points of all matrices are evaluated at once in log space. See
     the module docstring for the definitions and the two modes. ``n_samples`` (optional) is the sample size
-    at which :attr:`SpectralBoundReport.trivial` is decided.
+    at which ``SpectralBoundReport.trivial`` is decided.
 
     >>> import torch
     >>> from genbound.weights import TransformerWeights

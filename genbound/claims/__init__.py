@@ -32,7 +32,7 @@ __all__ = ["Claim", "ClaimResult", "InequalityCheck", "FunctionCheck", "AllOf", 
            "register", "get", "all_claims", "labels", "check", "check_all", "check_mutants", "NUMERIC_CORE",
            "numeric_core_files", "claims_index_html"]
 
-#: The numeric core: the modules (a package stands for all its modules) whose functions produce the numbers
+#: The numeric core, the modules (a package stands for all its modules) whose functions produce the numbers
 #: the book publishes. ``tests/test_claims_cover.py`` requires every core function a chapter or experiment
 #: calls to be covered by a claim, and ``tools/mutation.py`` draws its mutants from every module of it
 #: (:func:`numeric_core_files`).

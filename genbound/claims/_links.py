@@ -142,7 +142,7 @@ def claims_index_html(table, *, formats: dict | None = None, numeric: tuple[str,
     The ``label`` cell becomes a link to the statement, the ``chapter`` column is dropped (the link
     carries it; it is the link's tooltip), a ``code`` column with links to the implementing API entries
     is inserted after ``label``, and each row gets ``id="claim-<label>"``. Headers show ``_`` as spaces
-(so that they can wrap). Other cells are escaped text,
+    (so that they can wrap). Other cells are escaped text,
     formatted with ``formats[column]`` (a format string) when given; ``numeric`` columns are right-aligned.
 
     >>> import pandas as pd

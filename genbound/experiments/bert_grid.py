@@ -343,7 +343,7 @@ def point_key(L: int, N: int, seed: int, stage: str = "trained") -> str:
     return ("init_" if stage == "init" else "") + f"L{L}_N{N}_s{seed}"
 
 
-#: The two stages stored per (cell, seed): the trained model and its initialisation.
+#: The two stages stored per (cell, seed), the trained model and its initialisation.
 STAGES = ("trained", "init")
 
 

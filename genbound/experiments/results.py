@@ -195,8 +195,8 @@ KERNEL_FLAGS = ("sse4_1", "sse4_2", "avx", "avx2", "fma", "f16c", "avx_vnni", "a
 KERNEL_ENV = ("ATEN_CPU_CAPABILITY", "MKL_CBWR", "MKL_ENABLE_INSTRUCTIONS", "MKL_DEBUG_CPU_TYPE",
               "ONEDNN_MAX_CPU_ISA", "DNNL_MAX_CPU_ISA", "OPENBLAS_CORETYPE")
 
-#: The recorded fields on which an exact (bit-for-bit) rerun of float32 training depends: the CPU kind
-#: (model, kernel-selecting flags, torch's ATen CPU capability), the torch build and its BLAS/LAPACK,
+#: The recorded fields on which an exact (bit-for-bit) rerun of float32 training depends, namely the CPU
+#: kind (model, kernel-selecting flags, torch's ATen CPU capability), the torch build and its BLAS/LAPACK,
 #: the kernel-selecting environment variables, the thread count and the device. The commit is not one
 #: of them: a rerun at another commit is exactly what a reproduction check tests.
 MACHINE_FIELDS = ("cpu_model", "cpu_flags", "cpu_capability", "torch", "blas", "lapack", "math_library",
@@ -229,7 +229,7 @@ def cpu_kind() -> dict:
     """What selects the float kernels on this CPU: ``cpu_model`` (the model name), ``cpu_flags`` (the
     :data:`KERNEL_FLAGS` it has, sorted) and ``cpu_capability`` (torch's ATen CPU capability, e.g.
     ``AVX512``, which also follows ``ATEN_CPU_CAPABILITY``). Read from ``/proc/cpuinfo`` on Linux; elsewhere
-    the model from :mod:`platform` and the flags ``None`` (unknown)."""
+    the model from ``platform`` and the flags ``None`` (unknown)."""
     import platform
 
     import torch

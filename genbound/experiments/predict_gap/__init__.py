@@ -29,7 +29,7 @@ from .report import (DASH, fmt, interval, noise_table, null_table, plot_measures
                      stratified_taus, trivial_shares)
 from .nulls import NULL_STATS, RankingIndex, beyond_null, null_percentiles, null_statistics
 from .statistics import (axes_of, balanced_models, bootstrap_p, family_frame, fitted_models, m_dependent, measure_frame,
-                         measure_stats, measure_table, null_p, paired_gap_changes, psi_bootstrap, summary, verdict_tests,
+                         measure_stats, measure_table, normal_p, null_p, paired_gap_changes, psi_bootstrap, summary, verdict_tests,
                          PLAIN_NORMS, VERDICT_BOUNDS, REFERENCE)
 from .training import (PILOTS, SAVED_FAMILY, SCHEMA, ModelRecord, family_config, family_environment, merge_family,
                        read_pilot, recompute_measures, undefined_allowed, open_family, read_family, run_family,
@@ -38,7 +38,7 @@ from .training import (PILOTS, SAVED_FAMILY, SCHEMA, ModelRecord, family_config,
 __all__ = ["AXES", "TASKS", "FamilyConfig", "TaskData", "build_model", "init_seed", "make_task_data", "batch_seed",
            "task_shape", "corrupt_labels", "HP_FIXED", "hp_baselines", "hp_features",
            "NULL_STATS", "RankingIndex", "beyond_null", "null_percentiles", "null_statistics",
-           "balanced_models", "bootstrap_p", "family_frame", "m_dependent", "null_p", "verdict_tests",
+           "balanced_models", "bootstrap_p", "family_frame", "m_dependent", "null_p", "normal_p", "verdict_tests",
            "PLAIN_NORMS", "VERDICT_BOUNDS",
            "family_environment", "merge_family", "family_config", "read_pilot", "recompute_measures", "PILOTS",
            "BASELINES", "BOUNDS", "CAPACITIES", "CAPACITY_FORMS", "DEPTH1_ONLY", "MEASURES", "REPORTED", "SPECTRAL",

@@ -6,7 +6,7 @@ A measure of the trained weights is informative only beyond what the hyperparame
 * ``inv_sqrt_m``: ``1 / sqrt(m)`` (``m`` the training-set size);
 * ``n_params_sqrtm``: the parameter count over ``sqrt(m)``;
 * ``hp_<axis>``: each axis alone, as a least-squares line of the gap on that axis's feature
-  (:func:`hp_features`), **cross-fitted**: the seed indices are split in two halves (the lower and the
+  (:func:`~genbound.experiments.predict_gap.hp_features`), **cross-fitted**: the seed indices are split in two halves (the lower and the
   upper half of the sorted indices), the line is fitted per task on the fitted models of one half and
   predicts the models of the other, and the halves are swapped, so no model's value saw its own gap;
 * ``hp_oracle``: the same with every feature at once (a linear model of the log-hyperparameters).

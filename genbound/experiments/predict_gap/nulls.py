@@ -2,9 +2,9 @@
 
 A score means something only beyond what a measure that knows nothing would get. A **random measure**
 gives every fitted model an independent standard normal value (numpy's ``default_rng(seed)``, one
-draw per replicate); :func:`null_statistics` computes every statistic of
+draw per replicate); :func:`~genbound.experiments.predict_gap.null_statistics` computes every statistic of
 :func:`~genbound.experiments.predict_gap.measure_stats` for ``n_null`` such measures on the same
-models, and :func:`null_percentiles` summarises them: for the statistics where larger is better
+models, and :func:`~genbound.experiments.predict_gap.null_percentiles` summarises them: for the statistics where larger is better
 (``tau``, ``psi``, ``psi_wo``, ``psi_seed``, the conditional mutual information ``cmi``) the 95th
 percentile, for the sign errors (smaller is better) the 5th. A real measure's value beyond that
 percentile is beyond the null at the 5 % level (one-sided, one statistic at a time).

@@ -243,7 +243,7 @@ def measure_table(df, measures: Sequence[str] = MEASURES, *, n_boot: int = 1000,
     ``se_mean``, ``se_p90``, ``se_max`` over all environments; ``d_psi`` (``m``-dependent measures only)
     and ``d_psi_wo``: the measure minus the best hyperparameter-only baseline on that statistic (named
     in ``best_psi``, ``best_psi_wo``), with intervals from the same draws; for every statistic of
-    :data:`~genbound.experiments.predict_gap.NULL_STATS` the flag ``beyond_<stat>`` (beyond the 95th,
+    ``NULL_STATS`` the flag ``beyond_<stat>`` (beyond the 95th,
     for sign errors below the 5th, percentile of ``n_null`` random measures on the same models); one
     ``psi_<axis>`` per axis. ``m``-free measures have ``tau``, ``psi``, ``cmi`` and sign errors ``nan``.
     A hyperparameter-only baseline has ``psi_seed`` 0 by definition (it is a function of the setting;
@@ -417,9 +417,9 @@ def verdict_tests(fit, tab, extras, *, n_boot: int = 1000, seed: int = 0, measur
     4. ``index``: the adaptive spectrum-adaptive proxy minus its two fixed-index sums, in the same two
        statistics.
 
-    Differences get the two-sided :func:`normal_p` of the estimate against the standard deviation of its
+    Differences get the two-sided :func:`~genbound.experiments.predict_gap.normal_p` of the estimate against the standard deviation of its
     replicates on the same seed draws (for a depth-1-only measure, both sides on the depth-1 models);
-    ``psi_seed`` the one-sided :func:`normal_p` against the null's mean and standard deviation. The
+    ``psi_seed`` the one-sided :func:`~genbound.experiments.predict_gap.normal_p` against the null's mean and standard deviation. The
     ``/sqrt(m)`` forms are left out of test 2 (within a setting they equal their ``m``-free forms). Returns a DataFrame: ``question``,
     ``test``, ``estimate``, ``lo``, ``hi``, ``p``, ``p_holm``, ``reject`` (at 0.05)."""
     import pandas as pd

@@ -49,7 +49,7 @@ def chain_sum(t):
 
 
 def chain_sum_sup(*, step: float | None = None) -> float:
-    """``S = sup_t F(t)`` (:func:`chain_sum`): a grid over one period with step ``step`` (default
+    """``S = sup_t F(t)`` (``chain_sum``): a grid over one period with step ``step`` (default
     ``1e-6``), then a bounded Brent search around the 32 best grid points.
 
     ``F`` has period ``pi`` and ``F(pi - t) = F(t)``, so the grid covers ``[0, pi/2]``; with ``F'' <=
