@@ -62,7 +62,7 @@ from .._validate import check_positive_int, check_real
 from ..jsonsafe import json_tree
 
 __all__ = ["TRIVIAL_RADEMACHER", "LOSS_RANGE", "SAMPLES_LIMIT", "is_trivial", "dudley_trivial_reason",
-           "check_target", "smallest_m", "BoundResult"]
+           "check_target", "smallest_m", "BoundResult", "DudleyHooks"]
 
 #: ``R_S(G) = R_S(G - 1/2) <= 1/2`` for any class of ``[0, 1]``-valued losses (the trivial cap on Dudley).
 TRIVIAL_RADEMACHER = 0.5
@@ -181,3 +181,26 @@ class BoundResult:
             out["samples_needed"] = self.samples_needed(target, tol=tol)
             out["target"] = float(target)
         return json_tree(out)
+
+
+class DudleyHooks:
+    """The protocol's hooks that the two Dudley-based bounds (Trauger-Tewari, Edelman-type) share, as a
+    mixin listed before :class:`BoundResult` (``class TTBound(DudleyHooks, BoundResult)``): a
+    sample size ``m`` (the protocol's ``n_samples``), a Dudley integral ``dudley`` that decides triviality
+    (:func:`dudley_trivial_reason`), and ``at(n)``, the same bound at another sample size (``gap_at``).
+    Subclasses are frozen dataclasses with the fields ``m``, ``dudley`` and ``value`` and the method ``at``."""
+
+    @property
+    def n_samples(self) -> int:
+        """The sample size ``m`` (the protocol's name)."""
+        return self.m
+
+    @property
+    def trivial_reason(self) -> str:
+        """Why the value is trivial (:func:`dudley_trivial_reason`), or ``""``."""
+        return dudley_trivial_reason(self.dudley, self.value)
+
+    def gap_at(self, n: int) -> float:
+        """``at(n).value``: the same bound at sample size ``n``."""
+        return self.at(n).value
+

@@ -35,7 +35,7 @@ from ..covering import ZHANG_CONSTANT, allocation_split, allocation_value
 from ..covering import zhang_log_cover as _zhang_part1
 from ..rademacher import (DudleyResult, dudley_bound, generalization_gap_bound, inverse_square_capacity,
                           inverse_square_log_factor, INVERSE_SQUARE_ALPHA_COEF)
-from ._result import BoundResult, dudley_trivial_reason
+from ._result import BoundResult, DudleyHooks
 from .trauger_tewari import KAPPA_DEFAULT, TRIVIAL_RADEMACHER, CoverTerm, _aug, loss_lipschitz
 
 __all__ = ["EdelmanLayerRadii", "ZhangTerm", "EdelmanCover", "EdelmanBound", "zhang_log_cover",
@@ -237,7 +237,7 @@ def edelman_log_cover(layer: EdelmanLayerRadii, *, B_X: float, B_w21: float, S_w
 
 
 @dataclass(frozen=True)
-class EdelmanBound(BoundResult):
+class EdelmanBound(DudleyHooks, BoundResult):
     """An Edelman-type bound: ``value`` (generalization gap of the ramp loss), ``rademacher`` (Dudley,
     numerical infimum), ``log_cover``, ``dudley``, the norms used, and ``m``, ``T``, ``delta``, ``margin``.
 
@@ -284,20 +284,6 @@ class EdelmanBound(BoundResult):
         a0 = min(INVERSE_SQUARE_ALPHA_COEF * math.sqrt(cov.A0) / math.sqrt(self.m), c / 2)
         ell = cov.log_factor(a0) if a0 > 0 else 1.0
         return math.sqrt(ell) * inverse_square_log_factor(cov.A0, m=self.m, diameter=c)
-
-    @property
-    def n_samples(self) -> int:
-        """The sample size ``m`` (the protocol's name)."""
-        return self.m
-
-    @property
-    def trivial_reason(self) -> str:
-        """Why the value is trivial (:func:`~genbound.bounds._result.dudley_trivial_reason`), or ``""``."""
-        return dudley_trivial_reason(self.dudley, self.value)
-
-    def gap_at(self, n: int) -> float:
-        """``at(n).value``: the same bound (same ``T``) at sample size ``n``."""
-        return self.at(n).value
 
     def _dict_fields(self) -> dict:
         return {"log_factor": self.log_factor, "rademacher": self.rademacher, "m": int(self.m), "T": int(self.T),

@@ -33,7 +33,7 @@ from ..errors import ArchitectureError, ParameterError
 from ..covering import allocation_split, allocation_value
 from ..rademacher import (DudleyResult, dudley_inverse_square, generalization_gap_bound, inverse_square_capacity,
                           inverse_square_log_factor)
-from ._result import LOSS_RANGE, TRIVIAL_RADEMACHER, BoundResult, dudley_trivial_reason
+from ._result import LOSS_RANGE, TRIVIAL_RADEMACHER, BoundResult, DudleyHooks
 
 __all__ = ["LayerRadii", "CoverTerm", "InverseSquareCover", "Sensitivities", "TTBound", "tt_row_bounds",
            "tt_layer_lipschitz", "tt_sensitivities", "sensitivities_raw", "tt_perturbation_bound", "tt_log_cover",
@@ -319,7 +319,7 @@ def loss_lipschitz(margin: float, out_dim: int) -> float:
 
 
 @dataclass(frozen=True)
-class TTBound(BoundResult):
+class TTBound(DudleyHooks, BoundResult):
     """A Trauger-Tewari-type bound: ``value`` (bound on the gap between the ramp risk and its empirical
     mean, which also bounds ``P[misclassified] - empirical ramp risk``), ``rademacher`` (Dudley bound on
     the empirical Rademacher complexity of the ramp-loss class), ``log_cover`` (of the predictor class),
@@ -372,20 +372,6 @@ class TTBound(BoundResult):
     def log_factor(self) -> float:
         """``max(1, 1 + log(c sqrt(m) / (6 L_loss sqrt(A))))``: ``rademacher <= capacity * log_factor / sqrt(m)``."""
         return inverse_square_log_factor(self.loss_A, m=self.m, diameter=self.dudley.diameter)
-
-    @property
-    def n_samples(self) -> int:
-        """The sample size ``m`` (the protocol's name)."""
-        return self.m
-
-    @property
-    def trivial_reason(self) -> str:
-        """Why the value is trivial (:func:`~genbound.bounds._result.dudley_trivial_reason`), or ``""``."""
-        return dudley_trivial_reason(self.dudley, self.value)
-
-    def gap_at(self, n: int) -> float:
-        """``at(n).value``: the same bound at sample size ``n``."""
-        return self.at(n).value
 
     def _dict_fields(self) -> dict:
         return {"log_factor": self.log_factor, "rademacher": self.rademacher, "m": int(self.m),
