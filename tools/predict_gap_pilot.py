@@ -5,7 +5,7 @@ then prints, per axis and task, the paired change in gap between coupled fitted 
 minus lower level; :func:`genbound.experiments.predict_gap.paired_gap_changes`) against the mean
 test-set standard error, and the wall time per stack. Resumable (a results file).
 
-    PYTHONPATH=. python tools/predict_gap_pilot.py PATH.csv {pilot,pilot2,pilot3,pilot4,corner} TASK
+    PYTHONPATH=. python tools/predict_gap_pilot.py PATH.csv {pilot,pilot2,pilot3,pilot4,pilot5,corner} TASK
 
 The saved pilots of the family are in ``genbound/data/predict_gap_pilots/`` (``lr_noise_*``: ``pilot``;
 ``batch_wd_noise_*``: ``pilot2``; ``init_noise_*``: ``pilot4``, stopped after the scales 1 and 2), one
@@ -43,6 +43,12 @@ PILOT4 = pg.FamilyConfig(depths=(1,), widths=(20,), lrs=(1e-2,), init_scales=(1.
                          weight_decays=(0.0,), label_noises=(0.0, 0.1),
                          n_train={"sparse-majority": (60,), "digits": (200,)},
                          seeds=4, stack=4, steps=3000, warmup=50)
+#: The fifth pilot (second session of issue 27): the initialisation scale over a wider range (0.5, 1, 4)
+#: at the family's own architectures and largest training sets, lr 1e-2, full batch, no noise.
+PILOT5 = pg.FamilyConfig(depths=(1, 2), widths=(12, 32), lrs=(1e-2,), init_scales=(0.5, 1.0, 4.0), batches=(0,),
+                         weight_decays=(0.0,), label_noises=(0.0,),
+                         n_train={"sparse-majority": (120,), "digits": (400,)},
+                         seeds=4, stack=4, steps=3000, warmup=50)
 #: The slowest corner of the planned family (depth 2, width 32, the largest sets, lr 1e-3, noise 0.2),
 #: for the time per stack.
 CORNER = pg.FamilyConfig(depths=(2,), widths=(32,), lrs=(1e-3,), label_noises=(0.2,), batches=(0,),
@@ -56,7 +62,7 @@ def main(path: str, which: str = "pilot", tasks: str = "sparse-majority,digits")
     t0 = time.perf_counter()
     import dataclasses
 
-    cfg = dataclasses.replace({"pilot": PILOT, "pilot2": PILOT2, "pilot3": PILOT3, "pilot4": PILOT4, "corner": CORNER}[which],
+    cfg = dataclasses.replace({"pilot": PILOT, "pilot2": PILOT2, "pilot3": PILOT3, "pilot4": PILOT4, "pilot5": PILOT5, "corner": CORNER}[which],
                               tasks=tuple(tasks.split(",")))
     pg.run_family(cfg, csv_path=path, progress=False,
                   on_record=lambda r: print(f"{r.task:>15} L={r.depth} w={r.width:>2} lr={r.lr:g} b={r.batch} wd={r.weight_decay:g} a={r.init_scale:g} q={r.label_noise:g} n={r.n_train:>3} "

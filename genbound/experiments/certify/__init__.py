@@ -7,7 +7,8 @@ For one row of a sparse-majority results file (``seq_len``, ``seed`` and the rec
    (:func:`~genbound.experiments.sparse_majority.run_seq_len`, the verify path), with its norm bounds.
 3. **The prior's model**: the same protocol and initialisation on the first ``prior_fraction`` of the
    training set (fixed in advance); the rest, the **bound set** of ``n`` examples, is never seen by it.
-4. **The posterior** ``Q = N(mu, diag s^2)``, ``mu`` started at the full model's weights, ``s`` at
+4. **The posterior** ``Q = N(mu, diag s^2)``, ``mu`` started at the prior's weights (``post_init``;
+   or at the full model's), ``s`` at
    ``sigma_init``, optimised with Pérez-Ortiz et al.'s ``f_quad`` (a bounded cross-entropy surrogate on
    the whole training set, the KL to ``N(w_prior, sigma^2 I)`` with a free ``sigma``) for ``post_steps``
    Adam steps, one draw per step.
@@ -29,6 +30,8 @@ import torch
 
 from ...bounds import pac_bayes as pb
 from ...errors import ParameterError
+from . import gibbs
+from .gibbs import flat, unflat
 
 __all__ = ["CertifyConfig", "SCHEMA", "certify_sparse_majority", "open_certificates", "read_certificates",
            "flat", "unflat"]
@@ -46,6 +49,7 @@ class CertifyConfig:
     grid_ratio: float = 2.0
     grid_count: int = 13
     sigma_init: float = 0.01
+    post_init: str = "prior"          # the posterior's mean starts at the prior's weights, or "full"
     post_steps: int = 300
     post_lr: float = 1e-3
     p_min: float = 1e-4
@@ -61,6 +65,8 @@ class CertifyConfig:
             v = getattr(self, name)
             if not 0.0 < v < 1.0:
                 raise ParameterError(f"{name} must lie in (0, 1), got {v}")
+        if self.post_init not in ("prior", "full"):
+            raise ParameterError(f"post_init must be 'prior' or 'full', got {self.post_init!r}")
         if self.delta + self.delta_mc >= 1.0:
             raise ParameterError("delta + delta_mc must be < 1")
         for name in ("grid_count", "post_steps", "n_draws", "test_draws"):
@@ -89,6 +95,7 @@ _COLUMNS = (("seq_len", int), ("seed", int), ("n_train", int), ("n_prior", int),
             ("q_bound_error_mc", float), ("q_emp_upper", float), ("q_train_error", float),
             ("q_test_error", float), ("certificate", float), ("kl", float), ("kl_per_n", float),
             ("grid_sigma", float), ("grid_index", int), ("post_sigma_mean", float), ("mu_shift", float),
+            ("prior_shift", float),
             ("tt_bound", float), ("tt_trivial", bool), ("edelman_bound", float), ("edelman_trivial", bool),
             ("n_params", int), ("seconds", float))
 
@@ -103,40 +110,18 @@ def _schema():
 SCHEMA = _schema()
 
 
-def flat(params: dict[str, torch.Tensor]) -> torch.Tensor:
-    """The parameters of a one-model stack (``K = 1``) as one float64 vector (sorted names)."""
-    return torch.cat([params[k][0].reshape(-1).double() for k in sorted(params)])
-
-
-def unflat(vec: torch.Tensor, like: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
-    """``vec`` of shape ``(K, P)`` back into a stack of ``K`` models shaped like ``like`` (a ``K = 1``
-    stack); differentiable."""
-    out, i = {}, 0
-    K = vec.shape[0]
-    for k in sorted(like):
-        shp = like[k].shape[1:]
-        n = int(math.prod(shp))
-        out[k] = vec[:, i:i + n].reshape(K, *shp)
-        i += n
-    return out
-
-
-def _errors(params, bits, labels, E, pe, scale, chunk=2000) -> torch.Tensor:
-    """0-1 errors ``(K,)`` of a stack of ``K`` models on shared data ``bits (n, T)``, ``labels (n,)``."""
+def _sm_logits(bits: dict, E, pe, scale, chunk: int = 2000):
+    """The task half of a sparse-majority certificate: logits of ``K`` stacked models on a split's bit
+    sequences (float64 embeddings ``E``, positions ``pe``), in chunks of ``chunk`` sequences."""
     from ..sparse_majority import cls_logits
 
-    K = next(iter(params.values())).shape[0]
-    out = torch.zeros(K, dtype=torch.float64)
-    for st in range(0, bits.shape[0], chunk):
-        bb = bits[st:st + chunk].unsqueeze(0).expand(K, -1, -1)
-        yy = labels[st:st + chunk]
-        z = cls_logits(params, bb, E.expand(K, -1, -1), pe, scale)
-        out += (z.argmax(-1) != yy.unsqueeze(0)).double().sum(1)
-    return out
+    def logits(params, split, K):
+        b = bits[split]
+        return torch.cat([cls_logits(params, b[st:st + chunk].unsqueeze(0).expand(K, -1, -1),
+                                     E.expand(K, -1, -1), pe, scale)
+                          for st in range(0, b.shape[0], chunk)], 1)
 
-
-def _draws(mu, s, k, gen):
-    return mu.unsqueeze(0) + s.unsqueeze(0) * torch.randn(k, mu.numel(), generator=gen, dtype=mu.dtype)
+    return logits
 
 
 def certify_sparse_majority(seq_len: int, seed: int, sm_config, config: CertifyConfig | None = None, *,
@@ -168,7 +153,7 @@ def certify_sparse_majority(seq_len: int, seed: int, sm_config, config: CertifyC
                                                       ("test", cfg.n_test))}
     # 2. the full model (the verify path)
     (res,), (net,) = run_seq_len(seq_len, [seed], cfg, device="cpu", progress=False, return_models=True)
-    P_full = stack_parameters([net], dtype=torch.float64)
+    P_full = {k: v.detach() for k, v in stack_parameters([net], dtype=torch.float64).items()}
     # 3. the prior's model: same protocol and initialisation, first m0 training examples
     init = initial_model(seq_len, seed, cfg)
     params = stack_parameters([init], dtype=cfg.dtype)
@@ -180,64 +165,46 @@ def certify_sparse_majority(seq_len: int, seed: int, sm_config, config: CertifyC
     scale = 1.0 / math.sqrt(cfg.d_head)
     stop, _, fitted0, *_ = _train_adam(params, [task], sub, cfg, E, pe, scale, False, "prior")
     P_prior = {k: v.detach().double() for k, v in stop.items()}
-    E64, pe64 = E.double(), pe.double()
-    bits_b, y_b = data["train"][0][m0:], data["train"][1][m0:]
-    n = int(bits_b.shape[0])
-    prior_err = int(_errors(P_prior, bits_b, y_b, E64, pe64, scale)[0])
-    prior_hold = pb.binomial_test_bound(prior_err, n, cc.delta + cc.delta_mc).value
-    test_err = int(_errors(P_full, *data["test"], E64, pe64, scale)[0])
-    n_test = int(data["test"][0].shape[0])
-    test_bound = pb.binomial_test_bound(test_err, n_test, cc.delta + cc.delta_mc).value
-    # 4. the posterior, optimised with f_quad
-    w_prior, w_full = flat(P_prior).detach(), flat(P_full).detach()
-    P_full = {k: v.detach() for k, v in P_full.items()}
-    mu = w_full.clone().requires_grad_(True)
-    rho = torch.full_like(w_full, math.log(math.expm1(cc.sigma_init))).requires_grad_(True)
-    log_sp = torch.tensor(math.log(cc.grid_center), dtype=torch.float64, requires_grad=True)
-    opt = torch.optim.Adam([mu, rho, log_sp], lr=cc.post_lr)
-    gen = torch.Generator().manual_seed(int(cc.seed) * 7919 + seq_len * 31 + seed)
-    from ..sparse_majority import cls_logits
+    (bits_tr, y_tr), (bits_te, y_te) = data["train"], data["test"]
+    logits = _sm_logits({"train": bits_tr, "bound": bits_tr[m0:], "test": bits_te}, E.double(), pe.double(),
+                        scale)
+    splits = gibbs.Splits(y_tr, y_tr[m0:], y_te)
+    row = _deterministic_columns(logits, splits, P_prior, P_full, cc)
+    row.update(_posterior_columns(logits, splits, P_prior, P_full, cc,
+                                  seed=int(cc.seed) * 7919 + seq_len * 31 + seed))
+    row.update({"seq_len": seq_len, "seed": seed, "n_train": m, "n_prior": m0, "n_bound": m - m0,
+                "train_acc": res.train_acc, "test_acc": res.test_acc, "saved_test_acc": float(saved_test_acc),
+                "fitted": bool(res.fitted), "prior_fitted": bool(fitted0[0]),
+                "tt_bound": res.tt_bound, "tt_trivial": bool(res.tt_trivial), "edelman_bound": res.edelman_bound,
+                "edelman_trivial": bool(res.edelman_trivial), "seconds": time.perf_counter() - t0})
+    return row
 
-    bits_tr, y_tr = data["train"]
-    lnp = math.log(1.0 / cc.p_min)
-    for _ in range(cc.post_steps):
-        s = torch.nn.functional.softplus(rho)
-        w = mu + s * torch.randn(mu.shape, generator=gen, dtype=mu.dtype)
-        z = cls_logits(unflat(w.unsqueeze(0), P_full), bits_tr.unsqueeze(0), E64, pe64, scale)[0]
-        logp = z.gather(-1, y_tr.unsqueeze(-1)).squeeze(-1) - torch.logsumexp(z, -1)   # log p(y | x)
-        surrogate = (-logp.clamp(min=math.log(cc.p_min))).mean() / lnp
-        kl = pb.kl_diag_gaussians(mu, s, w_prior, torch.exp(log_sp))
-        loss = pb.f_quad(surrogate, kl, n, cc.delta)
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-    mu, s = mu.detach(), torch.nn.functional.softplus(rho.detach())
-    # 5. the certificate, from fresh draws on the bound set
-    gen_eval = torch.Generator().manual_seed(10**9 + int(cc.seed) * 7919 + seq_len * 31 + seed)
-    errs = []
+
+def _deterministic_columns(logits, splits, P_prior, P_full, cc) -> dict:
+    """The deterministic models' bounds: the prior's hold-out bound on the bound set and the full
+    model's binomial test-set bound, both at ``delta + delta_mc`` (the certificate's total confidence)."""
     with torch.no_grad():
-        for st in range(0, cc.n_draws, 50):
-            k = min(50, cc.n_draws - st)
-            errs.append(_errors(unflat(_draws(mu, s, k, gen_eval), P_full), bits_b, y_b, E64, pe64, scale) / n)
-        mc = float(torch.cat(errs).mean())
-        tr = float((_errors(unflat(_draws(mu, s, 20, gen_eval), P_full), bits_tr, y_tr, E64, pe64, scale)
-                    / m).mean())
-        te = float(torch.cat([_errors(unflat(_draws(mu, s, 1, gen_eval), P_full), *data["test"], E64, pe64,
-                                      scale) for _ in range(cc.test_draws)]).mean() / n_test)
-    grid = cc.grid()
-    kls = [float(pb.kl_diag_gaussians(mu, s, w_prior, sg)) for sg in grid]
-    cert = pb.pac_bayes_grid_certificate(mc, cc.n_draws, kls, n, cc.delta, cc.delta_mc)
-    return {"seq_len": seq_len, "seed": seed, "n_train": m, "n_prior": m0, "n_bound": n,
-            "train_acc": res.train_acc, "test_acc": res.test_acc, "saved_test_acc": float(saved_test_acc),
-            "fitted": bool(res.fitted), "prior_fitted": bool(fitted0[0]), "prior_bound_errors": prior_err,
-            "prior_holdout_bound": prior_hold, "test_errors": test_err, "n_test": n_test,
-            "test_set_bound": test_bound, "q_bound_error_mc": mc, "q_emp_upper": cert.emp_upper,
-            "q_train_error": tr, "q_test_error": te, "certificate": cert.value, "kl": cert.kl,
-            "kl_per_n": cert.kl / n, "grid_sigma": grid[cert.grid_index], "grid_index": cert.grid_index,
-            "post_sigma_mean": float(s.mean()), "mu_shift": float((mu - w_full).norm()),
-            "tt_bound": res.tt_bound, "tt_trivial": bool(res.tt_trivial), "edelman_bound": res.edelman_bound,
-            "edelman_trivial": bool(res.edelman_trivial), "n_params": int(w_full.numel()),
-            "seconds": time.perf_counter() - t0}
+        n, n_test = int(splits.y_bound.shape[0]), int(splits.y_test.shape[0])
+        prior_err = int(round(float(gibbs.error_rates(logits, P_prior, "bound", splits.y_bound)[0]) * n))
+        test_err = int(round(float(gibbs.error_rates(logits, P_full, "test", splits.y_test)[0]) * n_test))
+    conf = cc.delta + cc.delta_mc
+    return {"prior_bound_errors": prior_err, "prior_holdout_bound": pb.binomial_test_bound(prior_err, n, conf).value,
+            "test_errors": test_err, "n_test": n_test, "test_set_bound": pb.binomial_test_bound(test_err, n_test, conf).value}
+
+
+def _posterior_columns(logits, splits, P_prior, P_full, cc, *, seed: int) -> dict:
+    """Optimise the posterior (started at the prior's or the full model's weights, ``cc.post_init``)
+    and certify it from fresh draws (a second generator, never used in the optimisation)."""
+    w_prior, w_full = gibbs.flat(P_prior), gibbs.flat(P_full)
+    start = w_prior if cc.post_init == "prior" else w_full
+    n = int(splits.y_bound.shape[0])
+    mu, s, _ = gibbs.optimise_posterior(logits, splits.y_train, P_full, w_prior, start, cc, n,
+                                        torch.Generator().manual_seed(seed))
+    out = gibbs.certificate_columns(logits, splits, P_full, w_prior, mu, s, cc,
+                                    torch.Generator().manual_seed(10**9 + seed))
+    out.update({"mu_shift": float((mu - w_full).norm()), "prior_shift": float((w_full - w_prior).norm()),
+                "n_params": int(w_full.numel())})
+    return out
 
 
 def open_certificates(path, source: str, sm_config, config: CertifyConfig, *, report=None):

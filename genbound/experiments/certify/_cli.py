@@ -5,6 +5,12 @@
 (:func:`genbound.experiments.certify.certify_sparse_majority`) and appends one row per model to a
 results file keyed by ``(seq_len, seed, n_train)`` (resumable: finished keys are skipped).
 ``--n-train N`` retrains the row's configuration with ``N`` training examples (the larger-m point).
+
+``genbound experiment certify --family [PATH] --n-trains 120,400 --seeds 6 --csv certs.csv`` certifies
+the Part V family instead (default: the saved family): every setting without label noise at the named
+training-set sizes (default: each task's largest), seed indices ``0 .. seeds - 1``, one stack per
+setting (:func:`genbound.experiments.certify.family.certify_family_setting`); ``--shard I/K`` takes
+the settings ``I, I + K, ...``.
 Every argument and every row is checked before anything is trained or written.
 """
 
@@ -36,7 +42,14 @@ def add_certify(psub) -> None:
     p.add_argument("--post-steps", type=int, default=d.post_steps)
     p.add_argument("--draws", type=int, default=d.n_draws, help="fresh posterior draws on the bound set")
     p.add_argument("--test-draws", type=int, default=d.test_draws)
+    p.add_argument("--post-lr", type=float, default=d.post_lr)
     p.add_argument("--json", action="store_true", help="print each record as one JSON line")
+    p.add_argument("--family", nargs="?", const="", default=None,
+                   help="certify the Part V family (PATH, default: the saved family) instead of the sweep")
+    p.add_argument("--n-trains", default=None,
+                   help="with --family: training-set sizes, e.g. 120,400 (default: each task's largest)")
+    p.add_argument("--seeds", type=int, default=6, help="with --family: seed indices 0 .. SEEDS - 1")
+    p.add_argument("--shard", default="0/1", help="with --family: the settings I, I + K, ... (I/K)")
     p.set_defaults(func=_run)
 
 
@@ -47,7 +60,9 @@ def _run(args) -> int:
     from ..sparse_majority import config_of, parse_row_keys, read_sweep
 
     cc = CertifyConfig(prior_fraction=args.prior_fraction, post_steps=args.post_steps, n_draws=args.draws,
-                       test_draws=args.test_draws, n_train=args.n_train).validated()
+                       test_draws=args.test_draws, n_train=args.n_train, post_lr=args.post_lr).validated()
+    if args.family is not None:
+        return _run_family(args, cc)
     table = read_sweep(args.sweep)
     cfg = config_of(table)
     try:
@@ -78,4 +93,72 @@ def _run(args) -> int:
                   f"{rec['q_test_error']:.4f}, KL/n {rec['kl_per_n']:.3f}); test-set bound "
                   f"{rec['test_set_bound']:.4f}; prior hold-out {rec['prior_holdout_bound']:.4f}; "
                   f"{rec['seconds']:.0f} s", flush=True)
+    return 0
+
+
+def family_settings(fc, n_trains=None) -> list[dict]:
+    """The settings of the family ``fc`` that are certified: no label noise, ``n_train`` in ``n_trains``
+    (default: each task's largest), in the family's order."""
+    keep = [] if n_trains is None else list(n_trains)
+    out = []
+    for st in fc.settings():
+        if st["label_noise"] != 0.0:
+            continue
+        if (st["n_train"] in keep) if keep else st["n_train"] == max(fc.n_train[st["task"]]):
+            out.append(st)
+    return out
+
+
+def _run_family(args, cc) -> int:
+    import torch
+
+    from .family import certify_family_setting, open_family_certificates
+    from ..predict_gap import family_config, read_family
+    from ..predict_gap.training import _key
+    from .._cli import _parse_shard
+
+    if args.n_train:
+        raise ParameterError("--n-train applies to the sparse-majority sweep, not to --family")
+    path = args.family or None
+    df = read_family(path)
+    fc = family_config(path)
+    try:
+        sizes = None if args.n_trains is None else [int(x) for x in args.n_trains.split(",") if x.strip()]
+    except ValueError:
+        raise ParameterError(f"--n-trains must be integers separated by commas, got {args.n_trains!r}") from None
+    known = {n for ns in fc.n_train.values() for n in ns}
+    if sizes is not None and (not sizes or any(n not in known for n in sizes)):
+        raise ParameterError(f"--n-trains {args.n_trains!r}: the family's training-set sizes are {sorted(known)}")
+    if not 1 <= args.seeds <= fc.seeds:
+        raise ParameterError(f"--seeds must lie in 1 .. {fc.seeds} (the family's seed indices), got {args.seeds}")
+    i, k = _parse_shard(args.shard)
+    settings = family_settings(fc, sizes)[i::k]
+    seeds = list(range(args.seeds))
+    for st in settings:
+        m = st["n_train"]
+        if not 1 <= int(round(cc.prior_fraction * m)) < m:
+            raise ParameterError(f"--prior-fraction {cc.prior_fraction} leaves no prior or no bound set at m = {m}")
+    saved = {_key(r)[:-1] + (int(r["seed"]),): float(r["test_acc"]) for r in df.to_dict("records")}
+    source = path or "the saved family"
+    writer = open_family_certificates(args.csv, source, fc, cc) if args.csv else None
+    torch.set_num_threads(1)
+    for st in settings:
+        todo = [s for s in seeds if writer is None or (_key(dict(st, seed=s)) not in writer)]
+        if not todo:
+            continue
+        base = _key(dict(st, seed=0))[:-1]
+        rows = certify_family_setting(st, todo, fc, cc, saved_test_acc={s: saved.get(base + (s,), math.nan)
+                                                                       for s in todo})
+        if writer is not None:
+            writer.append(rows)
+        for rec in rows:
+            if args.json:
+                print(json.dumps({kk: (None if isinstance(v, float) and not math.isfinite(v) else v)
+                                  for kk, v in rec.items()}), flush=True)
+            else:
+                print(f"{rec['task']} L={rec['depth']} w={rec['width']} a={rec['init_scale']:g} m={rec['n_train']} "
+                      f"seed={rec['seed']}: certificate {rec['certificate']:.4f} (Q test error "
+                      f"{rec['q_test_error']:.4f}, KL/n {rec['kl_per_n']:.3f}); test-set bound "
+                      f"{rec['test_set_bound']:.4f}; prior hold-out {rec['prior_holdout_bound']:.4f}; "
+                      f"{rec['seconds']:.0f} s", flush=True)
     return 0

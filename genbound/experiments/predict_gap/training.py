@@ -77,13 +77,14 @@ def _nan_measures() -> dict:
     return out
 
 
-def train_setting(setting: dict, seeds: Sequence[int], config: FamilyConfig) -> list[ModelRecord]:
+def train_stack(setting: dict, seeds: Sequence[int], config: FamilyConfig):
     """Train one model per seed index at ``setting`` (the task and one value per axis), all in one
-    stack; returns their records."""
+    stack, with the family's protocol; returns ``(datas, out)``: each seed index's
+    :class:`TaskData` and the stack's :func:`~genbound.training.fit_stack` outcome (``out.stop``: the
+    stopped parameters, float32, leading axis over ``seeds``)."""
     from ...nets import stack_parameters
 
     cfg = config.validated()
-    t0 = time.perf_counter()
     task, L, w, n = setting["task"], setting["depth"], setting["width"], setting["n_train"]
     n_max = max(cfg.n_train[task])
     q = float(setting.get("label_noise", 0.0))
@@ -110,6 +111,19 @@ def train_setting(setting: dict, seeds: Sequence[int], config: FamilyConfig) -> 
                          eval_every=cfg.steps, batch_size=batch)
     out = fit_stack(P, loss_logits, ytr, proto, confirm=confirm, progress=False,
                     batch_seeds=[batch_seed(task, s) for s in seeds])
+    return datas, out
+
+
+def train_setting(setting: dict, seeds: Sequence[int], config: FamilyConfig) -> list[ModelRecord]:
+    """Train one model per seed index at ``setting`` (the task and one value per axis), all in one
+    stack (:func:`train_stack`); returns their records."""
+    cfg = config.validated()
+    t0 = time.perf_counter()
+    task, L, w, n = setting["task"], setting["depth"], setting["width"], setting["n_train"]
+    q = float(setting.get("label_noise", 0.0))
+    scale = float(setting.get("init_scale", 1.0))
+    batch, wd = int(setting.get("batch", 0)), float(setting.get("weight_decay", 0.0))
+    datas, out = train_stack(setting, seeds, cfg)
     records = []
     elapsed = time.perf_counter() - t0
     for k, s in enumerate(seeds):
