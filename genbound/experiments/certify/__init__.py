@@ -34,7 +34,7 @@ from . import gibbs
 from .gibbs import flat, unflat
 
 __all__ = ["CertifyConfig", "SCHEMA", "certify_sparse_majority", "open_certificates", "read_certificates",
-           "flat", "unflat"]
+           "flat", "unflat", "recompute_bounds", "RECOMPUTED", "certify_config_of"]
 
 
 @dataclass(frozen=True)
@@ -226,3 +226,32 @@ def read_certificates(path):
 def config_fields() -> list[str]:
     """The names of :class:`CertifyConfig`'s fields."""
     return [f.name for f in fields(CertifyConfig)]
+
+
+#: The columns of a certificate row that :func:`recompute_bounds` recomputes from the row's counts.
+RECOMPUTED = ("certificate", "q_emp_upper", "kl_per_n", "grid_sigma", "test_set_bound", "prior_holdout_bound")
+
+
+def recompute_bounds(row: dict, config: CertifyConfig) -> dict:
+    """The bounds of a certificate row (:data:`RECOMPUTED`) recomputed from what the row stores (the Monte
+    Carlo mean, the chosen grid point's KL and index, the error counts) and the file's ``config``:
+    the certificate at the chosen grid point at ``delta / K``
+    (:func:`~genbound.bounds.pac_bayes.pac_bayes_kl_certificate`), the Monte Carlo upper estimate, and
+    both binomial bounds at ``delta + delta_mc``. Equal, float for float, to the stored columns of a row
+    the experiment wrote (a test checks every saved row)."""
+    cc = config.validated()
+    n = int(row["n_bound"])
+    conf = cc.delta + cc.delta_mc
+    dj = pb.grid_delta(cc.delta, cc.grid_count)
+    return {"certificate": pb.pac_bayes_kl_certificate(row["q_bound_error_mc"], cc.n_draws, row["kl"], n, dj,
+                                                       cc.delta_mc),
+            "q_emp_upper": pb.monte_carlo_upper(row["q_bound_error_mc"], cc.n_draws, cc.delta_mc),
+            "kl_per_n": row["kl"] / n,
+            "grid_sigma": cc.grid()[int(row["grid_index"])],
+            "test_set_bound": pb.binomial_test_bound(int(row["test_errors"]), int(row["n_test"]), conf).value,
+            "prior_holdout_bound": pb.binomial_test_bound(int(row["prior_bound_errors"]), n, conf).value}
+
+
+def certify_config_of(table) -> CertifyConfig:
+    """The :class:`CertifyConfig` recorded in the header of a certificate file (either kind)."""
+    return CertifyConfig(**table.header["config"]["certify"]).validated()
