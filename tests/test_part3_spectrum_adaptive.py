@@ -241,11 +241,11 @@ def test_grid_file_is_small_and_reproduces_the_stored_proxies():
         pts = [pt for pt in grid.values() if pt["stage"] == stage]
         assert {(pt["L"], pt["N"]) for pt in pts} == cells
         # complete seeds per width: every depth of a width has the same seeds (no ragged depth curves);
-        # as the data notes say, three seeds at N = 64 and 128 and two at N = 256
+        # as the data notes say, three seeds (0, 1, 2) at every width
         seeds = {cell: sorted(pt["seed"] for pt in pts if (pt["L"], pt["N"]) == cell) for cell in cells}
         for N in bert_grid.WIDTHS:
             assert len({tuple(seeds[(L, N)]) for L in bert_grid.DEPTHS}) == 1, (N, seeds)
-        assert [len(seeds[(2, N)]) for N in bert_grid.WIDTHS] == [3, 3, 2], seeds
+        assert [seeds[(2, N)] for N in bert_grid.WIDTHS] == [[0, 1, 2]] * 3, seeds
     trained = {k for k, pt in grid.items() if pt["stage"] == "trained"}
     assert {bert_grid.point_key(grid[k]["L"], grid[k]["N"], grid[k]["seed"], "init") for k in trained} == (
         set(grid) - trained)
