@@ -67,3 +67,117 @@ def test_a_tiny_certificate_end_to_end(tmp_path):
     assert (16, 0, 40) in again
     (row,) = C.read_certificates(tmp_path / "c.csv").rows
     assert row["certificate"] == rec["certificate"]
+
+
+# ----------------------------------------------------------------------------- the Part V family
+@pytest.mark.parametrize("args, msg", [
+    (["--family", "--n-trains", "7"], "the family's training-set sizes are"),
+    (["--family", "--n-trains", "a,b"], "--n-trains must be integers"),
+    (["--family", "--seeds", "0"], "--seeds must lie in 1 .."),
+    (["--family", "--shard", "3/2"], "--shard I/K needs 0 <= I < K"),
+    (["--family", "--n-train", "500"], "--n-train applies to the sparse-majority sweep"),
+    (["--family", "/nonexistent/family.csv"], "no such results file"),
+])
+def test_family_bad_input_is_one_error_line_and_nothing_written(tmp_path, capsys, args, msg):
+    out = tmp_path / "certs.csv"
+    assert main(["experiment", "certify", *args, "--csv", str(out)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("genbound: error:") and msg in err[0], err
+    assert not out.exists()
+
+
+def test_family_settings_are_the_noise_free_ones_at_the_named_sizes():
+    from genbound.experiments.certify._cli import family_settings
+    from genbound.experiments.predict_gap import FamilyConfig
+
+    fc = FamilyConfig()
+    largest = family_settings(fc)
+    assert largest and all(s["label_noise"] == 0.0 for s in largest)
+    assert {(s["task"], s["n_train"]) for s in largest} == {("sparse-majority", 120), ("digits", 400)}
+    assert len(largest) == 2 * 2 * 2 * 2                    # tasks x depth x width x init scale
+    small = family_settings(fc, [30, 100])
+    assert {s["n_train"] for s in small} == {30, 100} and len(small) == len(largest)
+
+
+def test_family_certificate_refuses_label_noise():
+    from genbound.experiments.certify.family import certify_family_setting
+    from genbound.experiments.predict_gap import FamilyConfig
+
+    st = dict(task="digits", depth=1, width=12, lr=0.01, batch=0, weight_decay=0.0, init_scale=1.0,
+              label_noise=0.1, n_train=100)
+    with pytest.raises(ParameterError, match="label noise"):
+        certify_family_setting(st, [0], FamilyConfig(), C.CertifyConfig())
+
+
+def test_a_tiny_family_certificate_end_to_end(tmp_path):
+    """One digits setting at m = 40, two seed indices, 200 training steps, 3 posterior steps, 20 draws:
+    the row's relations, the prior's data being the first half of the full model's, and a results file
+    whose rows recompute (and a changed certificate is caught)."""
+    from dataclasses import replace
+
+    import pandas as pd
+
+    from genbound.bounds import pac_bayes as pb
+    from genbound.experiments.certify import family as F
+    from genbound.experiments.certify import report as R
+    from genbound.experiments.predict_gap import FamilyConfig
+
+    torch.set_num_threads(1)
+    fc = FamilyConfig(n_train={"sparse-majority": (30, 120), "digits": (20, 40)}, steps=200, seeds=2, stack=2)
+    cc = C.CertifyConfig(post_steps=3, n_draws=20, test_draws=2)
+    st = dict(task="digits", depth=1, width=12, lr=0.01, batch=0, weight_decay=0.0, init_scale=1.0,
+              label_noise=0.0, n_train=40)
+    rows = F.certify_family_setting(st, [0, 1], fc, cc, saved_test_acc={0: 0.5})
+    assert [r["seed"] for r in rows] == [0, 1]
+    for r in rows:
+        assert set(r) == set(F.FAMILY_SCHEMA.names)
+        assert r["n_prior"] == 20 and r["n_bound"] == 20 and r["n_classes"] == 10
+        assert r["q_bound_error_mc"] <= r["q_emp_upper"] <= r["certificate"] <= 1.0
+        assert r["kl"] >= 0.0 and r["kl_per_n"] == r["kl"] / 20
+        assert r["test_set_bound"] == pb.binomial_test_bound(r["test_errors"], r["n_test"], 0.05).value
+    assert rows[0]["saved_test_acc"] == 0.5 and rows[1]["saved_test_acc"] != rows[1]["saved_test_acc"]
+    path = tmp_path / "f.csv"
+    w = F.open_family_certificates(path, "tiny", fc, cc)
+    w.append(rows)
+    w.close()
+    assert R.recompute_files([path], family=True) == (2, 0)
+    df = R.load_certificates([path], family=True)
+    assert R.recompute_all(df, cc) == 0
+    df.loc[0, "certificate"] = float(df.loc[0, "certificate"]) * (1 + 1e-15) + 1e-15
+    assert R.recompute_all(df, cc) == 1
+    # a different certification setting (another file's header) is recomputed to different bounds
+    assert R.recompute_all(pd.DataFrame(rows), replace(cc, delta=0.02)) == 2
+
+
+def test_median_interval_coverage_is_the_binomial_one():
+    import math
+
+    from genbound.experiments.certify.report import median_interval
+
+    for n in (6, 10, 24, 37):
+        x = list(range(n))
+        med, lo, hi = median_interval(x)
+        j = int(lo) + 1                                       # lo = x_(j), 1-based
+        assert hi == x[n - j]
+        cover = sum(math.comb(n, k) for k in range(j, n - j + 1)) / 2 ** n
+        assert cover >= 0.95
+        wider = sum(math.comb(n, k) for k in range(j + 1, n - j)) / 2 ** n
+        assert wider < 0.95                                   # the tightest such interval
+    assert all(math.isnan(v) for v in median_interval(range(5))[1:])
+
+
+def test_coverage_and_targets_count_what_they_say():
+    import pandas as pd
+
+    from genbound.experiments.certify import report as R
+
+    df = pd.DataFrame({"q_test_error": [0.1, 0.3, 0.2, 0.5], "certificate": [0.2, 0.2, 0.3, 0.4]})
+    cov = R.coverage(df, 0.05)
+    assert (cov["exceed"], cov["models"], cov["share"]) == (2, 4, 0.5) and cov["upper"] > 0.5
+    fam = pd.DataFrame({"task": ["digits"] * 7 + ["sparse-majority"] * 7,
+                        "n_train": [400] * 6 + [100] + [120] * 6 + [30],
+                        "certificate": [0.5] * 6 + [0.99] + [0.6] * 6 + [0.1]})
+    t = R.target_table(fam, pd.DataFrame({"n_train": [2000] * 6, "certificate": [0.2] * 6})).set_index("where")
+    assert t.loc["digits, m = 400", "met"] and not t.loc["sparse-majority, m = 120", "met"]
+    assert abs(t.loc["sparse-majority, m = 120", "margin"] + 0.1) < 1e-12
+    assert t.loc["sparse-majority, m = 2000", "met"] and t.loc["sparse-majority, m = 2000", "kind"] == "large-m"
