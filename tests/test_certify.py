@@ -181,3 +181,22 @@ def test_coverage_and_targets_count_what_they_say():
     assert t.loc["digits, m = 400", "met"] and not t.loc["sparse-majority, m = 120", "met"]
     assert abs(t.loc["sparse-majority, m = 120", "margin"] + 0.1) < 1e-12
     assert t.loc["sparse-majority, m = 2000", "met"] and t.loc["sparse-majority, m = 2000", "kind"] == "large-m"
+
+
+def test_saved_certificate_files_recompute_float_for_float():
+    """Every saved certificate row: its bounds recompute exactly from its counts and its file's settings,
+    the files of one kind share their settings and no key, and a Q never certified above 1."""
+    from genbound.experiments.certify import report as R
+
+    fam_paths = [R.DATA / f for f in R.FAMILY_FILES]
+    sm_paths = [R.DATA / R.SWEEP_FILE, R.DATA / R.LARGE_M_FILE]
+    rows, bad = R.recompute_files(fam_paths, family=True)
+    assert rows >= 96 and bad == 0
+    rows, bad = R.recompute_files(sm_paths, family=False)
+    assert rows >= 3 and bad == 0
+    fam = R.load_certificates(fam_paths, family=True)
+    assert (fam["label_noise"] == 0).all() and fam["certificate"].between(0, 1).all()
+    assert (fam["q_bound_error_mc"] <= fam["q_emp_upper"]).all()
+    assert (fam["q_emp_upper"] <= fam["certificate"]).all()
+    big = R.load_certificates([R.DATA / R.LARGE_M_FILE], family=False)
+    assert (big["n_train"] >= 2000).all()
