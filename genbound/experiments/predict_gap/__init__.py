@@ -30,7 +30,7 @@ from .report import (DASH, fmt, interval, noise_table, null_table, plot_measures
 from .nulls import NULL_STATS, RankingIndex, beyond_null, null_percentiles, null_statistics
 from .statistics import (axes_of, balanced_models, bootstrap_p, family_frame, fitted_models, m_dependent, measure_frame,
                          measure_stats, measure_table, normal_p, null_p, paired_gap_changes, psi_bootstrap, summary, verdict_tests,
-                         PLAIN_NORMS, VERDICT_BOUNDS, REFERENCE)
+                         PLAIN_NORMS, VERDICT_BOUNDS)
 from .training import (PILOTS, SAVED_FAMILY, SCHEMA, ModelRecord, family_config, family_environment, merge_family,
                        read_pilot, recompute_measures, undefined_allowed, open_family, read_family, run_family,
                        train_setting)
@@ -44,7 +44,7 @@ __all__ = ["AXES", "TASKS", "FamilyConfig", "TaskData", "build_model", "init_see
            "BASELINES", "BOUNDS", "CAPACITIES", "CAPACITY_FORMS", "DEPTH1_ONLY", "MEASURES", "REPORTED", "SPECTRAL",
            "magnitude_flatness", "measures_for", "multiclass_margins",
            "axes_of", "fitted_models", "measure_frame", "measure_stats", "measure_table", "paired_gap_changes",
-           "psi_bootstrap", "summary", "REFERENCE",
+           "psi_bootstrap", "summary",
            "DASH", "fmt", "interval", "noise_table", "null_table", "plot_measures_vs_gap", "rank_table", "stratified_taus",
            "trivial_shares",
            "SAVED_FAMILY", "SCHEMA", "ModelRecord", "undefined_allowed", "open_family", "read_family", "run_family",

@@ -28,11 +28,9 @@ from .family import AXES
 from .measures import MEASURES
 
 __all__ = ["axes_of", "fitted_models", "measure_frame", "psi_bootstrap", "measure_stats", "measure_table",
-           "paired_gap_changes", "summary", "REFERENCE", "m_dependent", "family_frame", "balanced_models",
+           "paired_gap_changes", "summary", "m_dependent", "family_frame", "balanced_models",
            "bootstrap_p", "null_p", "normal_p", "verdict_tests", "PLAIN_NORMS", "VERDICT_BOUNDS"]
 
-#: The measure every other is compared with (Jiang et al.'s weakest baseline).
-REFERENCE = "n_params"
 
 
 def fitted_models(df):
