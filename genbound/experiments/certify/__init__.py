@@ -48,7 +48,9 @@ class CertifyConfig:
     grid_center: float = 0.01
     grid_ratio: float = 2.0
     grid_count: int = 13
-    sigma_init: float = 0.01
+    sigma_init: float = 0.01           # the largest initial posterior scale tried (a grid point)
+    post_scale_count: int = 7          # scales tried: sigma_init / 2^k, k < post_scale_count
+    post_scale_tol: float = 0.01       # allowed rise of the noisy prior's error on its own examples
     post_init: str = "prior"          # the posterior's mean starts at the prior's weights, or "full"
     post_steps: int = 300
     post_lr: float = 1e-3
@@ -69,11 +71,11 @@ class CertifyConfig:
             raise ParameterError(f"post_init must be 'prior' or 'full', got {self.post_init!r}")
         if self.delta + self.delta_mc >= 1.0:
             raise ParameterError("delta + delta_mc must be < 1")
-        for name in ("grid_count", "post_steps", "n_draws", "test_draws"):
+        for name in ("grid_count", "post_steps", "n_draws", "test_draws", "post_scale_count"):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, int) or v < (0 if name == "post_steps" else 1):
                 raise ParameterError(f"{name} must be a positive integer, got {v!r}")
-        for name in ("grid_center", "sigma_init", "post_lr", "p_min"):
+        for name in ("grid_center", "sigma_init", "post_lr", "p_min", "post_scale_tol"):
             v = getattr(self, name)
             if not (isinstance(v, (int, float)) and math.isfinite(v) and v > 0):
                 raise ParameterError(f"{name} must be a positive number, got {v!r}")
@@ -82,6 +84,11 @@ class CertifyConfig:
         if isinstance(self.n_train, bool) or not isinstance(self.n_train, int) or self.n_train < 0:
             raise ParameterError(f"n_train must be 0 (the row's) or a positive integer, got {self.n_train!r}")
         return self
+
+    def post_scales(self) -> tuple[float, ...]:
+        """The initial posterior scales tried, largest first: ``sigma_init / 2^k``
+        (:func:`~genbound.experiments.certify.gibbs.posterior_scale`)."""
+        return tuple(self.sigma_init / 2 ** k for k in range(self.post_scale_count))
 
     def grid(self) -> tuple[float, ...]:
         """The prior standard deviations (:func:`genbound.bounds.pac_bayes.prior_scale_grid`)."""
@@ -95,7 +102,7 @@ _COLUMNS = (("seq_len", int), ("seed", int), ("n_train", int), ("n_prior", int),
             ("q_bound_error_mc", float), ("q_emp_upper", float), ("q_train_error", float),
             ("q_test_error", float), ("certificate", float), ("kl", float), ("kl_per_n", float),
             ("grid_sigma", float), ("grid_index", int), ("post_sigma_mean", float), ("mu_shift", float),
-            ("prior_shift", float),
+            ("prior_shift", float), ("post_sigma_init", float),
             ("tt_bound", float), ("tt_trivial", bool), ("edelman_bound", float), ("edelman_trivial", bool),
             ("n_params", int), ("seconds", float))
 
@@ -166,9 +173,9 @@ def certify_sparse_majority(seq_len: int, seed: int, sm_config, config: CertifyC
     stop, _, fitted0, *_ = _train_adam(params, [task], sub, cfg, E, pe, scale, False, "prior")
     P_prior = {k: v.detach().double() for k, v in stop.items()}
     (bits_tr, y_tr), (bits_te, y_te) = data["train"], data["test"]
-    logits = _sm_logits({"train": bits_tr, "bound": bits_tr[m0:], "test": bits_te}, E.double(), pe.double(),
-                        scale)
-    splits = gibbs.Splits(y_tr, y_tr[m0:], y_te)
+    logits = _sm_logits({"train": bits_tr, "prior": bits_tr[:m0], "bound": bits_tr[m0:], "test": bits_te},
+                        E.double(), pe.double(), scale)
+    splits = gibbs.Splits(y_tr, y_tr[m0:], y_te, y_tr[:m0])
     row = _deterministic_columns(logits, splits, P_prior, P_full, cc)
     row.update(_posterior_columns(logits, splits, P_prior, P_full, cc,
                                   seed=int(cc.seed) * 7919 + seq_len * 31 + seed))
@@ -198,11 +205,14 @@ def _posterior_columns(logits, splits, P_prior, P_full, cc, *, seed: int) -> dic
     w_prior, w_full = gibbs.flat(P_prior), gibbs.flat(P_full)
     start = w_prior if cc.post_init == "prior" else w_full
     n = int(splits.y_bound.shape[0])
+    s0 = gibbs.posterior_scale(logits, splits.y_prior, P_full, w_prior, cc,
+                               torch.Generator().manual_seed(2 * 10**9 + seed))
     mu, s, _ = gibbs.optimise_posterior(logits, splits.y_train, P_full, w_prior, start, cc, n,
-                                        torch.Generator().manual_seed(seed))
+                                        torch.Generator().manual_seed(seed), sigma0=s0)
     out = gibbs.certificate_columns(logits, splits, P_full, w_prior, mu, s, cc,
                                     torch.Generator().manual_seed(10**9 + seed))
     out.update({"mu_shift": float((mu - w_full).norm()), "prior_shift": float((w_full - w_prior).norm()),
+                "post_sigma_init": s0,
                 "n_params": int(w_full.numel())})
     return out
 

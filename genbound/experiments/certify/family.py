@@ -40,7 +40,7 @@ _COLUMNS = (("task", str), ("depth", int), ("width", int), ("lr", float), ("batc
             ("q_bound_error_mc", float), ("q_emp_upper", float), ("q_train_error", float),
             ("q_test_error", float), ("certificate", float), ("kl", float), ("kl_per_n", float),
             ("grid_sigma", float), ("grid_index", int), ("post_sigma_mean", float), ("mu_shift", float),
-            ("prior_shift", float), ("n_params", int), ("seconds", float))
+            ("prior_shift", float), ("post_sigma_init", float), ("n_params", int), ("seconds", float))
 
 
 def _schema():
@@ -90,13 +90,13 @@ def certify_family_setting(setting: dict, seeds, family_config, config: CertifyC
             raise ParameterError("certify: the prior's training set is not the first part of the full one")
         P_full = {nm: v[k:k + 1].detach().double() for nm, v in out.stop.items()}
         P_prior = {nm: v[k:k + 1].detach().double() for nm, v in out0.stop.items()}
-        logits = _family_logits(arch, {"train": d.X_train, "bound": d.X_train[m0:], "test": d.X_test})
-        splits = gibbs.Splits(d.y_train, d.y_train[m0:], d.y_test)
+        logits = _family_logits(arch, {"train": d.X_train, "prior": d.X_train[:m0], "bound": d.X_train[m0:],
+                                       "test": d.X_test})
+        splits = gibbs.Splits(d.y_train, d.y_train[m0:], d.y_test, d.y_train[:m0])
         with torch.no_grad():
             tr_acc = 1.0 - float(gibbs.error_rates(logits, P_full, "train", d.y_train)[0])
             te_acc = 1.0 - float(gibbs.error_rates(logits, P_full, "test", d.y_test)[0])
-            prior_tr = float(gibbs.error_rates(_family_logits(arch, {"p": d.X_train[:m0]}), P_prior, "p",
-                                               d.y_train[:m0])[0])
+            prior_tr = float(gibbs.error_rates(logits, P_prior, "prior", d.y_train[:m0])[0])
         row = {key: setting[key] for key in _KEY if key != "seed"}
         row.update(_deterministic_columns(logits, splits, P_prior, P_full, cc))
         row.update(_posterior_columns(logits, splits, P_prior, P_full, cc,

@@ -18,7 +18,8 @@ import torch
 
 from ...bounds import pac_bayes as pb
 
-__all__ = ["Splits", "flat", "unflat", "draws", "gibbs_error_rates", "optimise_posterior", "certificate_columns"]
+__all__ = ["Splits", "flat", "unflat", "draws", "gibbs_error_rates", "posterior_scale", "optimise_posterior",
+           "certificate_columns"]
 
 #: ``logits(params, split, k)``: logits ``(k, n_split, C)`` of ``k`` stacked models on a split.
 Logits = Callable[[dict, str, int], torch.Tensor]
@@ -26,15 +27,16 @@ Logits = Callable[[dict, str, int], torch.Tensor]
 
 @dataclass(frozen=True)
 class Splits:
-    """The labels of the three splits a certificate reads: the whole training set, the bound set (the
-    part of the training set the prior never saw) and the test set."""
+    """The labels of the splits a certificate reads: the whole training set, the bound set (the part of
+    the training set the prior never saw), the test set, and the prior's own training examples."""
 
     y_train: torch.Tensor
     y_bound: torch.Tensor
     y_test: torch.Tensor
+    y_prior: torch.Tensor
 
     def labels(self, split: str) -> torch.Tensor:
-        return {"train": self.y_train, "bound": self.y_bound, "test": self.y_test}[split]
+        return {"train": self.y_train, "bound": self.y_bound, "test": self.y_test, "prior": self.y_prior}[split]
 
 
 def flat(params: dict[str, torch.Tensor]) -> torch.Tensor:
@@ -83,17 +85,37 @@ def gibbs_error_rates(logits: Logits, mu, s, like, split: str, labels, k: int, g
     return torch.cat(out)
 
 
-def optimise_posterior(logits: Logits, y_train, like, w_prior, w_start, cc, n_bound: int, gen):
+def posterior_scale(logits: Logits, y_prior, like, w_prior, cc, gen) -> float:
+    """The posterior's initial noise scale, chosen on the **prior's own training examples** (split
+    ``"prior"``; never the bound set): the largest of ``cc.post_scales()`` (grid points, from
+    ``sigma_init`` down by halves) at which the mean error of 20 draws of ``N(w_prior, s^2 I)`` on those
+    examples exceeds the prior network's own error there by at most ``cc.post_scale_tol``; the smallest
+    when none does. A PAC-Bayes bound holds for every posterior at once, so the choice spends no
+    confidence; the grid of prior scales is not touched."""
+    with torch.no_grad():
+        base = float(error_rates(logits, unflat(w_prior.unsqueeze(0), like), "prior", y_prior)[0])
+        scales = cc.post_scales()
+        for sc in scales:
+            noisy = gibbs_error_rates(logits, w_prior, torch.full_like(w_prior, sc), like, "prior", y_prior, 20,
+                                      gen, chunk=20)
+            if float(noisy.mean()) <= base + cc.post_scale_tol:
+                return float(sc)
+    return float(scales[-1])
+
+
+def optimise_posterior(logits: Logits, y_train, like, w_prior, w_start, cc, n_bound: int, gen, *,
+                       sigma0: float | None = None):
     """``(mu, s, sigma_p)``: the posterior's mean and standard deviations after ``cc.post_steps`` Adam
     steps (learning rate ``cc.post_lr``, one draw of ``Q`` per step) on Pérez-Ortiz et al.'s ``f_quad``
     of the bounded cross-entropy surrogate (log-probabilities clamped at ``log p_min``, divided by
     ``log(1/p_min)``) on the whole training set and the KL to ``N(w_prior, sigma_p^2 I)`` with a free
-    ``sigma_p`` (started at ``cc.grid_center``) at the bound set's size ``n_bound``. ``mu`` starts at
-    ``w_start``, ``s`` at ``cc.sigma_init``. A training objective only: the certificate is
-    :func:`certificate_columns` on fresh draws."""
+    ``sigma_p`` at the bound set's size ``n_bound``. ``mu`` starts at
+    ``w_start``, ``s`` and ``sigma_p`` at ``sigma0`` (default ``cc.sigma_init``). A training objective
+    only: the certificate is :func:`certificate_columns` on fresh draws."""
+    s0 = cc.sigma_init if sigma0 is None else float(sigma0)
     mu = w_start.clone().double().requires_grad_(True)
-    rho = torch.full_like(mu, math.log(math.expm1(cc.sigma_init))).requires_grad_(True)
-    log_sp = torch.tensor(math.log(cc.grid_center), dtype=torch.float64, requires_grad=True)
+    rho = torch.full_like(mu, math.log(math.expm1(s0))).requires_grad_(True)
+    log_sp = torch.tensor(math.log(s0), dtype=torch.float64, requires_grad=True)
     opt = torch.optim.Adam([mu, rho, log_sp], lr=cc.post_lr)
     lnp = math.log(1.0 / cc.p_min)
     for _ in range(cc.post_steps):
