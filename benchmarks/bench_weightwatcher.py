@@ -255,8 +255,56 @@ def _machine() -> dict:
             "avx2": " avx2" in f" {flags}"}
 
 
+def checkpoint_key(path: str) -> str:
+    """Identify a checkpoint folder across invocations: a hash of its ``config.json`` and of the
+    names and sizes of its safetensors files (records of other checkpoints are not mixed)."""
+    import hashlib
+
+    h = hashlib.sha256((Path(path) / "config.json").read_bytes())
+    for f in sorted(Path(path).glob("*.safetensors")):
+        h.update(f"{f.name}:{f.stat().st_size}".encode())
+    return h.hexdigest()[:16]
+
+
+def write_checkpoint(path: str, layers: int, heads: int, hidden: int, d_ff: int, seed: int, env: dict) -> dict:
+    """Write the seeded random BERT-shaped checkpoint (:func:`genbound.testing.make_bert_checkpoint`)
+    in a child process, so that this process stays small (its peak RSS is every child's floor)."""
+    make = ("import sys, json; from genbound.testing import make_bert_checkpoint as m; "
+            "print(json.dumps(m(sys.argv[1], layers=%d, heads=%d, hidden=%d, d_ff=%d, seed=%d)))"
+            % (layers, heads, hidden, d_ff, seed))
+    out = subprocess.run([sys.executable, "-c", make, path], env=env, check=True, capture_output=True, text=True)
+    return json.loads(out.stdout)
+
+
+def _ff_rows(side: str, stdout: str, out_csv: str) -> list[dict]:
+    """The rows of one side's result that the agreement compares (genbound: its ``M_in``/``M_out``
+    rows; WeightWatcher: its feed-forward layers), kept small enough to record."""
+    if side == "genbound":
+        keep = ("kind", "layer", "sigma_max", "frobenius", "stable_rank", "rank")
+        return [{k: r[k] for k in keep} for r in json.loads(stdout)["matrices"] if r["kind"] in ("M_in", "M_out")]
+    rows = _read_csv_records(out_csv)
+    idx = ww_feed_forward([r["name"] for r in rows])
+    keep = ("name", *COMPARED)
+    return [{k: rows[i][k] for k in keep if k in rows[i]} for i in sorted(idx.values())]
+
+
+def _commit() -> str | None:
+    try:
+        out = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True,
+                             text=True, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "-C", str(ROOT), "status", "--porcelain", "--untracked-files=no"],
+                               capture_output=True, text=True, check=True).stdout.strip()
+        return out + ("+dirty" if dirty else "")
+    except (OSError, subprocess.CalledProcessError):
+        return None
+
+
 def run(path: str | None = None, layers=12, heads=12, hidden=768, d_ff=3072, seed=0, repeat=3,
-        threads=None, sides=SIDES, ww_site=None) -> dict:
+        threads=None, sides=SIDES, ww_site=None, record: str | None = None) -> dict:
+    """Time ``sides`` (interleaved, ``repeat`` rounds) on ``path`` (default: a fresh random
+    BERT-shaped checkpoint in a temporary folder). Each run is one record; with ``record`` (a JSONL
+    file) each is appended as soon as it ends, and the summary covers every record in the file for
+    the same checkpoint and thread setting (so a long comparison can be run in short invocations)."""
     env = _env(ww_site, threads)
     info = json.loads(subprocess.run([sys.executable, "-c", _INFO], env=env, capture_output=True, text=True,
                                      check=True).stdout)
@@ -264,44 +312,63 @@ def run(path: str | None = None, layers=12, heads=12, hidden=768, d_ff=3072, see
         raise BenchError("weightwatcher is not importable (" + info.get("weightwatcher_error", "?")
                          + "); it is not a genbound requirement: install it as the docstring of "
                          "benchmarks/bench_weightwatcher.py says and put it on PYTHONPATH or --ww-site")
-    load_before = os.getloadavg()
+    common = {"machine": _machine(), "versions": info, "commit": _commit(), "threads": threads}
+    records = []
     with tempfile.TemporaryDirectory(prefix="genbound-bench-ww-") as tmp:
         if path is None:
             path = str(Path(tmp) / "ckpt")
-            make = ("import sys, json; from genbound.testing import make_bert_checkpoint as m; "
-                    "print(json.dumps(m(sys.argv[1], layers=%d, heads=%d, hidden=%d, d_ff=%d, seed=%d)))"
-                    % (layers, heads, hidden, d_ff, seed))
-            subprocess.run([sys.executable, "-c", make, path], env=env, check=True, capture_output=True)
-            shape = {"layers": layers, "heads": heads, "hidden": hidden, "d_ff": d_ff, "seed": seed}
+            write_checkpoint(path, layers, heads, hidden, d_ff, seed, env)
+            common["shape"] = {"layers": layers, "heads": heads, "hidden": hidden, "d_ff": d_ff, "seed": seed}
         else:
-            shape = None
+            path = str(Path(path).resolve())
+            common["path"] = path
+        common["checkpoint"] = checkpoint_key(path)
         for f in Path(path).glob("*.safetensors"):  # warm the page cache for every side alike
             f.read_bytes()
-        runs = {s: [] for s in sides}
-        results = {}
         for _ in range(repeat):
             for s in sides:
                 out_csv = str(Path(tmp) / f"{s}.csv")
+                load0, t0 = os.getloadavg()[0], time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
                 r = timed(side_command(s, path, out_csv), env, tmp)
-                if s == "genbound":
-                    results[s] = json.loads(r.pop("stdout"))["matrices"]
-                else:
-                    r.pop("stdout")
-                    results[s] = _read_csv_records(out_csv)
-                runs[s].append(r)
-    load_after = os.getloadavg()
-    med = {s: {k: statistics.median(r[k] for r in runs[s]) for k in ("wall_s", "cpu_s", "peak_rss_mb")}
+                r["ff"] = _ff_rows(s, r.pop("stdout"), out_csv)
+                r.update(common, side=s, started_utc=t0, load_1min_before=load0,
+                         load_1min_after=os.getloadavg()[0])
+                records.append(r)
+                if record:
+                    with open(record, "a") as f:
+                        f.write(json.dumps(r) + "\n")
+    if record:
+        with open(record) as f:
+            every = [json.loads(line) for line in f if line.strip()]
+        records = [r for r in every
+                   if r["checkpoint"] == common["checkpoint"] and r["threads"] == threads]
+    return summarize(records)
+
+
+def summarize(records: list[dict]) -> dict:
+    """Medians per side (wall, CPU, peak RSS), the ratios ``side / genbound`` of the medians, the
+    agreement of each WeightWatcher side with genbound (their latest runs), and the conditions."""
+    sides = [s for s in SIDES if any(r["side"] == s for r in records)]
+    by = {s: [r for r in records if r["side"] == s] for s in sides}
+    med = {s: {k: statistics.median(r[k] for r in by[s]) for k in ("wall_s", "cpu_s", "peak_rss_mb")}
+           | {"runs": len(by[s]), "all_wall_s": [round(r["wall_s"], 3) for r in by[s]],
+              "all_cpu_s": [round(r["cpu_s"], 3) for r in by[s]]}
            for s in sides}
-    out = {"path": path if shape is None else None, "shape": shape, "repeat": repeat,
-           "threads": threads, "medians": med, "runs": runs,
-           "load_1min_before": load_before[0], "load_1min_after": load_after[0],
-           "machine": _machine(), "versions": info, "ratios": {}, "agreement": {}}
-    if "genbound" in sides:
+    last = records[-1] if records else {}
+    loads = [x for r in records for x in (r["load_1min_before"], r["load_1min_after"])]
+    out = {"checkpoint": last.get("checkpoint"), "shape": last.get("shape"), "path": last.get("path"),
+           "threads": last.get("threads"), "medians": med, "ratios": {}, "agreement": {},
+           "load_1min_range": [min(loads), max(loads)] if loads else None,
+           "first_utc": min((r["started_utc"] for r in records), default=None),
+           "last_utc": max((r["started_utc"] for r in records), default=None),
+           "commits": sorted({str(r.get("commit")) for r in records}),
+           "machine": last.get("machine"), "versions": last.get("versions")}
+    if "genbound" in by:
         g = med["genbound"]
         for s in sides:
             if s != "genbound":
                 out["ratios"][s] = {"wall": med[s]["wall_s"] / g["wall_s"], "cpu": med[s]["cpu_s"] / g["cpu_s"]}
-                out["agreement"][s] = agreement(results["genbound"], results[s])
+                out["agreement"][s] = agreement(by["genbound"][-1]["ff"], by[s][-1]["ff"])
     return out
 
 
@@ -309,22 +376,25 @@ def _print_table(res: dict) -> None:
     v, m = res["versions"], res["machine"]
     print(f"{m['cpu']}, {m['cpus']} CPUs, avx512f {m['avx512f']}, ATen {v.get('aten_capability')}; "
           f"torch {v.get('torch')}, weightwatcher {v.get('weightwatcher')}, powerlaw {v.get('powerlaw')}, "
-          f"scipy {v.get('scipy')}")
-    print(f"checkpoint {res['shape'] or res['path']}; repeat {res['repeat']}; threads {res['threads'] or 'default'}; "
-          f"1-minute load {res['load_1min_before']:.2f} before, {res['load_1min_after']:.2f} after")
-    print(f"{'side':>12} {'wall s':>9} {'CPU s':>9} {'peak MiB':>9} {'wall ratio':>11} {'CPU ratio':>10}")
+          f"scipy {v.get('scipy')}; commit {', '.join(res['commits'])}")
+    lo, hi = res["load_1min_range"]
+    print(f"checkpoint {res['shape'] or res['path']} ({res['checkpoint']}); threads {res['threads'] or 'default'}; "
+          f"{res['first_utc']} to {res['last_utc']}; 1-minute load {lo:.2f} to {hi:.2f}")
+    print(f"{'side':>12} {'runs':>4} {'wall s':>9} {'CPU s':>9} {'peak MiB':>9} {'wall ratio':>11} {'CPU ratio':>10}")
     for s, d in res["medians"].items():
         r = res["ratios"].get(s, {"wall": 1.0, "cpu": 1.0})
-        print(f"{s:>12} {d['wall_s']:9.2f} {d['cpu_s']:9.2f} {d['peak_rss_mb']:9.1f} {r['wall']:10.2f}x "
-              f"{r['cpu']:9.2f}x")
+        print(f"{s:>12} {d['runs']:4d} {d['wall_s']:9.2f} {d['cpu_s']:9.2f} {d['peak_rss_mb']:9.1f} "
+              f"{r['wall']:10.2f}x {r['cpu']:9.2f}x")
     for s, a in res["agreement"].items():
-        print(f"agreement with {s} on {a['n_matrices']} feed-forward matrices: "
+        print(f"agreement with {s} on {a['n_matrices']} feed-forward matrices (largest relative difference): "
               + ", ".join(f"{k} {x:.2g}" for k, x in a["max_rel_diff"].items()))
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog=PROG, description=__doc__.split("\n\n")[0])
     ap.add_argument("--path", help="an existing checkpoint folder (default: write a random BERT-shaped one)")
+    ap.add_argument("--write-checkpoint", metavar="DIR",
+                    help="only write the random BERT-shaped checkpoint (the shape options) into DIR and exit")
     ap.add_argument("--layers", type=int, default=12)
     ap.add_argument("--heads", type=int, default=12)
     ap.add_argument("--hidden", type=int, default=768)
@@ -335,6 +405,10 @@ def main(argv=None) -> int:
                     help="OMP/OpenBLAS/MKL threads in every child (default: the libraries' own)")
     ap.add_argument("--sides", default=",".join(SIDES), help=f"comma-separated subset of {','.join(SIDES)}")
     ap.add_argument("--ww-site", help="folder holding weightwatcher (added to the children's PYTHONPATH)")
+    ap.add_argument("--record", metavar="FILE",
+                    help="append every run to this JSONL file and summarise all of its runs on the same "
+                         "checkpoint and threads (a long comparison in several short invocations)")
+    ap.add_argument("--summary", action="store_true", help="with --record: run nothing, summarise the file")
     ap.add_argument("--json", action="store_true", help="print one JSON object")
     a = ap.parse_args(argv)
     sides = tuple(s for s in a.sides.split(",") if s)
@@ -345,7 +419,25 @@ def main(argv=None) -> int:
             raise BenchError(f"--repeat must be at least 1, got {a.repeat}")
         if a.path is not None and not (Path(a.path) / "config.json").is_file():
             raise BenchError(f"--path {a.path!r} is not a checkpoint folder (no config.json)")
-        res = run(a.path, a.layers, a.heads, a.hidden, a.d_ff, a.seed, a.repeat, a.threads, sides, a.ww_site)
+        if a.write_checkpoint:
+            info = write_checkpoint(a.write_checkpoint, a.layers, a.heads, a.hidden, a.d_ff, a.seed,
+                                    _env(None, None))
+            print(json.dumps(info))
+            return 0
+        if a.summary:
+            if not a.record or not Path(a.record).is_file():
+                raise BenchError("--summary needs --record FILE, an existing file")
+            with open(a.record) as f:
+                every = [json.loads(line) for line in f if line.strip()]
+            if a.path:
+                key = checkpoint_key(a.path)
+                every = [r for r in every if r["checkpoint"] == key]
+            res = summarize([r for r in every if r["threads"] == a.threads])
+            if not res["medians"]:
+                raise BenchError(f"{a.record} holds no run for this checkpoint and --threads {a.threads}")
+        else:
+            res = run(a.path, a.layers, a.heads, a.hidden, a.d_ff, a.seed, a.repeat, a.threads, sides,
+                      a.ww_site, a.record)
     except BenchError as exc:
         print(f"{PROG}: error: {exc}", file=sys.stderr)
         return 2
