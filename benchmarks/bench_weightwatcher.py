@@ -59,6 +59,7 @@ import math
 import os
 import platform
 import re
+import signal
 import statistics
 import subprocess
 import sys
@@ -194,7 +195,11 @@ def timed(cmd: list[str], env: dict, cwd: str) -> dict:
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         t0 = time.perf_counter()
         p = subprocess.Popen(cmd, env=env, cwd=cwd, stdout=out, stderr=err)
-        _, status, ru = os.wait4(p.pid, 0)
+        previous = signal.signal(signal.SIGTERM, lambda *_: (p.kill(), sys.exit(143)))  # no orphan on `timeout`
+        try:
+            _, status, ru = os.wait4(p.pid, 0)
+        finally:
+            signal.signal(signal.SIGTERM, previous)
         wall = time.perf_counter() - t0
         p.returncode = os.waitstatus_to_exitcode(status)
         out.seek(0)
