@@ -23,10 +23,14 @@ the work, writing the result), the sides interleaved ``--repeat`` times on one c
   full singular values with SciPy in float64, the power-law fit of the ESD, the norm metrics), then
   the details table written as CSV. WeightWatcher has no command line (its ``main`` prints "coming
   later"), so a three-line script is the whole process;
-* ``ww-esd``: WeightWatcher without the power-law fit, which ``analyze`` always runs (it has no
-  option to skip it): its public ``get_ESD(layer=...)`` for every layer that ``describe()`` lists,
-  and from the eigenvalues of ``W^T W`` the quantities genbound also reports (largest singular value,
-  Frobenius norm, stable rank). This is the nearest WeightWatcher offers to "spectra only".
+* ``ww-nofit``: the same ``analyze()`` with its power-law fit replaced by a stub (alpha -1, as
+  WeightWatcher records a failed fit). ``analyze`` always runs the fit and has no option to skip it,
+  so this is **not** a WeightWatcher mode: it measures what the rest of ``analyze`` (reading, the
+  SVDs, the norm metrics) costs, i.e. the part that computes what genbound also computes;
+* ``ww-esd``: WeightWatcher's own public route to spectra without a fit: ``get_ESD(layer=...)`` for
+  every layer that ``describe()`` lists, and from the eigenvalues of ``W^T W`` the quantities genbound
+  also reports (largest singular value, Frobenius norm, stable rank). Each ``get_ESD`` call runs
+  ``describe()`` again, so this route costs more than ``analyze`` itself.
 
 Reported per side: median wall time, median CPU time of the child (user + system, from ``wait4``),
 peak resident set size of the child, and the ratios ``side / genbound`` of the medians. On a shared
@@ -69,7 +73,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 PROG = "bench_weightwatcher"
-SIDES = ("genbound", "ww-analyze", "ww-esd")
+SIDES = ("genbound", "ww-analyze", "ww-nofit", "ww-esd")
 
 #: The WeightWatcher whole process of ``ww-analyze``: its defaults, the details table as CSV.
 WW_ANALYZE = """\
@@ -92,6 +96,21 @@ for layer_id, name in w.describe()[["layer_id", "name"]].itertuples(index=False)
     rows.append({"layer_id": layer_id, "name": name, "sv_max": lam ** 0.5, "lambda_max": lam,
                  "norm": float(ev.sum()), "stable_rank": float(ev.sum()) / lam})
 pd.DataFrame(rows).to_csv(sys.argv[2], index=False)
+"""
+
+#: ``ww-nofit``: ``analyze()`` with its power-law fit replaced by a stub that records the values
+#: WeightWatcher itself writes for a failed fit (alpha -1); NOT a WeightWatcher option (it has none):
+#: it measures what the rest of ``analyze`` costs (reading, SVDs, norm metrics, the table).
+WW_NOFIT = """\
+import sys
+import weightwatcher as ww
+def no_fit(self, layer, params=None):
+    for k in ("alpha", "xmin", "xmax", "D", "sigma", "num_pl_spikes"):
+        layer.add_column(k, -1)
+    layer.add_column("status", "no-fit stub"); layer.add_column("warning", "")
+    return layer
+ww.WeightWatcher.apply_powerlaw = no_fit
+ww.WeightWatcher(model=sys.argv[1]).analyze().to_csv(sys.argv[2], index=False)
 """
 
 _INFO = """\
@@ -228,6 +247,8 @@ def side_command(side: str, path: str, out_csv: str) -> list[str]:
         return [sys.executable, "-m", "genbound.cli", "analyze", path, "--json", "--quiet", "--device", "cpu"]
     if side == "ww-analyze":
         return [sys.executable, "-c", WW_ANALYZE, path, out_csv]
+    if side == "ww-nofit":
+        return [sys.executable, "-c", WW_NOFIT, path, out_csv]
     if side == "ww-esd":
         return [sys.executable, "-c", WW_ESD, path, out_csv]
     raise ValueError(side)
