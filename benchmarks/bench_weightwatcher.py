@@ -371,8 +371,25 @@ def run(path: str | None = None, layers=12, heads=12, hidden=768, d_ff=3072, see
     return summarize(records)
 
 
+def _rounds(records: list[dict]):
+    """Pairs ``(genbound run, other run)``: each run of another side with the genbound run that came
+    last before it (in the same invocation: the same interleaved round).
+
+    >>> [(a["k"], b["k"]) for a, b in _rounds([{"side": "genbound", "k": 0}, {"side": "ww-analyze", "k": 1},
+    ...  {"side": "genbound", "k": 2}, {"side": "ww-esd", "k": 3}, {"side": "ww-analyze", "k": 4}])]
+    [(0, 1), (2, 3), (2, 4)]
+    """
+    last = None
+    for r in records:
+        if r["side"] == "genbound":
+            last = r
+        elif last is not None:
+            yield last, r
+
+
 def summarize(records: list[dict]) -> dict:
-    """Medians per side (wall, CPU, peak RSS), the ratios ``side / genbound`` of the medians, the
+    """Medians per side (wall, CPU, peak RSS), the ratios ``side / genbound`` of the medians and the
+    medians of the per-round ratios (``paired_*``: steadier when the load changes between rounds), the
     agreement of each WeightWatcher side with genbound (their latest runs), and the conditions."""
     sides = [s for s in SIDES if any(r["side"] == s for r in records)]
     by = {s: [r for r in records if r["side"] == s] for s in sides}
@@ -393,7 +410,10 @@ def summarize(records: list[dict]) -> dict:
         g = med["genbound"]
         for s in sides:
             if s != "genbound":
-                out["ratios"][s] = {"wall": med[s]["wall_s"] / g["wall_s"], "cpu": med[s]["cpu_s"] / g["cpu_s"]}
+                pairs = [(prev, r) for prev, r in _rounds(records) if r["side"] == s]
+                out["ratios"][s] = {"wall": med[s]["wall_s"] / g["wall_s"], "cpu": med[s]["cpu_s"] / g["cpu_s"],
+                                    "paired_wall": statistics.median(b["wall_s"] / a["wall_s"] for a, b in pairs),
+                                    "paired_cpu": statistics.median(b["cpu_s"] / a["cpu_s"] for a, b in pairs)}
                 out["agreement"][s] = agreement(by["genbound"][-1]["ff"], by[s][-1]["ff"])
     return out
 
@@ -406,11 +426,12 @@ def _print_table(res: dict) -> None:
     lo, hi = res["load_1min_range"]
     print(f"checkpoint {res['shape'] or res['path']} ({res['checkpoint']}); threads {res['threads'] or 'default'}; "
           f"{res['first_utc']} to {res['last_utc']}; 1-minute load {lo:.2f} to {hi:.2f}")
-    print(f"{'side':>12} {'runs':>4} {'wall s':>9} {'CPU s':>9} {'peak MiB':>9} {'wall ratio':>11} {'CPU ratio':>10}")
+    print(f"{'side':>12} {'runs':>4} {'wall s':>9} {'CPU s':>9} {'peak MiB':>9} {'wall ratio':>11} {'CPU ratio':>10}"
+          f" {'paired wall':>12} {'paired CPU':>11}")
     for s, d in res["medians"].items():
-        r = res["ratios"].get(s, {"wall": 1.0, "cpu": 1.0})
+        r = res["ratios"].get(s, dict.fromkeys(("wall", "cpu", "paired_wall", "paired_cpu"), 1.0))
         print(f"{s:>12} {d['runs']:4d} {d['wall_s']:9.2f} {d['cpu_s']:9.2f} {d['peak_rss_mb']:9.1f} "
-              f"{r['wall']:10.2f}x {r['cpu']:9.2f}x")
+              f"{r['wall']:10.2f}x {r['cpu']:9.2f}x {r['paired_wall']:11.2f}x {r['paired_cpu']:10.2f}x")
     for s, a in res["agreement"].items():
         print(f"agreement with {s} on {a['n_matrices']} feed-forward matrices (largest relative difference): "
               + ", ".join(f"{k} {x:.2g}" for k, x in a["max_rel_diff"].items()))
