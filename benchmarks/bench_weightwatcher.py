@@ -479,6 +479,10 @@ def main(argv=None) -> int:
             if a.path:
                 key = checkpoint_key(a.path)
                 every = [r for r in every if r["checkpoint"] == key]
+            keys = sorted({r["checkpoint"] for r in every})
+            if len(keys) > 1:
+                raise BenchError(f"{a.record} holds runs on {len(keys)} checkpoints ({', '.join(keys)}); "
+                                 "name one with --path")
             res = summarize([r for r in every if r["threads"] == a.threads])
             if not res["medians"]:
                 raise BenchError(f"{a.record} holds no run for this checkpoint and --threads {a.threads}")
