@@ -48,7 +48,10 @@ def _ff_pair(layer=1, smax=3.0, fro=5.0):
 def test_agreement_pairs_the_feed_forward_matrices_by_name(bench):
     g, w = _ff_pair()
     decoy = dict(w, name="encoder.layer.1.attention.output.dense", sv_max=99.0, lambda_max=99.0**2)
-    assert bench.agreement([g], [decoy, w])["max"] == 0.0
+    adapter = dict(decoy, name="encoder.layer.1.output.dense.lora_A")
+    assert bench.agreement([g], [decoy, adapter, w])["max"] == 0.0
+    g2, w2 = _ff_pair(layer=2, smax=4.0)
+    assert bench.agreement([g, g2], [w, dict(w2, norm=w2["norm"] * 2)])["max_rel_diff"]["norm"] == 0.5
     off = dict(w, sv_max=3.0 * (1 + 1e-6))
     a = bench.agreement([g], [decoy, off])
     assert a["max_rel_diff"]["sv_max"] == pytest.approx(1e-6 / (1 + 1e-6), rel=1e-9) and a["max_rel_diff"]["norm"] == 0.0
