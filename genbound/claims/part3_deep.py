@@ -29,8 +29,6 @@ CH = "book/part3/deep.md"
 _THIS = sys.modules[__name__]  # mutants patch the right-hand-side functions defined here
 
 
-# =========================================================================== chapter 3
-
 def _softmax_sample(gen, n):
     k = 6
     a = torch.randn(n, k, generator=gen, dtype=DT) * 3

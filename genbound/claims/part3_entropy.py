@@ -31,8 +31,6 @@ def _two_sided(a, b) -> float:
     return float(torch.nan_to_num(r, nan=math.inf).max())
 
 
-# =========================================================================== chapter 2
-
 def _term_sample(gen, n):
     return {"logM": _u(gen, n, -3, 6) * math.log(10), "logS": _u(gen, n, -3, 8) * math.log(10),
             "logN": _u(gen, n, 0, math.log(4096)), "p": _u(gen, n, 0.01, 2.0),

@@ -19,8 +19,6 @@ CH = "book/part3/examples.md"
 _THIS = sys.modules[__name__]  # mutants patch the right-hand-side functions defined here
 
 
-# =========================================================================== chapter 4
-
 _PK = 8
 
 
