@@ -1,5 +1,6 @@
 """The guide in step with the tree: every file CONTRIBUTING's recipes name exists, the README's layout
-matches ``genbound/``, and no chapter reaches into an underscored name of ``genbound``."""
+matches ``genbound/``, and the family modules import one way. (That no chapter reaches into an underscored
+name of ``genbound`` is ``tests/test_chapter_imports.py``.)"""
 
 from __future__ import annotations
 
@@ -112,58 +113,7 @@ def test_readme_layout_covers_the_package():
     assert not missing, f"README layout misses: {missing}"
 
 
-# ---------------------------------------------------------------------------------------------- chapters
-
-_CELL = re.compile(r"^```\{code-cell\}[^\n]*\n(.*?)^```", re.S | re.M)
-CHAPTERS = sorted((ROOT / "book").rglob("*.md"))
-
-
-def underscored_uses(src: str) -> list[str]:
-    """Underscored names of ``genbound`` a piece of code reaches: ``from genbound.x import _y``,
-    ``import genbound._x``, and ``alias._y`` where ``alias`` is bound to a genbound module or name."""
-    try:
-        tree = ast.parse(src)
-    except SyntaxError:
-        return []
-    aliases, bad = set(), []
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            for a in node.names:
-                if a.name.startswith("genbound"):
-                    if any(part.startswith("_") for part in a.name.split(".")):
-                        bad.append(a.name)
-                    aliases.add(a.asname or a.name.split(".")[0])
-        elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("genbound"):
-            if any(part.startswith("_") for part in node.module.split(".")):
-                bad.append(node.module)
-            for a in node.names:
-                if a.name.startswith("_"):
-                    bad.append(f"{node.module}.{a.name}")
-                aliases.add(a.asname or a.name)
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Attribute) and node.attr.startswith("_") and not node.attr.startswith("__"):
-            base = node.value
-            while isinstance(base, ast.Attribute):
-                base = base.value
-            if isinstance(base, ast.Name) and base.id in aliases:
-                bad.append(f"{base.id}...{node.attr}")
-    return bad
-
-
-def test_underscored_uses_sees_the_three_forms():
-    src = ("import genbound as gb\nfrom genbound.claims import toolkit as tk\nfrom genbound.bounds import _result\n"
-           "x = tk._M_MAX + gb.norms._private(1)\nimport genbound._validate\ny = gb.norms.public(2)")
-    assert sorted(underscored_uses(src)) == sorted(["genbound.bounds._result", "tk..._M_MAX", "gb..._private",
-                                                    "genbound._validate"])
-
-
-@pytest.mark.parametrize("chapter", CHAPTERS, ids=lambda p: p.relative_to(ROOT / "book").as_posix())
-def test_chapter_imports_public_names_only(chapter):
-    src = "\n".join("\n".join(ln for ln in body.splitlines() if not ln.startswith((":", "%", "!")))
-                    for body in _CELL.findall(chapter.read_text(encoding="utf-8")))
-    assert not underscored_uses(src), f"{chapter.name} uses underscored genbound names: {underscored_uses(src)}"
-
-
+# ---------------------------------------------------------------------------------------------- imports
 def test_family_modules_import_one_way():
     """A family module takes Family/Role from families/base.py, never from its package (which imports it)."""
     for path in sorted((ROOT / "genbound" / "weights" / "families").glob("*.py")):

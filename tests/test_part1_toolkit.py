@@ -45,7 +45,7 @@ def test_dudley_constants_match_sympy():
 
 def test_closed_form_alphas_are_the_minimisers():
     """The closed-form alpha of rad.dudley_inverse_square is where the relaxed objective is smallest."""
-    from genbound.claims.toolkit import _relaxed_objective
+    from genbound.claims.part1_covering import _relaxed_objective
 
     for A, L, m, c in [(1.0, 0.0, 10_000, 1.0), (0.3, 2.0, 5_000, 3.0), (0.01, 0.5, 100_000, 0.5)]:
         r = rad.dudley_inverse_square(A, L, m=m, diameter=c)
@@ -150,7 +150,7 @@ def test_softmax_constants():
     for S_v, S_qk, B in [(1.0, 1.0, 1.0), (0.3, 2.0, 1.7)]:
         want = float(ss.attention_lipschitz().subs({ss.S_V: S_v, ss.S_QK: S_qk, ss.B: B, ss.kappa: KAPPA_DEFAULT}))
         assert tt_layer_lipschitz(LayerRadii((1.0,), (S_qk,), (1.0,), (S_v,)), B) == pytest.approx(want, rel=1e-12)
-    from genbound.claims.toolkit import attention_lipschitz_constant
+    from genbound.claims.part1_softmax_attention import attention_lipschitz_constant
 
     for S_v, S_qk, B in [(1.0, 1.0, 1.0), (0.3, 2.0, 1.7)]:
         expr = ss.attention_lipschitz().subs({ss.S_V: S_v, ss.S_QK: S_qk, ss.B: B, ss.kappa: 1})
@@ -344,13 +344,13 @@ def test_allocation_split_equals_allocate_scales():
 
 # ------------------------------------------------------------------ two-sided: published right sides = statements
 def test_published_right_sides_equal_their_sympy_statements():
-    from genbound.claims import toolkit
+    from genbound.claims import _part1 as eqs
 
     for seed in (0, 1):
-        eq = toolkit.part1_equalities(seed)
+        eq = eqs.part1_equalities(seed)
         assert set(eq) >= {"massart", "l1", "l2", "mcdiarmid", "gap", "maurey", "sup_norm", "zhang", "euclid",
                            "allocation"}
-        assert max(eq.values()) <= toolkit.EQUALITY_RTOL, eq
+        assert max(eq.values()) <= eqs.EQUALITY_RTOL, eq
 
 
 def test_a_loosened_right_side_fails_its_claim():

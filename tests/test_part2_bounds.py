@@ -160,7 +160,7 @@ def test_bad_inputs_raise():
 def test_a_wrong_constant_is_caught():
     """The perturbation check fails when the softmax constant is taken too small (kappa = 0.05)."""
     from genbound.claims import InequalityCheck
-    from genbound.claims import trauger_tewari as ct
+    from genbound.claims import _part2 as ct
 
     def sample(g, n):      # only the query-key form moves, two tokens: the softmax step is nearly tight
         p = ct._net_sample(g, n, L=1, H=1, d=3, T=2, K=1, dense=False, bias=False)
@@ -185,7 +185,7 @@ def test_part2_claims_pass_with_another_seed():
 
 
 def test_cls_fast_path_equals_the_class():
-    from genbound.claims import trauger_tewari as ct
+    from genbound.claims import part2_single_layer as ct
     from genbound.nets import forward_effective
 
     p = ct._single_sample(torch.Generator().manual_seed(0), 4)

@@ -2,8 +2,9 @@
 
 Each ``{prf:lemma}``, ``{prf:theorem}``, ``{prf:corollary}`` or ``{prf:proposition}`` block in the book
 has a :class:`Claim` here with the **same label**, and every claim has such a block (a test enforces
-both directions). Claims live in the submodules of this package, one per book part; they are
-discovered automatically, so adding a module is enough.
+both directions). Claims live in the submodules of this package, one per chapter and named after it
+(``book/part2/tt_covers.md`` -> ``genbound.claims.part2_tt_covers``; what the modules of a part share is in
+an underscored ``_part<N>`` module); they are discovered automatically, so adding a module is enough.
 
 >>> from genbound import claims
 >>> c = claims.get("lem-spectral-counting")

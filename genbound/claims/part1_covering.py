@@ -18,7 +18,7 @@ from .. import covering as cov
 from .. import rademacher as rad
 from ..symbolic import dudley as sym_dudley
 from . import Claim, FunctionCheck, InequalityCheck, register, replaced, scaled
-from ._part1 import CH_COV, F64, _TINY, _rad_exact, _rel_ratio
+from ._part1 import CH_COV, F64, _TINY, _rad_exact, _rel_ratio, add_equalities
 
 _THIS = sys.modules[__name__]  # mutants patch the right-hand-side functions defined here
 
@@ -263,3 +263,15 @@ register(Claim(
              replaced(rad, "dudley_parametric", _integral_scaled_at_k0, name="k0-integral-one",
                       what="log N = 0 (k = 0) reported with integral 1 instead of 0")),
 ))
+
+
+#: claim label -> (key of :func:`._part1.part1_equalities`, published functions it covers): each claim
+#: also checks its published right side for equality with the statement (two-sided)
+_EQUALITIES = {
+    "thm-dudley": (("euclid", "exact_linear"), ("genbound.rademacher.dudley_bound",
+                                                "genbound.rademacher.dudley_objective",
+                                                "genbound.covering.euclidean_ball_log_cover",
+                                                "genbound.rademacher.empirical_rademacher_linear")),
+}
+
+add_equalities(_EQUALITIES)

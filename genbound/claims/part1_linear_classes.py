@@ -17,7 +17,7 @@ from ..symbolic import allocation as sym_alloc
 from ..symbolic import maurey as sym_maurey
 from ..symbolic import rademacher as sym_rad
 from . import AllOf, Claim, FunctionCheck, InequalityCheck, register, replaced, scaled
-from ._part1 import CH_LIN, F64
+from ._part1 import CH_LIN, F64, add_equalities
 
 
 def maurey_test_matrices(seed: int = 0):
@@ -245,3 +245,15 @@ register(Claim(
              replaced(cov, "allocate_scales", _zero_split_when_sum_one, name="sum-one-as-zero",
                       what="allocate_scales treats a sum S = 1 as the all-zero case (scales 0, value 0)")),
 ))
+
+
+#: claim label -> (key of :func:`._part1.part1_equalities`, published functions it covers): each claim
+#: also checks its published right side for equality with the statement (two-sided)
+_EQUALITIES = {
+    "lem-maurey-matrix-cover": ("maurey", ("genbound.covering.maurey_log_cover", "genbound.covering.maurey_sparsify")),
+    "lem-sup-norm-maurey": ("sup_norm", ("genbound.covering.sup_norm_maurey_log_cover",)),
+    "lem-zhang-cover": ("zhang", ("genbound.covering.zhang_log_cover", "genbound.bounds.edelman.zhang_log_cover")),
+    "lem-allocation": ("allocation", ("genbound.covering.allocate_scales", "genbound.covering.allocation_value")),
+}
+
+add_equalities(_EQUALITIES)

@@ -18,13 +18,13 @@ from .. import rademacher as rad
 from ..bounds import trauger_tewari as tt_bounds
 from ..symbolic import rademacher as sym_rad
 from . import AllOf, Claim, FunctionCheck, InequalityCheck, register, replaced, scaled
-from ._part1 import CH_RAD, F64, _TINY, _signs, _rad_exact, _rel_ratio
+from ._part1 import CH_RAD, F64, _TINY, _rad_exact, _rel_ratio, _signs, add_equalities
 
 _THIS = sys.modules[__name__]  # mutants patch the right-hand-side functions defined here
 
 
 # ---- McDiarmid (checked on the mean of Bernoulli variables, whose tail is exact) -----------------
-M_MAX = 30
+M_MAX = 30  #: the largest number of variables m in the check of lem-mcdiarmid (exact binomial tails)
 
 
 def _mcd_sample(gen, n):
@@ -62,6 +62,7 @@ register(Claim(
 ))
 
 # ---- symmetrization (exact: every sample of a small finite distribution, every sign vector) ------
+#: support size, sample size and class size of the exact check of lem-symmetrization
 SYM_NX, SYM_M, SYM_K = 3, 3, 4
 _SYM_IDX = torch.tensor(list(itertools.product(range(SYM_NX), repeat=SYM_M)))  # (27, m)
 
@@ -97,7 +98,7 @@ register(Claim(
 ))
 
 # ---- Talagrand's contraction -----------------------------------------------------------------------
-TAL_K, TAL_M = 4, 6
+TAL_K, TAL_M = 4, 6  #: class size and sample size of the check of lem-talagrand-contraction
 
 
 def _tal_sample(gen, n):
@@ -137,7 +138,7 @@ register(Claim(
 ))
 
 # ---- Massart ----------------------------------------------------------------------------------------
-MAS_N, MAS_M = 5, 7
+MAS_N, MAS_M = 5, 7  #: class size and sample size of the check of lem-massart
 
 
 def _mas_sample(gen, n):
@@ -166,7 +167,7 @@ def sp_equal(a, b) -> bool:
     return bool(sym_rad.sp.simplify(a - b) == 0)
 
 
-LIN_M, LIN_D = 8, 4
+LIN_M, LIN_D = 8, 4  #: sample size and dimension of the exact checks of the linear-class corollaries
 
 
 def _lin_sample(gen, n):
@@ -390,3 +391,16 @@ register(Claim(
              scaled(rad, "GAP_CONFIDENCE_COEF", 0.0, name="confidence-term-dropped",
                     what="the confidence term 3 b sqrt(log(2/delta)/(2m)) dropped")),
 ))
+
+
+#: claim label -> (key of :func:`._part1.part1_equalities`, published functions it covers): each claim
+#: also checks its published right side for equality with the statement (two-sided)
+_EQUALITIES = {
+    "lem-massart": ("massart", ("genbound.rademacher.massart_bound", "genbound.rademacher.rademacher_finite_exact")),
+    "cor-l1-linear-rademacher": ("l1", ("genbound.rademacher.l1_linear_massart_bound",)),
+    "cor-l2-linear-rademacher": ("l2", ("genbound.rademacher.l2_linear_bound",)),
+    "lem-mcdiarmid": ("mcdiarmid", ("genbound.rademacher.mcdiarmid_tail",)),
+    "thm-rademacher-generalization": ("gap", ("genbound.rademacher.generalization_gap_bound",)),
+}
+
+add_equalities(_EQUALITIES)

@@ -20,7 +20,7 @@ from ._part1 import CH_SOFT, F64, _TINY
 _THIS = sys.modules[__name__]  # mutants patch the right-hand-side functions defined here
 
 
-SM_T = 8
+SM_T = 8  #: sequence length of the check of lem-softmax-linf-l1
 ATT_PLAN = [(2, 1000, 100), (8, 400, 60), (64, 64, 30), (1024, 4, 6)]  #: (T, trials, ascent steps)
 
 

@@ -1,4 +1,4 @@
-"""Claims of :ref:`ch-schatten` (Part III, Schatten quasi-norms)."""
+"""Claims of :ref:`ch-schatten` (``book/part3/schatten.md``; Part III, Schatten quasi-norms)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from . import AllOf, Claim, InequalityCheck, register, scaled
 
 _THIS = sys.modules[__name__]  # mutants patch the right-hand-side functions defined here
 
-CHAPTER = "book/part3/schatten.md"
+CH = "book/part3/schatten.md"
 _K = 12  # singular values per random instance
 
 
@@ -115,7 +115,7 @@ def _low_rank(gen, n):
 register(Claim(
     label="lem-spectral-counting",
     statement="#{i : sigma_i > tau} <= tau^{-p} ||W||_{S_p}^p for every tau > 0 and p in [0, 2]",
-    chapter=CHAPTER, provenance="standard",
+    chapter=CH, provenance="standard",
     numeric=InequalityCheck(_spectra, _counting_ratio, _project),
     symbolic=sym.verify_markov_step,
     covers=("genbound.norms.log_schatten_power_at",),
@@ -125,7 +125,7 @@ register(Claim(
 register(Claim(
     label="lem-truncation-residual",
     statement="sum_{sigma_i <= tau} sigma_i^2 <= tau^{2-p} ||W||_{S_p}^p for tau > 0 and p in [0, 2]",
-    chapter=CHAPTER, provenance="standard",
+    chapter=CH, provenance="standard",
     numeric=InequalityCheck(_spectra, _residual_ratio, _project),
     symbolic=sym.verify_power_split,
     covers=("genbound.norms.log_schatten_power_at",),
@@ -136,7 +136,7 @@ register(Claim(
     label="lem-schatten-order",
     statement="||W||_{S_q} <= ||W||_{S_p} whenever 0 < p <= q <= 2; if ||W||_2 <= 1, p -> ||W||_{S_p}^p "
               "is non-increasing on [0, 2]",
-    chapter=CHAPTER, provenance="standard",
+    chapter=CH, provenance="standard",
     numeric=InequalityCheck(_spectra, _order_ratio, _project),
     symbolic=sym.verify_decreasing_in_p,
     covers=("genbound.norms.schatten_norm_at", "genbound.norms.log_schatten_power_at", "genbound.norms.spectral_norm"),
@@ -146,7 +146,7 @@ register(Claim(
 register(Claim(
     label="lem-norm-chain",
     statement="||W||_2 <= ||W||_F <= ||W||_* <= sqrt(rank W) ||W||_F",
-    chapter=CHAPTER, provenance="standard",
+    chapter=CH, provenance="standard",
     numeric=AllOf((InequalityCheck(_spectra, _chain_ratio, _project),
                    InequalityCheck(_low_rank, _chain_ratio, _project, trials=500, starts=4, steps=20))),
     covers=("genbound.norms.spectral_norm", "genbound.norms.frobenius_norm", "genbound.norms.nuclear_norm",
@@ -157,7 +157,7 @@ register(Claim(
 register(Claim(
     label="lem-stable-rank",
     statement="1 <= stable rank ||W||_F^2 / ||W||_2^2 <= rank W for W != 0",
-    chapter=CHAPTER, provenance="standard",
+    chapter=CH, provenance="standard",
     numeric=AllOf((InequalityCheck(_spectra, _stable_rank_ratio, _project),
                    InequalityCheck(_low_rank, _stable_rank_ratio, _project, trials=500, starts=4, steps=20))),
     covers=("genbound.norms.stable_rank", "genbound.norms.schatten_power_at"),
@@ -174,59 +174,16 @@ register(Claim(
 
 import numpy as np  # noqa: E402
 
-from .. import norms as _norms  # noqa: E402
 from .. import spectra as _sv  # noqa: E402
 from . import FunctionCheck, replaced  # noqa: E402
+from ._part3 import EQ_RTOL, _Excess  # noqa: E402
 
-EQ_RTOL = 1e-10  #: the claims' rtol: a ratio above 1 + EQ_RTOL means some comparison missed its tolerance
 _U = 2.0 ** -53
 _EPS64 = float(np.finfo(np.float64).eps)
 _BOOK_RANK_TOL = 1e-10      #: the default relative rank tolerance the book states (ch-schatten)
 _BOOK_CERT_RTOL = 1e-10     #: the default certified accuracy the book states
 _BOOK_GRAM_CHUNK = 256      #: rows per Gram chunk (the chunk enters the rounding count k)
 _BOOK_EIGH_FACTOR = 2.0     #: c in the eigensolver's backward error c n eps ||G||
-
-
-class _Excess:
-    """Collects ``error / (tol * scale)`` over many comparisons; :meth:`ratio` is what the claim checks."""
-
-    def __init__(self):
-        self.worst, self.n, self.where = 0.0, 0, ""
-
-    def close(self, got, want, tol, *, scale=None, what=""):
-        g = np.asarray(got.detach().cpu().numpy() if isinstance(got, torch.Tensor) else got, dtype=np.float64)
-        w = np.asarray(want, dtype=np.float64)
-        if g.shape != w.shape:
-            self._add(math.inf, f"{what}: shape {g.shape} != {w.shape}")
-            return
-        both_inf = np.isinf(g) & np.isinf(w) & (np.sign(g) == np.sign(w))
-        if np.any(np.isnan(g)) or np.any((np.isinf(g) | np.isinf(w)) & ~both_inf):
-            self._add(math.inf, what)
-            return
-        gg, ww = np.where(both_inf, 0.0, g), np.where(both_inf, 0.0, w)
-        sc = np.maximum(np.abs(ww), 1e-300) if scale is None else np.broadcast_to(np.asarray(scale, dtype=np.float64), ww.shape)
-        err = np.abs(gg - ww) / (tol * np.maximum(sc, 1e-300))
-        self._add(float(err.max()) if err.size else 0.0, what)
-        self.n += int(w.size)
-
-    def holds(self, ok: bool, what=""):
-        self._add(0.0 if ok else math.inf, what)
-        self.n += 1
-
-    def raises(self, fn, exc, what=""):
-        try:
-            fn()
-        except exc:
-            self.holds(True, what)
-            return
-        self.holds(False, what + " did not raise")
-
-    def _add(self, e, what):
-        if e > self.worst:
-            self.worst, self.where = e, what
-
-    def ratio(self):
-        return (math.inf if not math.isfinite(self.worst) else 1.0 + EQ_RTOL * self.worst), self.n
 
 
 def _np_svd(W):
@@ -431,7 +388,7 @@ register(Claim(
     statement="genbound's singular values (dense, thin-factor products, certified) equal numpy's LAPACK SVD "
               "of the dense matrix; the rank threshold is max(rank_tol, eps) min(rows, cols) max(sigma_1, 1); "
               "the Gram certificate equals its formula, holds, and decides the route at rtol 1e-10",
-    chapter=CHAPTER, provenance="standard",
+    chapter=CH, provenance="standard",
     numeric=FunctionCheck(_spectra_check), rtol=EQ_RTOL,
     covers=("genbound.spectra.singular_values", "genbound.spectra.product_singular_values",
             "genbound.spectra.effective_rank_tol", "genbound.spectra.rank_threshold",
@@ -459,7 +416,7 @@ register(Claim(
               "norms of the dense matrix, with values at or below the rank threshold as zeros; the gradients "
               "of the Schatten norms in the singular values equal s_i^(p-1) ||s||_p^(1-p) (0 at p = 0); p outside "
               "[0, 2] is refused",
-    chapter=CHAPTER, provenance="standard",
+    chapter=CH, provenance="standard",
     numeric=FunctionCheck(_norms_check), rtol=EQ_RTOL,
     covers=("genbound.norms.log_schatten_power", "genbound.norms.log_schatten_power_at",
             "genbound.norms.schatten_power", "genbound.norms.schatten_norm", "genbound.norms.schatten_norm_at",
