@@ -536,7 +536,17 @@ def edelman_capacity_ratios(seed: int, n: int = 6) -> tuple[float, float, int]:
         ell, lf = edelman_log_factor_reference(dict(zip(fm, maps)), dict(zip(fz, zh)), A0, kw["m"], c)
         err = max(err, _rel(r.log_factor, lf), *(_rel(cov.log_factor(e), ell(e)) for e in (1e-4, 1e-2, 0.25)))
         trials += 1
-    return worst, err, trials
+    # degenerate instances: a score class with rho, a or b zero is one function (log cover 0), and a layer
+    # with every radius 0 has A0 = 0, where the log factor is sqrt(l) * 1 with l read as 1
+    for rho, a, b in ((0.0, 1.0, 1.0), (1.0, 0.0, 2.0), (1.0, 3.0, 0.0)):
+        z = ed_mod.ZhangTerm("degenerate", rho, a, b, rng.randint(1, 10**6))
+        err = max(err, *(abs(z.log_cover(e)) for e in (1e-3, 0.1)))
+        trials += 1
+    zero = ed_mod.EdelmanLayerRadii((0.0,), (0.0,), (0.0,), None, None)
+    r0 = ed_mod.edelman_bound(zero, B_X=1.0, B_w21=0.0, S_w=0.0, d=4, m=rng.randint(2, 10**8), T=5, delta=0.1,
+                              margin=1.0)
+    err = max(err, abs(r0.loss_cover.A0), _rel(r0.log_factor, 1.0))
+    return worst, err, trials + 1
 
 
 def _edelman_capacity_check(seed):

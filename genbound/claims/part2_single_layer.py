@@ -255,8 +255,9 @@ def samples_needed_contract(seed: int, n: int = 3) -> tuple[float, int]:
     not, and the evaluations follow the documented bisection (:func:`_follows_bisection`). Instances: ``C / sqrt(m)``
     with ``m*`` from ``10`` to ``10^14`` (geometric and arithmetic steps), the bracket meeting the tolerance exactly
     (``[1, 10]`` at ``tol = 1``) and the switch ``hi = 4 lo`` (``[2, 8]``), the target equal to ``value_at(max_m)``
-    and to ``value_at(1)``, and a step function equal to the target from ``m*`` on. Ratio ``0`` when all hold
-    (``inf`` otherwise)."""
+    and to ``value_at(1)``, and a step function equal to the target from ``m*`` on. Also the trivial rule
+    (:func:`genbound.bounds._result.dudley_trivial_reason`) at and just below each of its thresholds. Ratio
+    ``0`` when all hold (``inf`` otherwise)."""
     import random
 
     from ..bounds import _result
@@ -304,6 +305,14 @@ def samples_needed_contract(seed: int, n: int = 3) -> tuple[float, int]:
             t = rng.uniform(0.2, 1.0)
             bad |= not meets(lambda m: r.at(m).value, t, tol, r.samples_needed(t, tol=tol))
             trials += 1
+    # the trivial rule behind every Dudley-based result, at and next to each of its three thresholds
+    from types import SimpleNamespace
+
+    for dv, val, a, want in ((0.5, 0.9, 0.0, True), (0.5 - 1e-12, 0.9, 0.0, False),
+                             (0.1, 1.0, 0.0, True), (0.1, 1.0 - 1e-12, 0.0, False),
+                             (0.1, 0.5, 0.5, True), (0.1, 0.5, 0.5 - 1e-12, False)):
+        bad |= _result.is_trivial(SimpleNamespace(value=dv, alpha=a, diameter=1.0), val) != want
+        trials += 1
     return (math.inf if bad else 0.0), trials
 
 
@@ -341,5 +350,6 @@ register(Claim(
     covers=("genbound.rademacher.inverse_square_capacity", "genbound.rademacher.inverse_square_log_factor",
             "genbound.rademacher.dudley_inverse_square", "genbound.bounds.trauger_tewari.TTBound.capacity",
             "genbound.bounds.trauger_tewari.TTBound.log_factor", "genbound.bounds.trauger_tewari.trauger_tewari_bound",
-            "genbound.bounds._result.smallest_m", "genbound.bounds._result.BoundResult.samples_needed"),
+            "genbound.bounds._result.smallest_m", "genbound.bounds._result.BoundResult.samples_needed",
+            "genbound.bounds._result.dudley_trivial_reason"),
 ))

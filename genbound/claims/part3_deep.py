@@ -514,6 +514,9 @@ def _capacity_check_body(seed: int) -> tuple[float, int]:
         ex.holds(r.capacity >= r.value * (1 - 1e-12), "capacity >= value")
     for bad in (0.0, 1.5, -1.0):
         ex.raises(lambda b=bad: _si.samples_needed(1.0, b), Exception, f"target {bad}")
+    for lcap, t in ((-1.0, 1.0), (math.log(0.5), 0.5), (math.log(0.3), 0.9), (0.0, 1.0)):
+        # a capacity at or below the target: one sample already meets it
+        ex.holds(_si.samples_needed(lcap, t) == 1, f"samples_needed({lcap:.3g}, {t}) is 1")
     return ex.ratio()
 
 
