@@ -215,7 +215,9 @@ def _qc_cases(rng: random.Random, k: int) -> list[tuple[float, float]]:
 
 def _klinv_check(seed: int) -> tuple[float, int]:
     """Never below: ``c / kl(q || B) <= 1``; the root: ``kl(q || B - 1e-11) / c <= 1`` (40 digits);
-    increasing in ``q`` and in ``c``: ``B(q1, c) / B(q2, c) <= 1`` for ``q1 < q2``, likewise in ``c``."""
+    increasing in ``q`` and in ``c``: ``B(q1, c) / B(q2, c) <= 1`` for ``q1 < q2``, likewise in ``c``; and
+    :func:`~genbound.bounds.pac_bayes.binary_kl` against the 40-digit ``kl`` (``|kl - kl_40| / (1e-12 +
+    1e-9 kl_40) <= 1``)."""
     rng = random.Random(seed)
     worst, trials = 0.0, 0
     for q, c in _qc_cases(rng, 60):
@@ -224,6 +226,12 @@ def _klinv_check(seed: int) -> tuple[float, int]:
         q2 = min(1.0, q + rng.choice([1e-9, 1e-4, 0.1]) * rng.random())
         c2 = c * (1 + rng.choice([1e-9, 1e-3, 1.0]) * rng.random())
         worst = max(worst, b / pb.kl_inverse_upper(q2, c), b / pb.kl_inverse_upper(q, c2))
+        trials += 1
+    # the float kl the bisection starts from, against the 40-digit one: |kl - kl_40| <= 1e-12 + 1e-9 kl_40
+    for q, p in [(0.0, 0.5), (1.0, 0.5), (0.3, 0.3), (0.25, 1e-9), (1 - 1e-9, 0.5)] + [
+            (rng.uniform(0, 1), rng.uniform(1e-6, 1 - 1e-6)) for _ in range(40)]:
+        ref = float(_kl(q, p))
+        worst = max(worst, abs(pb.binary_kl(q, p) - ref) / (1e-12 + 1e-9 * ref))
         trials += 1
     return worst, trials
 
