@@ -191,9 +191,9 @@ def test_saved_certificate_files_recompute_float_for_float():
     fam_paths = [R.DATA / f for f in R.FAMILY_FILES]
     sm_paths = [R.DATA / R.SWEEP_FILE, R.DATA / R.LARGE_M_FILE]
     rows, bad = R.recompute_files(fam_paths, family=True)
-    assert rows >= 96 and bad == 0
+    assert rows == 192 and bad == 0
     rows, bad = R.recompute_files(sm_paths, family=False)
-    assert rows >= 3 and bad == 0
+    assert rows == 10 and bad == 0
     fam = R.load_certificates(fam_paths, family=True)
     assert (fam["label_noise"] == 0).all() and fam["certificate"].between(0, 1).all()
     assert (fam["q_bound_error_mc"] <= fam["q_emp_upper"]).all()
