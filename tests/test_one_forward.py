@@ -193,7 +193,8 @@ def test_predict_gap_trains_with_the_stacked_mode():
     with torch.no_grad():
         z = nets[0].forward_stacked(P, X)
         assert all(torch.allclose(z[k], nets[k](X[k]), rtol=1e-12, atol=1e-12) for k in range(2))
-    assert "arch.forward_stacked" in inspect.getsource(training.train_setting)
+    assert "arch.forward_stacked" in inspect.getsource(training.train_stack)   # train_setting trains through it
+    assert "train_stack(" in inspect.getsource(training.train_setting)
 
 
 def test_no_other_forward_pass_in_the_experiments():
