@@ -33,7 +33,7 @@ from .statistics import (axes_of, balanced_models, bootstrap_p, family_frame, fi
                          PLAIN_NORMS, VERDICT_BOUNDS)
 from .training import (PILOTS, SAVED_FAMILY, SCHEMA, ModelRecord, family_config, family_environment, merge_family,
                        read_pilot, recompute_measures, undefined_allowed, open_family, read_family, run_family,
-                       train_setting)
+                       train_setting, train_stack)
 
 __all__ = ["AXES", "TASKS", "FamilyConfig", "TaskData", "build_model", "init_seed", "make_task_data", "batch_seed",
            "task_shape", "corrupt_labels", "HP_FIXED", "hp_baselines", "hp_features",
@@ -48,4 +48,4 @@ __all__ = ["AXES", "TASKS", "FamilyConfig", "TaskData", "build_model", "init_see
            "DASH", "fmt", "interval", "noise_table", "null_table", "plot_measures_vs_gap", "rank_table", "stratified_taus",
            "trivial_shares",
            "SAVED_FAMILY", "SCHEMA", "ModelRecord", "undefined_allowed", "open_family", "read_family", "run_family",
-           "train_setting"]
+           "train_setting", "train_stack"]
