@@ -23,13 +23,13 @@ DATA = Path(__file__).resolve().parents[2] / "data"
 FAMILY_FILES = ("certify_family.csv", "certify_family_small.csv")
 #: Rows of the sparse-majority sweep certified at their own training-set size.
 SWEEP_FILE = "certify_sm_sweep.csv"
-#: The larger-m point: sweep rows retrained and certified with 2,000 training examples.
+#: The larger-m point (sweep rows retrained and certified with 2,000 training examples).
 LARGE_M_FILE = "certify_sm_m2000.csv"
 #: The first run, with the posterior's initial scale fixed at ``sigma_init`` (kept; see ``certify.md``).
 FIRST_RUN = DATA / "certify_first_run"
 
-#: The error of a constant classifier that ignores its input: the bar a certificate must clear to say
-#: anything (binary sparse majority; ten-class digits).
+#: Chance level, the error of a constant classifier that ignores its input, which a certificate must
+#: clear to say anything (binary sparse majority; ten-class digits).
 CHANCE = {"sparse-majority": 0.5, "digits": 0.9}
 
 

@@ -80,7 +80,7 @@ def _nan_measures() -> dict:
 def train_stack(setting: dict, seeds: Sequence[int], config: FamilyConfig):
     """Train one model per seed index at ``setting`` (the task and one value per axis), all in one
     stack, with the family's protocol; returns ``(datas, out)``: each seed index's
-    :class:`TaskData` and the stack's :func:`~genbound.training.fit_stack` outcome (``out.stop``: the
+    :class:`TaskData` and the stack's :func:`~genbound.experiments.fullbatch.fit_stack` outcome (``out.stop``: the
     stopped parameters, float32, leading axis over ``seeds``)."""
     from ...nets import stack_parameters
 
