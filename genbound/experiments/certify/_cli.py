@@ -85,14 +85,7 @@ def _run(args) -> int:
         rec = certify_sparse_majority(T, sd, cfg, cc, saved_test_acc=saved[(T, sd)]["test_acc"])
         if writer is not None:
             writer.append([rec])
-        if args.json:
-            print(json.dumps({k: (None if isinstance(v, float) and not math.isfinite(v) else v)
-                              for k, v in rec.items()}), flush=True)
-        else:
-            print(f"T={T} seed={sd} m={m}: certificate {rec['certificate']:.4f} (Q test error "
-                  f"{rec['q_test_error']:.4f}, KL/n {rec['kl_per_n']:.3f}); test-set bound "
-                  f"{rec['test_set_bound']:.4f}; prior hold-out {rec['prior_holdout_bound']:.4f}; "
-                  f"{rec['seconds']:.0f} s", flush=True)
+        _report(rec, f"T={T} seed={sd} m={m}", args.json)
     return 0
 
 
@@ -152,13 +145,18 @@ def _run_family(args, cc) -> int:
         if writer is not None:
             writer.append(rows)
         for rec in rows:
-            if args.json:
-                print(json.dumps({kk: (None if isinstance(v, float) and not math.isfinite(v) else v)
-                                  for kk, v in rec.items()}), flush=True)
-            else:
-                print(f"{rec['task']} L={rec['depth']} w={rec['width']} a={rec['init_scale']:g} m={rec['n_train']} "
-                      f"seed={rec['seed']}: certificate {rec['certificate']:.4f} (Q test error "
-                      f"{rec['q_test_error']:.4f}, KL/n {rec['kl_per_n']:.3f}); test-set bound "
-                      f"{rec['test_set_bound']:.4f}; prior hold-out {rec['prior_holdout_bound']:.4f}; "
-                      f"{rec['seconds']:.0f} s", flush=True)
+            _report(rec, f"{rec['task']} L={rec['depth']} w={rec['width']} a={rec['init_scale']:g} "
+                         f"m={rec['n_train']} seed={rec['seed']}", args.json)
     return 0
+
+
+def _report(rec: dict, label: str, as_json: bool) -> None:
+    """One certified model on stdout: a JSON line (the project's one non-finite policy) or a summary."""
+    from ...jsonsafe import json_tree
+
+    if as_json:
+        print(json.dumps(json_tree(rec)), flush=True)
+        return
+    print(f"{label}: certificate {rec['certificate']:.4f} (Q test error {rec['q_test_error']:.4f}, KL/n "
+          f"{rec['kl_per_n']:.3f}); test-set bound {rec['test_set_bound']:.4f}; prior hold-out "
+          f"{rec['prior_holdout_bound']:.4f}; {rec['seconds']:.0f} s", flush=True)
