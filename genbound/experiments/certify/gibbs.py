@@ -18,8 +18,11 @@ import torch
 
 from ...bounds import pac_bayes as pb
 
-__all__ = ["Splits", "flat", "unflat", "draws", "gibbs_error_rates", "posterior_scale", "optimise_posterior",
+__all__ = ["SCALE_DRAWS", "Splits", "flat", "unflat", "draws", "gibbs_error_rates", "posterior_scale", "optimise_posterior",
            "certificate_columns"]
+
+#: How many draws of the noisy prior :func:`posterior_scale` averages at each candidate scale.
+SCALE_DRAWS = 20
 
 #: ``logits(params, split, k)``: logits ``(k, n_split, C)`` of ``k`` stacked models on a split.
 Logits = Callable[[dict, str, int], torch.Tensor]
@@ -88,7 +91,7 @@ def gibbs_error_rates(logits: Logits, mu, s, like, split: str, labels, k: int, g
 def posterior_scale(logits: Logits, y_prior, like, w_prior, cc, gen) -> float:
     """The posterior's initial noise scale, chosen on the **prior's own training examples** (split
     ``"prior"``; never the bound set): the largest of ``cc.post_scales()`` (grid points, from
-    ``sigma_init`` down by halves) at which the mean error of 20 draws of ``N(w_prior, s^2 I)`` on those
+    ``sigma_init`` down by halves) at which the mean error of :data:`SCALE_DRAWS` draws of ``N(w_prior, s^2 I)`` on those
     examples exceeds the prior network's own error there by at most ``cc.post_scale_tol``; the smallest
     when none does. A PAC-Bayes bound holds for every posterior at once, so the choice spends no
     confidence; the grid of prior scales is not touched."""
@@ -96,8 +99,8 @@ def posterior_scale(logits: Logits, y_prior, like, w_prior, cc, gen) -> float:
         base = float(error_rates(logits, unflat(w_prior.unsqueeze(0), like), "prior", y_prior)[0])
         scales = cc.post_scales()
         for sc in scales:
-            noisy = gibbs_error_rates(logits, w_prior, torch.full_like(w_prior, sc), like, "prior", y_prior, 20,
-                                      gen, chunk=20)
+            noisy = gibbs_error_rates(logits, w_prior, torch.full_like(w_prior, sc), like, "prior", y_prior,
+                                      SCALE_DRAWS, gen, chunk=SCALE_DRAWS)
             if float(noisy.mean()) <= base + cc.post_scale_tol:
                 return float(sc)
     return float(scales[-1])
