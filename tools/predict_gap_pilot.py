@@ -5,7 +5,7 @@ then prints, per axis and task, the paired change in gap between coupled fitted 
 minus lower level; :func:`genbound.experiments.predict_gap.paired_gap_changes`) against the mean
 test-set standard error, and the wall time per stack. Resumable (a results file).
 
-    PYTHONPATH=. python tools/predict_gap_pilot.py PATH.csv {pilot,pilot2,pilot3,pilot4,pilot5,corner} TASK
+    PYTHONPATH=. python tools/predict_gap_pilot.py PATH.csv {pilot,pilot2,pilot3,pilot4,pilot5,pilot6,corner} TASK
 
 The saved pilots of the family are in ``genbound/data/predict_gap_pilots/`` (``lr_noise_*``: ``pilot``;
 ``batch_wd_noise_*``: ``pilot2``; ``init_noise_*``: ``pilot4``, stopped after the scales 1 and 2; ``init_wide``: ``pilot5``, both tasks in
@@ -50,6 +50,13 @@ PILOT5 = pg.FamilyConfig(depths=(1, 2), widths=(12, 32), lrs=(1e-2,), init_scale
                          weight_decays=(0.0,), label_noises=(0.0,),
                          n_train={"sparse-majority": (120,), "digits": (400,)},
                          seeds=4, stack=4, steps=3000, warmup=50)
+#: The sixth pilot (third session of issue 27): mini-batches of 16 against full batch at the family's own
+#: architectures and largest training sets (the second pilot had them at width 20 and 60/200 examples
+#: only), lr 1e-2, no noise, initialisation scale 1.
+PILOT6 = pg.FamilyConfig(depths=(1, 2), widths=(12, 32), lrs=(1e-2,), init_scales=(1.0,), batches=(0, 16),
+                         weight_decays=(0.0,), label_noises=(0.0,),
+                         n_train={"sparse-majority": (120,), "digits": (400,)},
+                         seeds=4, stack=4, steps=3000, warmup=50)
 #: The slowest corner of the planned family (depth 2, width 32, the largest sets, lr 1e-3, noise 0.2),
 #: for the time per stack.
 CORNER = pg.FamilyConfig(depths=(2,), widths=(32,), lrs=(1e-3,), label_noises=(0.2,), batches=(0,),
@@ -63,7 +70,7 @@ def main(path: str, which: str = "pilot", tasks: str = "sparse-majority,digits")
     t0 = time.perf_counter()
     import dataclasses
 
-    cfg = dataclasses.replace({"pilot": PILOT, "pilot2": PILOT2, "pilot3": PILOT3, "pilot4": PILOT4, "pilot5": PILOT5, "corner": CORNER}[which],
+    cfg = dataclasses.replace({"pilot": PILOT, "pilot2": PILOT2, "pilot3": PILOT3, "pilot4": PILOT4, "pilot5": PILOT5, "pilot6": PILOT6, "corner": CORNER}[which],
                               tasks=tuple(tasks.split(",")))
     pg.run_family(cfg, csv_path=path, progress=False,
                   on_record=lambda r: print(f"{r.task:>15} L={r.depth} w={r.width:>2} lr={r.lr:g} b={r.batch} wd={r.weight_decay:g} a={r.init_scale:g} q={r.label_noise:g} n={r.n_train:>3} "

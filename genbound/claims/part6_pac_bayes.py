@@ -18,7 +18,7 @@ import mpmath
 import torch
 
 from . import register
-from ._core import Claim, FunctionCheck, InequalityCheck, AllOf, replaced, scaled
+from ._core import Claim, FunctionCheck, InequalityCheck, replaced, scaled
 from ..bounds import pac_bayes as pb
 from ..symbolic import pac_bayes as spb
 
