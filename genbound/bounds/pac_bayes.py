@@ -35,6 +35,9 @@ True
 2.5
 >>> abs(binomial_test_bound(0, 10, 0.05).value - (1 - 0.05 ** 0.1)) < 1e-12
 True
+
+One concept: the PAC-Bayes-kl certificate and the pure functions it is assembled from (kl, its
+certified inverse, the binomial tail), which only it uses.
 """
 
 from __future__ import annotations

@@ -37,6 +37,9 @@ Table convention: feed-forward rows have ``head = -1`` (``genbound.weights.MLP_H
 >>> from genbound.bounds.sakai_imaizumi import p_grid
 >>> p_grid(6, 384).shape[0], float(p_grid(6, 384)[1])        # m = ceil(6 + ln 384) = 12
 (25, 0.08333333333333333)
+
+One concept: the Sakai-Imaizumi bound and its result object (the proxy, the post hoc index grid and
+the Edelman-style proxy are its parts, evaluated by one code path).
 """
 
 from __future__ import annotations

@@ -2,6 +2,8 @@
 per-matrix sensitivities, the layer peeling, the grid rounding, and the proxy bound and its capacity
 two-sided against an independent evaluation (numpy's SVD of the dense matrices; constants, exponents,
 gammas and grid from sympy).
+
+One concept: the claims of one chapter (the naming scheme of ``genbound.claims``).
 """
 
 from __future__ import annotations

@@ -49,6 +49,9 @@ The same reader serves the book's chapters, the ``--saved`` commands and the res
 Traceback (most recent call last):
 ...
 genbound.errors.ResultsFileError: ...demo.csv: this run's configuration differs from the one recorded in the file in 1 field: steps (file 10, this run 20); resume with the recorded configuration or write to a new file
+
+One concept: the results file (its format, writing, reading, resuming, merging and the environment
+record), kept whole because every guarantee above spans those steps.
 """
 
 from __future__ import annotations
