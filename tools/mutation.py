@@ -14,8 +14,11 @@ mutants, doctests or unit tests), stopping at the first failing claim. The mutan
 check fails or raises, **survives** when every claim passes, and **timed out** past ``--timeout``
 (counted apart). Mutants excluded from the score are listed in ``benchmarks/mutation_equivalent.json`` as
 ``{key: {"kind": ..., "reason": ...}}``: ``"equivalent"`` (the change cannot alter any result) or
-``"validation"`` (the change only alters what happens on input the function refuses), each with a
-one-line reason.
+``"validation"`` (the change only alters what happens on input the function refuses), ``"fixture"`` (the
+change only alters the ``examples()`` instances a conformance test draws, from which nothing is published)
+or ``"tolerance"`` (the result moves by less than the function's documented tolerance, in the direction its
+contract allows, so no check of that contract can tell), each with a one-line reason; the summary counts
+each kind.
 
 Usage (``make mutation`` runs the default)::
 
@@ -29,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import collections
 import json
 import os
 import random
@@ -339,8 +343,8 @@ def main(argv=None) -> int:
     timeouts = sum(r["status"] == "timeout" for r in counted)
     surv = [r for r in counted if r["status"] == "survived"]
     print(f"\nmutants: {len(results)} drawn from {len(sites)} sites; excluded {len(excluded)} "
-          f"(equivalent {sum(v['kind'] == 'equivalent' for v in excluded.values())}, validation-only "
-          f"{sum(v['kind'] == 'validation' for v in excluded.values())}); killed {killed}, "
+          f"({', '.join(f'{k} {n}' for k, n in sorted(collections.Counter(v['kind'] for v in excluded.values()).items()))}); "
+          f"killed {killed}, "
           f"survived {len(surv)}, timed out {timeouts}")
     if counted:
         print(f"score: {killed / len(counted):.1%} killed of {len(counted)} counted")

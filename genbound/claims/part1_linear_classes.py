@@ -32,6 +32,9 @@ def maurey_test_matrices(seed: int = 0):
     sgn = torch.randint(0, 2, (10, 10), generator=gen).to(F64) * 2 - 1
     yield "spread (worst case)", 3.0 * sgn / 100, 3.0
     yield "interior", 0.4 * W / W.abs().sum(), 1.0
+    # an interior point of a ball of radius other than 1: the leftover mass 1 - ||W||_{1,1}/B is not 0 and the
+    # atom probabilities |W_ij|/B are not proportional to |W_ij| alone
+    yield "interior, radius 2.5", W / W.abs().sum(), 2.5
 
 
 MAUREY_DRAWS = 4000  #: draws per (matrix, K, atom set) in the check of lem-maurey

@@ -471,6 +471,14 @@ def _capacity_check(seed: int) -> tuple[float, int]:
         return math.inf, 0
 
 
+def _exp_or_inf(x: float) -> float:
+    """``e^x``, ``inf`` where float64 overflows (Python's own overflow, not the package's cut)."""
+    try:
+        return math.exp(x)
+    except OverflowError:
+        return math.inf
+
+
 def _capacity_check_body(seed: int) -> tuple[float, int]:
     ex = _Excess()
     _samples_boundary(ex)
@@ -510,6 +518,9 @@ def _capacity_check_body(seed: int) -> tuple[float, int]:
                 prev = n == 1 or lcap - 0.5 * math.log(n - 1) > math.log(t) - 1e-12
                 ex.holds(ok and prev and isinstance(n, int), f"samples_needed({t}) = {n}")
             ex.holds(rep.samples_needed() == rep.samples_needed(1.0), "samples_needed default target 1")
+            for n_g in (1, n_s, 10**9):                 # gap_at: capacity / sqrt(n), two-sided, inf beyond float64
+                g = lcap - 0.5 * math.log(n_g)
+                ex.close(rep.gap_at(n_g), _exp_or_inf(g), 1e-12, what=f"gap_at({n_g})")
             d = rep.to_dict()
             ex.holds(d["trivial"] == rep.trivial and d["n_samples"] == n_s
                      and (d["capacity"] is None or d["capacity"] == rep.capacity), "to_dict")

@@ -15,10 +15,11 @@ import math
 import random
 
 import mpmath
+import numpy as np
 import torch
 
 from . import register
-from ._core import Claim, FunctionCheck, InequalityCheck, replaced, scaled
+from ._core import AllOf, Claim, FunctionCheck, InequalityCheck, replaced, scaled
 from ..bounds import pac_bayes as pb
 from ..symbolic import pac_bayes as spb
 
@@ -87,11 +88,42 @@ def _dv_ratio(a, b, f):
     return torch.exp((q * f).sum(-1) - pb.change_of_measure_bound(q, p, f))
 
 
+def _kl_reference(q: list, p: list) -> float:
+    """``sum_i q_i ln(q_i / p_i)`` in 30 digits (``0 ln 0 = 0``), independent of the package."""
+    with mpmath.workdps(30):
+        return float(mpmath.fsum(mpmath.mpf(a) * mpmath.log(mpmath.mpf(a) / mpmath.mpf(b))
+                                 for a, b in zip(q, p) if a > 0))
+
+
+def _dv_values_check(seed: int) -> tuple[float, int]:
+    """Two-sided, values: ``kl_categorical`` against the 30-digit sum (``1 + |difference|``, scaled so that
+    ``1e-12`` absolute maps to the claim's tolerance), on random pairs over three decades of logit scale and
+    with exact zeros in ``Q``; and equality at the Gibbs measure: ``change_of_measure_bound(Q*, P, f)`` is
+    ``E_{Q*} f`` to the same tolerance."""
+    gen = torch.Generator().manual_seed(int(seed))
+    d = _dv_sample(gen, 400)
+    q, p = torch.softmax(d["a"], -1), torch.softmax(d["b"], -1)
+    q[::7, 0] = 0.0                                   # exact zeros in Q (0 ln 0 = 0)
+    q = q / q.sum(-1, keepdim=True)
+    got = pb.kl_categorical(q, p)
+    worst = 0.0
+    for i in range(q.shape[0]):
+        ref = _kl_reference(q[i].tolist(), p[i].tolist())
+        worst = max(worst, 1.0 + 1e-9 * abs(float(got[i]) - ref) / (1e-12 * max(1.0, abs(ref))))
+    gibbs = torch.softmax(torch.log_softmax(d["b"], -1) + d["f"], -1)
+    rhs = pb.change_of_measure_bound(gibbs, p, d["f"])
+    lhs = (gibbs * d["f"]).sum(-1)
+    scale = 1e-12 * torch.clamp((gibbs * d["f"].abs()).sum(-1), min=1.0)
+    worst = max(worst, float((1.0 + 1e-9 * (rhs - lhs).abs() / scale).max()))
+    return worst, 2 * q.shape[0]
+
+
 register(Claim(
     label="lem-pb-change-of-measure",
     statement="E_Q f <= KL(Q||P) + ln E_P e^f for all Q << P, with equality at Q ∝ P e^f",
     chapter=CH, provenance="standard",
-    numeric=InequalityCheck(_dv_sample, _dv_ratio, trials=3000, starts=16, steps=100, lr=0.05),
+    numeric=AllOf((InequalityCheck(_dv_sample, _dv_ratio, trials=3000, starts=16, steps=100, lr=0.05),
+                   FunctionCheck(_dv_values_check))),
     symbolic=spb.verify_gibbs_attains_change_of_measure, rtol=1e-9,
     covers=(_COV + "change_of_measure_bound", _COV + "kl_categorical"),
     mutants=(replaced(pb, "kl_categorical", lambda old: (lambda q, p: 0.0 * old(q, p)),
@@ -115,6 +147,19 @@ def _bernoulli_moment(n: int, p: float) -> float:
         return float(total)
 
 
+def _stirling_ratio(k: int) -> float:
+    """``stirling_error(k)`` against ``ln k! - (k + 1/2) ln k + k - ln(2 pi)/2`` in 40 digits, as
+    ``1 + |difference|`` scaled so that the absolute tolerance maps to the claim's ``1e-9``: ``1e-13`` where
+    the package subtracts lgamma terms (``k <= 15``), ``1e-15`` on its series branch (``k > 15``)."""
+    with mpmath.workdps(40):
+        km = mpmath.mpf(k)
+        ref = float(mpmath.loggamma(km + 1) - (km + mpmath.mpf(1) / 2) * mpmath.log(km) + km
+                    - mpmath.log(2 * mpmath.pi) / 2)
+    got = float(pb.stirling_error(np.array([float(k)]))[0])
+    tol = 1e-13 if k <= 15 else 1e-15
+    return 1.0 + 1e-9 * abs(got - ref) / tol
+
+
 def _maurer_check(seed: int) -> tuple[float, int]:
     """Two-sided: the package's ``xi(n)`` against the Bernoulli moment at random ``(n, p)`` (it does not
     depend on ``p``); one-sided: ``sqrt(n) <= xi(n) <= 2 sqrt(n)`` at every ``n`` in ``[8, 3000]`` and on a
@@ -124,6 +169,9 @@ def _maurer_check(seed: int) -> tuple[float, int]:
     for n in [1, 2, 3, 8] + [rng.randint(1, 400) for _ in range(6)]:
         p = rng.choice([rng.uniform(0, 1), 10 ** rng.uniform(-6, -1), 1 - 10 ** rng.uniform(-6, -1)])
         worst = max(worst, _two_sided(pb.maurer_xi(n), _bernoulli_moment(n, p)))
+        trials += 1
+    for k in [1, 2, 7, 15, 16, 17, 23, 40] + [rng.randint(16, 10**6) for _ in range(20)]:
+        worst = max(worst, _stirling_ratio(k))
         trials += 1
     ns = list(range(8, 3001)) + [int(round(10 ** (3.5 + 0.25 * i))) for i in range(11)]
     for n in ns:
