@@ -12,7 +12,7 @@ import numpy as np
 import torch
 
 from . import register
-from ._core import AllOf, Claim, FunctionCheck, InequalityCheck, replaced, scaled
+from ._core import AllOf, Claim, FunctionCheck, InequalityCheck, call_with_time_limit, replaced, scaled
 from ..bounds import radius_grid as _rg
 from ..experiments import sparse_majority as _sm
 from ..experiments.sparse_majority import encoding_norm as _en
@@ -224,6 +224,19 @@ def _rounding_ratio(seed: int) -> tuple[float, int]:
     return worst, len(N)
 
 
+#: seconds the rounding part of thm-radius-union may take (it takes well under 1 s): a grid search that walks the
+#: wrong way never returns, and the check must then fail rather than hang
+ROUNDING_SECONDS = 30.0
+
+
+def _rounding_check(seed: int) -> tuple[float, int]:
+    """:func:`_rounding_ratio` under :data:`ROUNDING_SECONDS` (``inf`` when it does not return)."""
+    try:
+        return call_with_time_limit(lambda: _rounding_ratio(seed), ROUNDING_SECONDS)
+    except TimeoutError:
+        return math.inf, 0
+
+
 def _union_mass_ratio(seed: int) -> tuple[float, int]:
     """Total confidence spent over a truncated grid of radius tuples, divided by ``delta``: at most 1.
 
@@ -369,7 +382,7 @@ register(Claim(
     statement="with prob >= 1 - delta, every network satisfies the fixed-radius bound at its norms rounded up "
               "to powers of 2, at confidence delta * prod_j (2/3)/((|i_j|+1)(|i_j|+2))",
     chapter=CH, provenance="standard",
-    numeric=AllOf((FunctionCheck(_rounding_ratio), FunctionCheck(_union_mass_ratio),
+    numeric=AllOf((FunctionCheck(_rounding_check), FunctionCheck(_union_mass_ratio),
                    FunctionCheck(_from_model_agreement))),
     symbolic=_union_symbolic,
     covers=("genbound.bounds.radius_grid.grid_point", "genbound.bounds.radius_grid.union_delta",
