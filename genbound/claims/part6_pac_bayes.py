@@ -512,10 +512,15 @@ def _testset_check(seed: int) -> tuple[float, int]:
     for _ in range(25):
         n = rng.choice([rng.randint(1, 50), rng.randint(50, 3000)])
         k, delta = rng.randint(0, n - 1), 10 ** rng.uniform(-4, -0.3)
-        b = pb.binomial_test_bound(k, n, delta).value
+        r = pb.binomial_test_bound(k, n, delta)
+        b = r.value
         with mpmath.workdps(40):
             worst = max(worst, float(pb._tail_mp(k, n, b) / mpmath.mpf(delta)),
                         float(mpmath.mpf(delta) / pb._tail_mp(k, n, max(0.0, b - 1e-11))))
+        # gap_at: the Chernoff form at the same rate through the value (max below n, min above), two-sided
+        for n2 in (max(1, n // 3), 7 * n + 1):
+            ch = pb.kl_inverse_upper(k / n, math.log(1 / delta) / n2)
+            worst = max(worst, _two_sided(r.gap_at(n2), max(b, ch) if n2 < n else min(b, ch)))
         trials += 1
     return worst, trials
 
@@ -526,7 +531,7 @@ register(Claim(
               "the largest p with P[Bin(n, p) <= k] >= delta (k its test errors)",
     chapter=CH, provenance="standard",
     numeric=FunctionCheck(_testset_check), rtol=1e-9,
-    covers=(_COV + "binomial_test_bound",),
+    covers=(_COV + "binomial_test_bound", _COV + "BinomialTestBound.gap_at"),
     mutants=(replaced(pb, "binomial_test_bound", lambda old: (lambda k, n, d: old(k, n, min(0.99, 2 * d))),
                       name="delta-doubled", what="the tail set to 2 delta"),
              replaced(pb, "binomial_test_bound", lambda old: (lambda k, n, d: old(k, n, d / 2)),
@@ -555,6 +560,14 @@ def _grid_check(seed: int) -> tuple[float, int]:
         xi = _xi_reference(n)
         want = min(pb.kl_inverse_upper(u, (k + math.log(xi * K / delta)) / n) for k in kls)
         worst = max(worst, _two_sided(cert.value, want))
+        # gap_at: the same certificate (its KL, Monte Carlo upper end and grid) at other numbers of examples
+        kl = kls[cert.grid_index]
+        assert cert.kl == kl
+        for n2 in (rng.randint(1, 400), rng.randint(10**6 + 1, 10**9)):
+            at = lambda m, x: pb.kl_inverse_upper(u, (kl + math.log(x * K / delta)) / m)  # noqa: E731
+            want2 = (at(n2, _xi_reference(n2)) if n2 <= 400 else
+                     min(at(10**6, pb.maurer_xi(10**6)), at(n2, 2 * math.sqrt(n2))))
+            worst = max(worst, _two_sided(cert.gap_at(n2), want2))
         trials += 1
     return worst, trials
 
@@ -565,7 +578,8 @@ register(Claim(
               "simultaneously with probability >= 1 - delta; the least of the K certificates is a certificate",
     chapter=CH, provenance="standard",
     numeric=FunctionCheck(_grid_check), symbolic=spb.verify_union_bookkeeping, rtol=1e-9,
-    covers=(_COV + "grid_delta", _COV + "pac_bayes_grid_certificate", _COV + "prior_scale_grid"),
+    covers=(_COV + "grid_delta", _COV + "pac_bayes_grid_certificate", _COV + "prior_scale_grid",
+            _COV + "PacBayesBound.gap_at"),
     mutants=(replaced(pb, "grid_delta", lambda old: (lambda d, K: d),
                       name="union-unpaid", what="every grid point at the full delta"),
              replaced(pb, "grid_delta", lambda old: (lambda d, K: d / (K + 1)),
