@@ -19,7 +19,7 @@ import numpy as np
 import torch
 
 from . import register
-from ._core import AllOf, Claim, FunctionCheck, InequalityCheck, replaced, scaled
+from ._core import AllOf, Claim, FunctionCheck, InequalityCheck, call_with_time_limit, replaced, scaled
 from ..bounds import pac_bayes as pb
 from ..symbolic import pac_bayes as spb
 
@@ -261,6 +261,10 @@ def _qc_cases(rng: random.Random, k: int) -> list[tuple[float, float]]:
     return out
 
 
+#: seconds one kl inverse may take inside the check of lem-pb-kl-inverse (it takes milliseconds)
+KLINV_SECONDS = 30.0
+
+
 def _klinv_check(seed: int) -> tuple[float, int]:
     """Never below: ``c / kl(q || B) <= 1``; the root: ``kl(q || B - 1e-11) / c <= 1`` (40 digits);
     increasing in ``q`` and in ``c``: ``B(q1, c) / B(q2, c) <= 1`` for ``q1 < q2``, likewise in ``c``; and
@@ -275,6 +279,20 @@ def _klinv_check(seed: int) -> tuple[float, int]:
         c2 = c * (1 + rng.choice([1e-9, 1e-3, 1.0]) * rng.random())
         worst = max(worst, b / pb.kl_inverse_upper(q2, c), b / pb.kl_inverse_upper(q, c2))
         trials += 1
+    # the tolerance argument: tol = 1e-300 bisects to adjacent floats (kl(q || B^-) <= c for the float B^- below
+    # B), under a time limit (a bisection whose guard no longer stops it never returns); tol = 0.1 stays
+    # within 0.1 of the root (kl(q || B - 0.1 - 1e-12) <= c)
+    for q, c in _qc_cases(rng, 12):
+        for tol in (1e-300, 0.1):
+            try:
+                b = call_with_time_limit(lambda q=q, c=c, tol=tol: pb.kl_inverse_upper(q, c, tol=tol), KLINV_SECONDS)
+            except TimeoutError:
+                return math.inf, trials
+            worst = max(worst, c / float(_kl(q, b)) if b < 1.0 else 0.0)
+            below = math.nextafter(b, 0.0) if tol < 1e-200 else b - 0.1 - 1e-12
+            if below > q:
+                worst = max(worst, float(_kl(q, below)) / c)
+            trials += 1
     # the float kl the bisection starts from, against the 40-digit one: |kl - kl_40| <= 1e-12 + 1e-9 kl_40
     for q, p in [(0.0, 0.5), (1.0, 0.5), (0.3, 0.3), (0.25, 1e-9), (1 - 1e-9, 0.5)] + [
             (rng.uniform(0, 1), rng.uniform(1e-6, 1 - 1e-6)) for _ in range(40)]:
