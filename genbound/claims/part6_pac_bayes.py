@@ -261,6 +261,11 @@ def _qc_cases(rng: random.Random, k: int) -> list[tuple[float, float]]:
     return out
 
 
+def _ratio_or_inf(a: float, b: float) -> float:
+    """``a / b``, ``inf`` at ``b = 0``."""
+    return a / b if b > 0 else math.inf
+
+
 #: seconds one kl inverse may take inside the check of lem-pb-kl-inverse (it takes milliseconds)
 KLINV_SECONDS = 30.0
 
@@ -288,7 +293,8 @@ def _klinv_check(seed: int) -> tuple[float, int]:
                 b = call_with_time_limit(lambda q=q, c=c, tol=tol: pb.kl_inverse_upper(q, c, tol=tol), KLINV_SECONDS)
             except TimeoutError:
                 return math.inf, trials
-            worst = max(worst, c / float(_kl(q, b)) if b < 1.0 else 0.0)
+            worst = max(worst, _root_ratios(q, b, c) if tol < 1e-200 else
+                        (math.inf if b < q else 0.0 if b >= 1.0 else _ratio_or_inf(c, float(_kl(q, b)))))
             below = math.nextafter(b, 0.0) if tol < 1e-200 else b - 0.1 - 1e-12
             if below > q:
                 worst = max(worst, float(_kl(q, below)) / c)
