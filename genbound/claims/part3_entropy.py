@@ -57,7 +57,12 @@ def _threshold_attained(seed: int):
     num = se.numerical_threshold_minimum(M, S, N, x["p"])
     tau = se.optimal_threshold(M, S, N, x["p"])
     at = se.threshold_objective(tau, M, S, N, x["p"])
-    return max(_two_sided(closed, num), _two_sided(at, closed)), 400
+    worst = max(_two_sided(closed, num), _two_sided(at, closed))
+    # a zero matrix (M = 0 is allowed): the objective is its residual S N tau and the infimum 0
+    zero = torch.zeros_like(M)
+    worst = max(worst, _two_sided(se.threshold_objective(tau, zero, S, N, x["p"]), S * N * tau))
+    worst = max(worst, 1.0 + float(se.per_matrix_term(zero, S, N, x["p"]).abs().max()))
+    return worst, 800
 
 
 register(Claim(

@@ -254,6 +254,7 @@ def _spectra_check(seed: int) -> tuple[float, int]:
     certs = [torch.randn(300, 24, generator=gen, dtype=torch.float64),        # > one Gram chunk: gram
              torch.randn(24, 300, generator=gen, dtype=torch.float64) * 1e3,  # wide: transposed
              torch.randn(40, 40, generator=gen, dtype=torch.float64),         # square
+             torch.randn(200, 70, generator=gen, dtype=torch.float64),        # >= 64 columns: blocked Gram
              torch.randn(60, 12, generator=gen, dtype=torch.float64) @ torch.diag(torch.logspace(0, -7, 12, dtype=torch.float64))]
     for A in certs:
         c = _sv.certified_singular_values(A)
