@@ -308,3 +308,35 @@ def test_recompute_bound_columns_changes_only_those_columns(tmp_path, tiny_sweep
         sm.recompute_bound_columns(tiny_sweep, tmp_path / "s.csv", columns=["test_acc"], notes="no")
     with pytest.raises(ResultsFileError, match="exists"):
         sm.recompute_bound_columns(tiny_sweep, out, columns=["tt_capacity"], notes="again")
+
+
+# -------------------------------------------------------------------------- another machine kind
+def test_other_kind_sweep_is_the_same_experiment_on_another_cpu():
+    """The Intel sweep kept beside the saved one: same configuration and rows, recorded elsewhere (it does
+    not record the CPU kind, so it can never be taken for this file's kind)."""
+    saved, other = _saved(), sm.read_sweep(sm.OTHER_KIND_SWEEP)
+    assert other.config == saved.config and other.keys == saved.keys
+    assert saved.environment.get("cpu_model") and saved.environment.get("cpu_model") != other.environment.get("cpu_model")
+    assert not sm.reproduction_case(other).same_kind
+
+
+def test_compare_draws_counts_and_differences():
+    a = sm.read_csv(sm.OTHER_KIND_SWEEP)
+    same = sm.compare_draws(a, a)
+    assert same == {"rows": len(a), "same_fit_step": len(a), "same_fitted": len(a), "test_acc_mean_abs": 0.0,
+                    "test_acc_max_abs": 0.0, "mean_gap_max_abs": 0.0}
+    # one row moved: the counts and differences see exactly that row
+    b = a.copy()
+    i = b.index[0]
+    b.loc[i, "fit_step"] += 1
+    b.loc[i, "test_acc"] -= 0.01
+    b.loc[i, "acc_gap"] += 0.08
+    d = sm.compare_draws(a, b)
+    n_T = int((a["seq_len"] == a.loc[i, "seq_len"]).sum())
+    assert d["same_fit_step"] == len(a) - 1 and d["same_fitted"] == len(a)
+    assert d["test_acc_max_abs"] == pytest.approx(0.01) and d["test_acc_mean_abs"] == pytest.approx(0.01 / len(a))
+    assert d["mean_gap_max_abs"] == pytest.approx(0.08 / n_T)
+    with pytest.raises(ParameterError, match="lacks the columns"):
+        sm.compare_draws(a.drop(columns=["fit_step"]), a)
+    with pytest.raises(ParameterError, match="share no"):
+        sm.compare_draws(a, a.assign(seed=a["seed"] + 100))

@@ -90,7 +90,8 @@ class CoverTerm:
     """One covered map: ``log N_j(eps_j) <= ceil((factor rho radius / eps_j)^2) log_atoms``.
 
     ``rho`` is its sensitivity in the perturbation inequality, ``radius`` its ``||.||_{1,1}`` radius,
-    ``log_atoms = log(2 d_in d_out)`` (Maurey's dictionary), ``factor`` 2 when the cover must be proper.
+    ``log_atoms = log(2 d_in d_out)`` (Maurey's dictionary), ``factor`` 2 when the cover must be proper, else 1
+    (no default: every cover says which).
     The covers of :prf:ref:`lem-tt-cover-value`, :prf:ref:`lem-tt-cover-qk` and
     :prf:ref:`lem-tt-cover-readout`.
     """
@@ -99,7 +100,7 @@ class CoverTerm:
     rho: float
     radius: float
     log_atoms: float
-    factor: float = 1.0
+    factor: float
 
     @property
     def c(self) -> float:

@@ -221,7 +221,12 @@ def _rounding_ratio(seed: int) -> tuple[float, int]:
     for v in N:
         _, r = grid_point(v)
         worst = max(worst, v / r, r / (GRID_BASE * v))
-    return worst, len(N)
+    # at an exact power of the base the grid point is the norm itself (r / N = 1, not the next point up,
+    # where float log may round the index up)
+    for k in range(-60, 61):
+        i, r = grid_point(2.0**k)
+        worst = max(worst, r / 2.0**k, 2.0**k / r, 1.0 + abs(i - k))
+    return worst, len(N) + 121
 
 
 #: seconds the rounding part of thm-radius-union may take (it takes well under 1 s): a grid search that walks the

@@ -55,10 +55,10 @@ from .config import PROTOCOLS, SparseMajorityConfig
 from . import encoding_norm
 from .encoding_norm import chain_sum_sup, encoding_norm_sq_by_chains, encoding_supremum
 from .evaluation import bce_one_hot, evaluate_stack, ramp_risk
-from .files import merge_sweeps, recompute_bound_columns, SAVED_SWEEP, SCHEMA, csv_columns, open_sweep, read_csv, read_sweep, write_csv
+from .files import merge_sweeps, recompute_bound_columns, SAVED_SWEEP, OTHER_KIND_SWEEP, SCHEMA, csv_columns, open_sweep, read_csv, read_sweep, write_csv
 from .model import _PARAM_NAMES, build_model, cls_logits, keras_init_, load_stacked, stack_parameters
 from .verify import (NOT_COMPARED, ReproductionCase, RowCheck, config_of, parse_row_keys, pick_rows,
-                     reproduction_case, verify_rows)
+                     reproduction_case, verify_rows, compare_draws)
 from . import runs
 from .runs import RESULT_KEYS, RunResult, _seed_for, initial_model, run_seq_len, run_sweep
 from .summaries import (REGIMES, capacity_floor, gap_slope, geometric_means, lack_of_fit, matched_pairs,
@@ -78,7 +78,7 @@ __all__ = ["D_MODEL", "N_HEADS", "D_HEAD", "S_RELEVANT", "RESULT_KEYS", "sinusoi
            "read_csv", "read_sweep", "SAVED_SWEEP", "to_frame", "summarize", "plot_sweep", "M_STAR_TARGET",
            "saved_norms", "row_bound_fields", "NOT_COMPARED", "RowCheck", "ReproductionCase",
            "reproduction_case", "config_of", "parse_row_keys",
-           "pick_rows", "verify_rows", "per_length_means", "lack_of_fit", "REGIMES", "regime_label", "geometric_means",
+           "pick_rows", "verify_rows", "compare_draws", "OTHER_KIND_SWEEP", "per_length_means", "lack_of_fit", "REGIMES", "regime_label", "geometric_means",
            "rank_correlation", "one_bit_baselines", "one_bit_expectation", "expected_test_max_one_bit",
            "regenerate_data", "capacity_floor",
            "matched_pairs", "radius_prior_nats", "merge_sweeps", "recompute_bound_columns", "encoding_supremum",

@@ -10,10 +10,13 @@ from typing import Callable, Iterable
 from ..results import Schema, environment, git_commit, open_results, read_results
 from .config import SparseMajorityConfig
 
-__all__ = ["merge_sweeps", "recompute_bound_columns", "SAVED_SWEEP", "SCHEMA", "csv_columns", "open_sweep", "write_csv", "read_csv", "read_sweep"]
+__all__ = ["merge_sweeps", "recompute_bound_columns", "SAVED_SWEEP", "OTHER_KIND_SWEEP", "SCHEMA", "csv_columns", "open_sweep", "write_csv", "read_csv", "read_sweep"]
 
 #: The saved larger sweep (a results file) and its notes (command, machine, wall time) beside it.
 SAVED_SWEEP = Path(__file__).resolve().parents[2] / "data" / "sparse_majority_sweep.csv"
+#: The same sweep (configuration and protocol) trained on another machine kind (an Intel Xeon): another
+#: float32 draw, kept to measure how far two machine kinds are apart (its notes: ``sparse_majority_sweep.md``).
+OTHER_KIND_SWEEP = SAVED_SWEEP.with_name("sparse_majority_sweep_intel.csv")
 
 _TYPES = {"int": int, "float": float, "bool": bool, "str": str}
 

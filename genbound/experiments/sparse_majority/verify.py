@@ -32,7 +32,7 @@ from typing import Callable, Sequence
 from ...errors import ParameterError
 
 __all__ = ["NOT_COMPARED", "RowCheck", "ReproductionCase", "reproduction_case", "parse_row_keys", "pick_rows",
-           "config_of", "verify_rows"]
+           "config_of", "verify_rows", "compare_draws"]
 
 #: Columns a rerun is not expected to reproduce: the wall time.
 NOT_COMPARED = ("seconds",)
@@ -245,3 +245,36 @@ def verify_rows(table, keys: Sequence[tuple[int, int]], *, device="cpu",
         if on_check is not None:
             on_check(chk)
     return out
+
+
+def compare_draws(a, b) -> dict:
+    """How far two sweeps of the same configuration are apart row for row (``a`` and ``b`` DataFrames as
+    :func:`~genbound.experiments.sparse_majority.read_csv` returns them, e.g. one trained on each of two
+    machine kinds): the rows they share (``rows``), how many have the same fitting step (``same_fit_step``)
+    and the same fitted flag (``same_fitted``), the mean and largest absolute difference of the test
+    accuracy (``test_acc_mean_abs``, ``test_acc_max_abs``) and the largest absolute difference between
+    their per-length mean gaps over all runs (``mean_gap_max_abs``).
+
+    >>> import pandas as pd
+    >>> a = pd.DataFrame({"seq_len": [16, 16], "seed": [0, 1], "fit_step": [5, 7], "fitted": [True, True],
+    ...                   "test_acc": [0.9, 0.8], "acc_gap": [0.1, 0.2]})
+    >>> b = a.assign(fit_step=[5, 9], test_acc=[0.9, 0.7], acc_gap=[0.1, 0.3])
+    >>> d = compare_draws(a, b)
+    >>> d["rows"], d["same_fit_step"], round(d["test_acc_max_abs"], 12), round(d["mean_gap_max_abs"], 12)
+    (2, 1, 0.1, 0.05)
+    """
+    key = ["seq_len", "seed"]
+    cols = ["fit_step", "fitted", "test_acc", "acc_gap"]
+    for name, df in (("first", a), ("second", b)):
+        missing = [c for c in key + cols if c not in df]
+        if missing:
+            raise ParameterError(f"compare_draws: the {name} sweep lacks the columns {missing}")
+    j = a[key + cols].merge(b[key + cols], on=key, suffixes=("_a", "_b"))
+    if j.empty:
+        raise ParameterError("compare_draws: the two sweeps share no (seq_len, seed) row")
+    dacc = (j["test_acc_a"] - j["test_acc_b"]).abs()
+    means = j.groupby("seq_len")[["acc_gap_a", "acc_gap_b"]].mean()
+    return {"rows": int(len(j)), "same_fit_step": int((j["fit_step_a"] == j["fit_step_b"]).sum()),
+            "same_fitted": int((j["fitted_a"] == j["fitted_b"]).sum()),
+            "test_acc_mean_abs": float(dacc.mean()), "test_acc_max_abs": float(dacc.max()),
+            "mean_gap_max_abs": float((means["acc_gap_a"] - means["acc_gap_b"]).abs().max())}
