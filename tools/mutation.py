@@ -6,7 +6,9 @@ operator swapped (``+`` <-> ``-``, ``*`` <-> ``/``, ``**`` -> ``*``), a float li
 (also ``minimum``/``maximum``, ``amin``/``amax``, ``clamp_min``/``clamp_max``), or a comparison flipped
 (``<`` <-> ``<=``, ``>`` <-> ``>=``). The scope is the *numeric core*: validation and messages are left
 out (statements that ``raise``, calls of ``check_*``/``_check_*``/``_validate`` helpers, strings,
-docstrings, ``__all__``, decorators and default arguments).
+docstrings, ``__all__``, decorators and default arguments), and so are the conformance fixtures (the
+bodies of ``examples()`` and of ``_example*`` helpers, which build the instances
+``tests/test_bound_protocol.py`` draws and from which nothing is published).
 
 Each mutant is written into a fresh copy of the ``genbound`` package in a temporary folder and checked
 by a subprocess that runs every claim's check (exactly what ``genbound claims --check`` runs, without
@@ -94,7 +96,8 @@ def _call_name(node: ast.Call) -> str:
 
 
 def _excluded_nodes(tree: ast.AST) -> set[int]:
-    """ids of nodes outside the numeric core (validation, messages, docstrings, defaults, decorators)."""
+    """ids of nodes outside the numeric core (validation, messages, docstrings, defaults, decorators,
+    conformance fixtures)."""
     out: set[int] = set()
 
     def drop(n):
@@ -109,6 +112,9 @@ def _excluded_nodes(tree: ast.AST) -> set[int]:
             drop(node)  # `if bad: raise ...`: a guard, not a computation
         elif isinstance(node, ast.Call) and _call_name(node).startswith(_SKIP_CALL_PREFIX):
             drop(node)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and (
+                node.name == "examples" or node.name.startswith("_example")):
+            drop(node)  # a conformance fixture: instances for tests/test_bound_protocol.py, nothing published
         elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             for d in node.decorator_list:
                 drop(d)
