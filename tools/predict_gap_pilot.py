@@ -9,7 +9,7 @@ test-set standard error, and the wall time per stack. Resumable (a results file)
 
 The saved pilots of the family are in ``genbound/data/predict_gap_pilots/`` (``lr_noise_*``: ``pilot``;
 ``batch_wd_noise_*``: ``pilot2``; ``init_noise_*``: ``pilot4``, stopped after the scales 1 and 2; ``init_wide``: ``pilot5``, both tasks in
-one file, stopped before digits at depth 2), one
+one file, stopped before digits at depth 2; ``minibatch_arch``: ``pilot6``, both tasks), one
 file per task; ``pilot3`` (weight decay up to 3, digits) and ``corner`` were stopped early and not kept.
 """
 
