@@ -5,7 +5,7 @@ then prints, per axis and task, the paired change in gap between coupled fitted 
 minus lower level; :func:`genbound.experiments.predict_gap.paired_gap_changes`) against the mean
 test-set standard error, and the wall time per stack. Resumable (a results file).
 
-    PYTHONPATH=. python tools/predict_gap_pilot.py PATH.csv {pilot,pilot2,pilot3,pilot4,pilot5,pilot6,corner} TASK
+    PYTHONPATH=. python tools/predict_gap_pilot.py PATH.csv {pilot,pilot2,pilot3,pilot4,pilot5,pilot6,pilot7,corner} TASK
 
 The saved pilots of the family are in ``genbound/data/predict_gap_pilots/`` (``lr_noise_*``: ``pilot``;
 ``batch_wd_noise_*``: ``pilot2``; ``init_noise_*``: ``pilot4``, stopped after the scales 1 and 2; ``init_wide``: ``pilot5``, both tasks in
@@ -57,6 +57,42 @@ PILOT6 = pg.FamilyConfig(depths=(1, 2), widths=(12, 32), lrs=(1e-2,), init_scale
                          weight_decays=(0.0,), label_noises=(0.0,),
                          n_train={"sparse-majority": (120,), "digits": (400,)},
                          seeds=4, stack=4, steps=3000, warmup=50)
+#: The seventh pilot (third session of issue 27): corrupted training inputs (each sparse-majority bit, or each
+#: digits pixel intensity v, replaced by 1 - v with probability rho at every step, labels kept; the fit
+#: checked on the clean training set; ``predict_gap.corrupt_inputs``) at the family's own architectures and
+#: largest training sets, lr 1e-2, full batch, no label noise. Not an axis of ``FamilyConfig`` yet: the
+#: level is passed in the setting (``input_flip``) and written as an extra column by :func:`run_flip_pilot`.
+PILOT7 = pg.FamilyConfig(depths=(1, 2), widths=(12, 32), lrs=(1e-2,), init_scales=(1.0,), batches=(0,),
+                         weight_decays=(0.0,), label_noises=(0.0,),
+                         n_train={"sparse-majority": (120,), "digits": (400,)},
+                         seeds=4, stack=4, steps=3000, warmup=50)
+FLIP_LEVELS = (0.0, 0.1)
+
+
+def run_flip_pilot(path: str, levels=FLIP_LEVELS, cfg=PILOT7) -> "object":
+    """Train :data:`PILOT7` at every corruption level in ``levels`` into a plain CSV (the family's columns
+    plus ``input_flip``), one stack per (setting, level), skipping stacks the file already holds; returns
+    the DataFrame. Resumable at stack granularity."""
+    import os
+
+    import pandas as pd
+
+    done = pd.read_csv(path) if os.path.exists(path) else None
+    for setting in cfg.settings():
+        for rho in levels:
+            key = {**setting, "input_flip": float(rho)}
+            if done is not None and ((done[list(key)] == pd.Series(key)).all(axis=1)).any():
+                continue
+            recs = pg.train_setting(key, list(range(cfg.seeds)), cfg)
+            rows = pd.DataFrame([{**r.row(), "input_flip": float(rho)} for r in recs])
+            for r in recs:
+                print(f"{r.task:>15} L={r.depth} w={r.width:>2} rho={rho:g} seed={r.seed} fitted={int(r.fitted)} "
+                      f"step={r.steps:>4} gap={r.gap:+.3f} s={r.seconds:.1f}", flush=True)
+            rows.to_csv(path, mode="a", header=not os.path.exists(path), index=False)
+            done = pd.read_csv(path)
+    return pd.read_csv(path)
+
+
 #: The slowest corner of the planned family (depth 2, width 32, the largest sets, lr 1e-3, noise 0.2),
 #: for the time per stack.
 CORNER = pg.FamilyConfig(depths=(2,), widths=(32,), lrs=(1e-3,), label_noises=(0.2,), batches=(0,),
@@ -69,6 +105,14 @@ def main(path: str, which: str = "pilot", tasks: str = "sparse-majority,digits")
     torch.set_num_threads(1)
     t0 = time.perf_counter()
     import dataclasses
+
+    if which == "pilot7":
+        df = run_flip_pilot(path)
+        print(f"wall {time.perf_counter() - t0:.0f} s (this call)")
+        print(f"{len(df)} models, {int(df['fitted'].sum())} fitted")
+        print(df.groupby(["task", "input_flip"])[["fitted", "steps", "seconds"]].mean().round(2).to_string())
+        print(pg.paired_gap_changes(df, axes=["depth", "width", "input_flip"]).round(4).to_string())
+        return 0
 
     cfg = dataclasses.replace({"pilot": PILOT, "pilot2": PILOT2, "pilot3": PILOT3, "pilot4": PILOT4, "pilot5": PILOT5, "pilot6": PILOT6, "corner": CORNER}[which],
                               tasks=tuple(tasks.split(",")))

@@ -24,7 +24,7 @@ from ..symbolic import spectral_bound as _sb
 from ..weights import KINDS as _KINDS
 from ..weights import TransformerWeights
 from . import Claim, FunctionCheck, InequalityCheck, register, replaced, scaled
-from ._core import call_with_time_limit
+from ._core import AllOf, call_with_time_limit
 from ._part3 import DT, EQ_RTOL, _F, _H, _N, _T, _Excess, _all, _ball, _np_logsumexp, _sym_numeric, _u
 
 CH = "book/part3/deep.md"
@@ -134,14 +134,39 @@ def _sensitivity_ratio(Z, qk, v, m_in, m_out, d_qk, d_v, d_in, d_out):
     return torch.stack([r_qk, r_v, r_in, r_out]).max(0).values
 
 
+def _sensitivity_values(seed: int) -> tuple[float, int]:
+    """``sensitivities`` two-sided against the lemma's formulas, both conventions, with a head axis on
+    ``C_V`` that ``C_in``/``C_out`` lack, also when those two have different numbers of axes (a layer
+    vector against a scalar), and with equal shapes (one head)."""
+    gen = torch.Generator().manual_seed(seed)
+    worst, trials = 1.0, 0
+    L, lp = 3, float(se.GELU_LIPSCHITZ)
+    pos = lambda *sh: 10 ** (torch.rand(*sh, generator=gen, dtype=DT) * 2 - 1)  # noqa: E731
+    for ci, co, heads in ((pos(L), pos(L), 2), (pos(L), pos(()), 3), (pos(()), pos(L), 2), (pos(L), pos(L), 0)):
+        cv = pos(L, heads) if heads else pos(L)
+        cih, coh = (ci.unsqueeze(-1), co.unsqueeze(-1)) if heads else (ci, co)
+        want = {"derived": {"QK": 2 * lp * cv * cih * coh, "V": lp * cv * 0 + lp * cih * coh,
+                            "M_in": lp * co, "M_out": ci},
+                "authors": {"QK": 2 * cv * cih * coh, "V": cv * 0 + cih * coh, "M_in": co,
+                            "M_out": torch.ones_like(co)}}
+        for conv, table in want.items():
+            got = se.sensitivities(cv, ci, co, convention=conv)
+            for k, w in table.items():
+                g, w = torch.broadcast_tensors(got[k], w)
+                worst = max(worst, float(torch.maximum(g / w, w / g).max()))
+                trials += 1
+    return worst, trials
+
+
 register(Claim(
     label="lem-sa-matrix-sensitivity",
     statement="changing one matrix of a reference layer by Delta moves its output rows by at most "
               "gamma ||Delta||_2 with gamma = 2 L_phi C_V C_in C_out (QK), L_phi C_in C_out (V), "
               "L_phi C_out (M_in), C_in (M_out, GELU)",
     chapter=CH, provenance="reconstructed",
-    numeric=InequalityCheck(_layer_sample, _sensitivity_ratio, _layer_project, trials=500, starts=8,
-                            steps=40, lr=0.03),
+    numeric=AllOf((InequalityCheck(_layer_sample, _sensitivity_ratio, _layer_project, trials=500, starts=8,
+                                   steps=40, lr=0.03),
+                   FunctionCheck(_sensitivity_values))),
     symbolic=sym.verify_gamma_derivation,
     covers=("genbound.schatten_entropy.reference_layer", "genbound.schatten_entropy.gamma_derived", "genbound.schatten_entropy.sensitivities", "genbound.spectra.singular_values", "genbound.norms.spectral_norm",),
     mutants=(scaled(se, "gamma_derived", 0.5, name="gamma-halved", what="every sensitivity gamma halved"),),

@@ -126,7 +126,8 @@ def fit_stack(params: dict[str, torch.Tensor], loss_logits: LossLogits, train_la
               protocol: AdamProtocol, *, confirm: Callable[[dict, int], bool] | None = None,
               val_loss: Callable[[dict, torch.Tensor], torch.Tensor] | None = None,
               progress: bool | None = None, desc: str = "fit",
-              batch_seeds: list[int] | None = None) -> FitOutcome:
+              batch_seeds: list[int] | None = None,
+              on_step: Callable[[int], None] | None = None) -> FitOutcome:
     """Train the stacked models in ``params`` (``name -> (K, ...)`` tensors) until each fits or the
     budget runs out; ``params`` is not modified.
 
@@ -139,6 +140,9 @@ def fit_stack(params: dict[str, torch.Tensor], loss_logits: LossLogits, train_la
     the call is ``loss_logits(P, idx, weights)`` with the :func:`minibatch_weights` of the step (model
     ``k``'s batches drawn from a generator seeded by ``batch_seeds[k]``), and the returned losses must
     be the weighted means of the per-example losses; the logits stay those of the whole training set.
+    ``on_step(step)``: called once at the start of every step (``step`` from 1), before any call of
+    ``loss_logits`` in it, so that a loss with its own per-step randomness (a corruption of the inputs)
+    draws it once per step, not once per call (a step calls ``loss_logits`` again when models leave).
     """
     proto = protocol.validated()
     K = int(train_labels.shape[0])
@@ -173,6 +177,8 @@ def fit_stack(params: dict[str, torch.Tensor], loss_logits: LossLogits, train_la
         return loss_logits(P, idx) if Wb is None else loss_logits(P, idx, Wb)
 
     for step in bar:
+        if on_step is not None:
+            on_step(step)
         Wb = minibatch_weights(gens, idx, n_train, proto.batch_size) if proto.batch_size else None
         loss, logits = losses(P, idx, Wb)
         y = train_labels[idx.to(train_labels.device)]

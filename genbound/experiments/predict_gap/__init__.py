@@ -21,8 +21,8 @@ hyperparameters), ``nulls`` (random measures, and the index that evaluates the s
 """
 
 from .baselines import HP_FIXED, hp_baselines, hp_features
-from .family import (AXES, TASKS, FamilyConfig, TaskData, batch_seed, build_model, corrupt_labels, init_seed,
-                     make_task_data, task_shape)
+from .family import (AXES, TASKS, FamilyConfig, TaskData, batch_seed, build_model, corrupt_inputs, corrupt_labels,
+                     flip_seed, init_seed, make_task_data, task_shape)
 from .measures import (BASELINES, BOUNDS, CAPACITIES, CAPACITY_FORMS, DEPTH1_ONLY, MEASURES, REPORTED, SPECTRAL,
                        magnitude_flatness, measures_for, multiclass_margins)
 from .report import (DASH, fmt, interval, noise_table, null_table, plot_measures_vs_gap, rank_table,
@@ -36,7 +36,7 @@ from .training import (PILOTS, SAVED_FAMILY, SCHEMA, ModelRecord, family_config,
                        train_setting, train_stack)
 
 __all__ = ["AXES", "TASKS", "FamilyConfig", "TaskData", "build_model", "init_seed", "make_task_data", "batch_seed",
-           "task_shape", "corrupt_labels", "HP_FIXED", "hp_baselines", "hp_features",
+           "task_shape", "corrupt_labels", "corrupt_inputs", "flip_seed", "HP_FIXED", "hp_baselines", "hp_features",
            "NULL_STATS", "RankingIndex", "beyond_null", "null_percentiles", "null_statistics",
            "balanced_models", "bootstrap_p", "family_frame", "m_dependent", "null_p", "normal_p", "verdict_tests",
            "PLAIN_NORMS", "VERDICT_BOUNDS",

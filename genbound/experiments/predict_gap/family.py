@@ -21,7 +21,8 @@ import torch
 from ..._validate import check_positive_int, check_real
 from ...errors import ParameterError
 
-__all__ = ["TASKS", "AXES", "FamilyConfig", "TaskData", "corrupt_labels", "make_task_data", "init_seed", "batch_seed", "task_shape",
+__all__ = ["TASKS", "AXES", "FamilyConfig", "TaskData", "corrupt_labels", "corrupt_inputs", "make_task_data", "init_seed",
+           "batch_seed", "flip_seed", "task_shape",
            "build_model"]
 
 #: The two tasks. ``sparse-majority``: Part II's task at ``T = 16`` (``s = 9``) with embeddings of the
@@ -156,6 +157,13 @@ class TaskData:
     y_test: torch.Tensor
     n_classes: int
     B_X: float
+    #: ``flip``: what corrupting each input unit of the training set adds to ``X_train`` (same shape): a
+    #: sparse-majority bit ``b`` turned into ``1 - b`` (``embed(1 - b) - embed(b)``, per position; the
+    #: [CLS] row 0), or a digits pixel intensity ``v`` turned into ``1 - v`` (``1 - 2 v`` on the pixel
+    #: coordinates, 0 elsewhere); ``flip_unit``: ``"position"`` (one draw per row) or ``"coordinate"``.
+    #: See :func:`corrupt_inputs`.
+    flip: torch.Tensor | None = None
+    flip_unit: str = "position"
 
 
 @functools.lru_cache(maxsize=8)
@@ -232,6 +240,36 @@ def task_shape(task: str, width: int) -> tuple[int, float]:
     raise ParameterError(f"unknown task {task!r}; expected one of {TASKS}")
 
 
+def corrupt_inputs(X: torch.Tensor, flip: torch.Tensor, rho: float, gen: torch.Generator, *,
+                   unit: str = "position") -> torch.Tensor:
+    """``X`` with each input unit corrupted independently with probability ``rho`` (one fresh draw from
+    ``gen``): ``X + mask * flip``, the mask drawn per row (``unit="position"``: a sparse-majority bit
+    flipped) or per coordinate (``"coordinate"``: a digits pixel ``v`` turned into ``1 - v``); the labels
+    are not touched. The training-input corruption axis of the family pilots (an input analogue of
+    :func:`corrupt_labels`); test inputs and the fitting check stay clean.
+
+    >>> X, f = torch.zeros(2, 3, 1), torch.ones(2, 3, 1)
+    >>> corrupt_inputs(X, f, 1.0, torch.Generator().manual_seed(0)).flatten().tolist()
+    [1.0, 1.0, 1.0, 1.0, 1.0, 1.0]
+    >>> corrupt_inputs(X, f, 0.0, torch.Generator().manual_seed(0)).abs().sum().item()
+    0.0
+    """
+    rho = check_real(rho, "rho", lo=0.0, hi=1.0)
+    if unit not in ("position", "coordinate"):
+        raise ParameterError(f"unit must be 'position' or 'coordinate', got {unit!r}")
+    if flip.shape != X.shape:
+        raise ParameterError(f"flip has shape {tuple(flip.shape)}, the inputs {tuple(X.shape)}")
+    shape = X.shape if unit == "coordinate" else (*X.shape[:-1], 1)
+    mask = (torch.rand(shape, generator=gen, dtype=torch.float64) < rho).to(X.dtype)
+    return X + mask * flip
+
+
+def flip_seed(task: str, seed: int) -> int:
+    """The seed of the input-corruption draws of every model of seed index ``seed`` on ``task`` (coupled
+    like :func:`init_seed`)."""
+    return init_seed(task, seed) + 11
+
+
 def batch_seed(task: str, seed: int) -> int:
     """The seed of the mini-batch draws of every model of seed index ``seed`` on ``task`` (coupled like
     :func:`init_seed`)."""
@@ -257,7 +295,9 @@ def make_task_data(task: str, *, width: int, n_train: int, seed: int, n_max: int
         perm = torch.randperm(X.shape[0], generator=torch.Generator().manual_seed(ds))
         tr, te = perm[:n_train], perm[n_max:]
         ytr = corrupt_labels(y[perm[:n_max]], 10, label_noise, seed=ds + 2)[:n_train]
-        return TaskData(X[tr], ytr, X[te], y[te], 10, math.sqrt(width))
+        flip = torch.zeros_like(X[tr])
+        flip[:, :_DIGIT_ROWS, :8] = 1.0 - 2.0 * X[tr][:, :_DIGIT_ROWS, :8]
+        return TaskData(X[tr], ytr, X[te], y[te], 10, math.sqrt(width), flip, "coordinate")
     if task == "sparse-majority":
         from ..sparse_majority import make_task, uniform_input_radius
 
@@ -265,7 +305,9 @@ def make_task_data(task: str, *, width: int, n_train: int, seed: int, n_max: int
         g = torch.Generator().manual_seed(ds + 1)
         (btr, ytr), (bte, yte) = t.sample(n_max, g), t.sample(n_test, g)
         ytr = corrupt_labels(ytr, 2, label_noise, seed=ds + 2)
-        return TaskData(t.embed(btr[:n_train]), ytr[:n_train], t.embed(bte), yte, 2, uniform_input_radius(width))
+        Xtr = t.embed(btr[:n_train])
+        return TaskData(Xtr, ytr[:n_train], t.embed(bte), yte, 2, uniform_input_radius(width),
+                        t.embed(1 - btr[:n_train]) - Xtr, "position")
     raise ParameterError(f"unknown task {task!r}; expected one of {TASKS}")
 
 

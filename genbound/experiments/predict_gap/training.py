@@ -23,7 +23,8 @@ import torch
 from ...errors import GenboundError, ParameterError
 from ..fullbatch import AdamProtocol, fit_stack
 from ..results import Schema, environment, open_results, read_results
-from .family import AXES, TASKS, FamilyConfig, batch_seed, build_model, init_seed, make_task_data, task_shape
+from .family import (AXES, TASKS, FamilyConfig, batch_seed, build_model, corrupt_inputs, flip_seed, init_seed,
+                     make_task_data, task_shape)
 from .measures import BOUNDS, CAPACITY_FORMS, DEPTH1_ONLY, MEASURES, REPORTED, SPECTRAL, measures_for
 
 __all__ = ["SAVED_FAMILY", "ModelRecord", "train_setting", "run_family", "SCHEMA", "open_family",
@@ -96,11 +97,30 @@ def train_stack(setting: dict, seeds: Sequence[int], config: FamilyConfig):
     Xtr = torch.stack([d.X_train for d in datas]).float()
     ytr = torch.stack([d.y_train for d in datas])
     arch = nets[0]                              # the architecture; the stacked mode trains every seed at once
+    rho = float(setting.get("input_flip", 0.0))
+    corrupted = {}
+    if rho > 0.0:
+        # the corruption of a step is drawn once, at its start, for every seed index of the stack from its
+        # own generator (a model's draws do not depend on when the others leave); the loss is taken on the
+        # corrupted inputs, the fitting check on the clean ones
+        flips = [d.flip for d in datas]
+        gens = [torch.Generator().manual_seed(flip_seed(task, s)) for s in seeds]
+
+        def on_step(step):
+            corrupted["X"] = torch.stack([corrupt_inputs(datas[k].X_train, flips[k], rho, gens[k],
+                                                         unit=datas[k].flip_unit)
+                                          for k in range(len(seeds))]).float()
+    else:
+        on_step = None
 
     def loss_logits(Pa, idx, weights=None):
-        z = arch.forward_stacked(Pa, Xtr[idx])
+        z = arch.forward_stacked(Pa, corrupted["X"][idx] if rho > 0.0 else Xtr[idx])
         ce = torch.nn.functional.cross_entropy(z.transpose(1, 2), ytr[idx], reduction="none")
-        return (ce.mean(-1) if weights is None else (ce * weights).sum(-1) / weights.sum(-1)), z
+        loss = ce.mean(-1) if weights is None else (ce * weights).sum(-1) / weights.sum(-1)
+        if rho > 0.0:
+            with torch.no_grad():
+                z = arch.forward_stacked(Pa, Xtr[idx])
+        return loss, z
 
     def confirm(Pk, k):
         z = arch.forward_stacked({nm: v[None] for nm, v in Pk.items()}, datas[k].X_train[None])
@@ -110,7 +130,7 @@ def train_stack(setting: dict, seeds: Sequence[int], config: FamilyConfig):
     proto = AdamProtocol(lr=setting["lr"], steps=cfg.steps, warmup=cfg.warmup, weight_decay=wd,
                          eval_every=cfg.steps, batch_size=batch)
     out = fit_stack(P, loss_logits, ytr, proto, confirm=confirm, progress=False,
-                    batch_seeds=[batch_seed(task, s) for s in seeds])
+                    batch_seeds=[batch_seed(task, s) for s in seeds], on_step=on_step)
     return datas, out
 
 
