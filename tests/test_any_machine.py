@@ -93,11 +93,15 @@ def test_an_old_file_resumes_without_comparing_fields_it_does_not_record(tmp_pat
 def test_column_commits_name_the_commit_of_each_column():
     from genbound.experiments import sparse_majority as sm
 
-    table = sm.read_sweep()
+    # the Intel sweep had its capacity columns recomputed after training: they name their own commit
+    table = sm.read_sweep(sm.OTHER_KIND_SWEEP)
     commits = res.column_commits(table.header, table.columns)
     assert commits["fit_step"] == table.environment["commit"]
     assert commits["tt_capacity"] == commits["edelman_capacity"] != commits["fit_step"]
     assert commits["tt_capacity"].startswith("c516123")
+    # the saved sweep was trained with the capacity at the network's own norms: every column is the run's
+    saved = sm.read_sweep()
+    assert set(res.column_commits(saved.header, saved.columns).values()) == {saved.environment["commit"]}
     named = res.commit_mismatches(table.header, table.columns, here="0" * 40)
     assert [m.field for m in named] == ["commit", "commit of tt_capacity, edelman_capacity"]
 
@@ -107,7 +111,7 @@ def test_recomputed_columns_record_their_commit(tmp_path, monkeypatch):
     from genbound.experiments.sparse_majority import files
 
     monkeypatch.setattr(files, "git_commit", lambda: "f" * 40)
-    out = sm.recompute_bound_columns(sm.SAVED_SWEEP, tmp_path / "re.csv", columns=["tt_capacity"], notes="test")
+    out = sm.recompute_bound_columns(sm.OTHER_KIND_SWEEP, tmp_path / "re.csv", columns=["tt_capacity"], notes="test")
     header = sm.read_sweep(out).header
     assert header["column_commits"]["tt_capacity"] == "f" * 40
     assert header["column_commits"]["edelman_capacity"].startswith("c516123")
