@@ -5,7 +5,7 @@ then prints, per axis and task, the paired change in gap between coupled fitted 
 minus lower level; :func:`genbound.experiments.predict_gap.paired_gap_changes`) against the mean
 test-set standard error, and the wall time per stack. Resumable (a results file).
 
-    PYTHONPATH=. python tools/predict_gap_pilot.py PATH.csv {pilot,pilot2,pilot3,pilot4,pilot5,pilot6,pilot7,corner} TASK
+    PYTHONPATH=. python tools/predict_gap_pilot.py PATH.csv {pilot,pilot2,pilot3,pilot4,pilot5,pilot6,pilot7,corner} TASKS [LEVELS]
 
 The saved pilots of the family are in ``genbound/data/predict_gap_pilots/`` (``lr_noise_*``: ``pilot``;
 ``batch_wd_noise_*``: ``pilot2``; ``init_noise_*``: ``pilot4``, stopped after the scales 1 and 2; ``init_wide``: ``pilot5``, both tasks in
@@ -101,13 +101,14 @@ CORNER = pg.FamilyConfig(depths=(2,), widths=(32,), lrs=(1e-3,), label_noises=(0
                          seeds=4, stack=4, steps=3000, warmup=50)
 
 
-def main(path: str, which: str = "pilot", tasks: str = "sparse-majority,digits") -> int:
+def main(path: str, which: str = "pilot", tasks: str = "sparse-majority,digits", levels: str = "") -> int:
     torch.set_num_threads(1)
     t0 = time.perf_counter()
     import dataclasses
 
     if which == "pilot7":
-        df = run_flip_pilot(path)
+        lv = tuple(float(x) for x in levels.split(",")) if levels else FLIP_LEVELS
+        df = run_flip_pilot(path, lv, dataclasses.replace(PILOT7, tasks=tuple(tasks.split(","))))
         print(f"wall {time.perf_counter() - t0:.0f} s (this call)")
         print(f"{len(df)} models, {int(df['fitted'].sum())} fitted")
         print(df.groupby(["task", "input_flip"])[["fitted", "steps", "seconds"]].mean().round(2).to_string())
