@@ -64,6 +64,13 @@ def maurey_law_table(seed: int = 0, *, Ks=(1, 4, 16, 64), n_draws: int = MAUREY_
 
 def _maurey_check(seed):
     worst = 0.0
+    # the zero matrix: nothing to approximate with the zero atom, B^2/K with atoms +-B E_11 only
+    for B, K in ((1.0, 3), (2.5, 7)):
+        Z = torch.zeros(4, 3, dtype=F64)
+        zero = float(cov.maurey_expected_error(Z, B, K, zero_atom=True))
+        full = float(cov.maurey_expected_error(Z, B, K, zero_atom=False)) / (B**2 / K)
+        ok = math.isfinite(zero) and math.isfinite(full)
+        worst = max(worst, 1.0 + abs(zero) + abs(full - 1.0) if ok else math.inf)
     rows = maurey_law_table(seed)
     for r in rows:
         half = 4 * r["stderr"] + 1e-12 * r["law"]  # four standard errors (plus round-off when the error is constant)

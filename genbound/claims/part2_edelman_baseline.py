@@ -540,7 +540,7 @@ def edelman_capacity_ratios(seed: int, n: int = 6) -> tuple[float, float, int]:
     # with every radius 0 has A0 = 0, where the log factor is sqrt(l) * 1 with l read as 1
     for rho, a, b in ((0.0, 1.0, 1.0), (1.0, 0.0, 2.0), (1.0, 3.0, 0.0)):
         z = ed_mod.ZhangTerm("degenerate", rho, a, b, rng.randint(1, 10**6))
-        err = max(err, *(abs(z.log_cover(e)) for e in (1e-3, 0.1)))
+        err = max(err, *(abs(z.log_cover(e)) for e in (1e-3, 0.1)), *(abs(z.log_term(e)) for e in (1e-3, 0.1)))
         trials += 1
     zero = ed_mod.EdelmanLayerRadii((0.0,), (0.0,), (0.0,), None, None)
     r0 = ed_mod.edelman_bound(zero, B_X=1.0, B_w21=0.0, S_w=0.0, d=4, m=rng.randint(2, 10**8), T=5, delta=0.1,
