@@ -139,11 +139,6 @@ class InverseSquareCover:
                          max(1, math.ceil((t.factor * t.rho * t.radius / sc[t.name]) ** 2 - 1e-12)))
                 for t in self.terms}
 
-    def scaled(self, lipschitz: float) -> "InverseSquareCover":
-        """The cover of ``g o f`` for an ``lipschitz``-Lipschitz ``g`` (every ``rho`` multiplied)."""
-        return InverseSquareCover(tuple(CoverTerm(t.name, t.rho * lipschitz, t.radius, t.log_atoms, t.factor)
-                                        for t in self.terms))
-
 
 @dataclass(frozen=True)
 class Sensitivities:
