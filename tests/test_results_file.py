@@ -383,7 +383,12 @@ def test_saved_data_sets_carry_their_configuration():
     assert sweep.incomplete is None and sweep.config == dataclasses.asdict(sm.SparseMajorityConfig())
     assert sweep.environment["torch"] == "2.13.0+cpu" and sweep.environment["threads"] == 1
     assert len(sweep.environment["commit"]) == 40                                  # written by the sweep itself
-    assert "recomputed from norms_json" in sweep.header["notes"]                  # the capacity columns
+    # trained with the capacity at the network's own norms: no column was recomputed after training
+    assert "column_commits" not in sweep.header and sweep.environment["cpu_model"]
+    md = sm.SAVED_SWEEP.with_suffix(".md").read_text()
+    assert sweep.environment["commit"][:7] in md and sweep.environment["torch"] in md
+    other = sm.read_sweep(sm.OTHER_KIND_SWEEP)                                      # the Intel draw
+    assert "recomputed from norms_json" in other.header["notes"]                  # its capacity columns
     assert len(sm.read_csv()) == len(sweep.rows) >= 56
     # the family was written by the results-file writer itself: its header is the run's own
     f = read_results(pg.SAVED_FAMILY, pg.SCHEMA)

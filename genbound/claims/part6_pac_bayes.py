@@ -7,6 +7,8 @@ Every check evaluates the functions of :mod:`genbound.bounds.pac_bayes` that pro
 here independently: sympy's expressions, 40-digit mpmath, scipy's incomplete beta, exact binomial sums.
 Equalities are checked from both sides (``max(a/b, b/a)``); the coverage statements (a bound fails with
 probability at most ``delta``) by the exact failure probability over all outcomes of a Bernoulli sample.
+
+One concept: the claims of one chapter (the naming scheme of ``genbound.claims``).
 """
 
 from __future__ import annotations
