@@ -115,3 +115,17 @@ def test_cli_mutants_needs_check(capsys):
 
     assert main(["claims", "--mutants"]) == 2
     assert "--mutants needs --check" in capsys.readouterr().err
+
+
+def test_timed_check_fails_a_check_that_does_not_return():
+    """The time limit of the checks whose mutants may loop: ``(inf, 0)`` after the limit, the check's own
+    value otherwise."""
+    import math
+    import time
+
+    from genbound.claims._core import timed_check
+
+    assert timed_check(lambda: (0.5, 3), 1.0) == (0.5, 3)
+    t0 = time.perf_counter()
+    assert timed_check(lambda: time.sleep(5) or (0.5, 3), 0.2) == (math.inf, 0)
+    assert time.perf_counter() - t0 < 2.0

@@ -29,7 +29,7 @@ from ..jsonsafe import json_float
 
 __all__ = ["ClaimResult", "Claim", "InequalityCheck", "FunctionCheck", "AllOf", "NumericCheck", "Mutant",
            "MutantResult", "PROVENANCES", "LOOSE_THRESHOLD", "register_cache", "scaled", "replaced",
-           "call_with_time_limit"]
+           "call_with_time_limit", "timed_check"]
 
 Params = dict[str, torch.Tensor]
 
@@ -76,6 +76,15 @@ def call_with_time_limit(fn, seconds: float):
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, old)
+
+
+def timed_check(fn, seconds: float) -> tuple[float, int]:
+    """A check's ``(worst ratio, trials)`` from ``fn()`` under :func:`call_with_time_limit`, or
+    ``(inf, 0)`` when it does not return in ``seconds``: a wrong version that never returns fails."""
+    try:
+        return call_with_time_limit(fn, seconds)
+    except TimeoutError:
+        return math.inf, 0
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ from ..bounds import _result as _result_mod
 from ..bounds import trauger_tewari as tt_mod
 from ..symbolic import trauger_tewari as sym
 from . import AllOf, Claim, FunctionCheck, InequalityCheck, register, replaced
-from ._core import call_with_time_limit
+from ._core import timed_check
 from ._part2 import (CAPACITY_MUTANTS, CONFIDENCE_3_TO_4, COVER_A_HALVED, COVER_CONSTANT_DOUBLED, RHO_HALVED, TT_COVERS,
                      TT_VALUE_CONFIGS, VALUE_RTOL, _capacity_fn, _constructive_cover_ratio, _net_sample, _op,
                      _perturbation_ratio, _randn, _rel, _scales, _tt_case, _tt_value_check, _tt_values)
@@ -322,10 +322,7 @@ SAMPLES_CHECK_SECONDS = 30.0
 
 
 def _samples_needed_check(seed):
-    try:
-        return call_with_time_limit(lambda: samples_needed_contract(seed), SAMPLES_CHECK_SECONDS)
-    except TimeoutError:
-        return math.inf, 0
+    return timed_check(lambda: samples_needed_contract(seed), SAMPLES_CHECK_SECONDS)
 
 
 def _smallest_m_overshoot(old):

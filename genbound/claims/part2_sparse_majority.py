@@ -12,7 +12,7 @@ import numpy as np
 import torch
 
 from . import register
-from ._core import AllOf, Claim, FunctionCheck, InequalityCheck, call_with_time_limit, replaced, scaled
+from ._core import AllOf, Claim, FunctionCheck, InequalityCheck, replaced, scaled, timed_check
 from ..bounds import radius_grid as _rg
 from ..experiments import sparse_majority as _sm
 from ..experiments.sparse_majority import encoding_norm as _en
@@ -236,10 +236,7 @@ ROUNDING_SECONDS = 30.0
 
 def _rounding_check(seed: int) -> tuple[float, int]:
     """:func:`_rounding_ratio` under :data:`ROUNDING_SECONDS` (``inf`` when it does not return)."""
-    try:
-        return call_with_time_limit(lambda: _rounding_ratio(seed), ROUNDING_SECONDS)
-    except TimeoutError:
-        return math.inf, 0
+    return timed_check(lambda: _rounding_ratio(seed), ROUNDING_SECONDS)
 
 
 def _union_mass_ratio(seed: int) -> tuple[float, int]:

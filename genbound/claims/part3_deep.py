@@ -24,7 +24,7 @@ from ..symbolic import spectral_bound as _sb
 from ..weights import KINDS as _KINDS
 from ..weights import TransformerWeights
 from . import Claim, FunctionCheck, InequalityCheck, register, replaced, scaled
-from ._core import AllOf, call_with_time_limit
+from ._core import AllOf, timed_check
 from ._part3 import DT, EQ_RTOL, _F, _H, _N, _T, _Excess, _all, _ball, _np_logsumexp, _sym_numeric, _u
 
 CH = "book/part3/deep.md"
@@ -490,10 +490,7 @@ CAPACITY_CHECK_SECONDS = 60.0
 
 
 def _capacity_check(seed: int) -> tuple[float, int]:
-    try:
-        return call_with_time_limit(lambda: _capacity_check_body(seed), CAPACITY_CHECK_SECONDS)
-    except TimeoutError:
-        return math.inf, 0
+    return timed_check(lambda: _capacity_check_body(seed), CAPACITY_CHECK_SECONDS)
 
 
 def _exp_or_inf(x: float) -> float:
