@@ -90,12 +90,12 @@ def _run(args) -> int:
 
 
 def family_settings(fc, n_trains=None) -> list[dict]:
-    """The settings of the family ``fc`` that are certified: no label noise, ``n_train`` in ``n_trains``
+    """The settings of the family ``fc`` that are certified: no label noise, clean inputs, ``n_train`` in ``n_trains``
     (default: each task's largest), in the family's order."""
     keep = [] if n_trains is None else list(n_trains)
     out = []
     for st in fc.settings():
-        if st["label_noise"] != 0.0:
+        if st["label_noise"] != 0.0 or st.get("input_flip", 0.0) != 0.0:
             continue
         if (st["n_train"] in keep) if keep else st["n_train"] == max(fc.n_train[st["task"]]):
             out.append(st)

@@ -74,6 +74,9 @@ def certify_family_setting(setting: dict, seeds, family_config, config: CertifyC
     if float(setting.get("label_noise", 0.0)) != 0.0:
         raise ParameterError("certify: settings with label noise are not certified (the bound set's labels "
                              "are noisy, so the certificate would not bound the clean test error)")
+    if float(setting.get("input_flip", 0.0)) != 0.0:
+        raise ParameterError("certify: settings with corrupted training inputs are not certified yet (the "
+                             "certificate file has no input_flip column)")
     seeds = [int(s) for s in seeds]
     m = int(setting["n_train"])
     m0 = int(round(cc.prior_fraction * m))

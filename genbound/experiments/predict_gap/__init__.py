@@ -17,7 +17,7 @@ hyperparameters), ``nulls`` (random measures, and the index that evaluates the s
 ``report`` (what the chapter shows).
 
 >>> AXES, len(TASKS), "tt_cap" in MEASURES
-(('depth', 'width', 'lr', 'batch', 'weight_decay', 'init_scale', 'label_noise', 'n_train'), 2, True)
+(('depth', 'width', 'lr', 'batch', 'weight_decay', 'init_scale', 'label_noise', 'input_flip', 'n_train'), 2, True)
 """
 
 from .baselines import HP_FIXED, hp_baselines, hp_features

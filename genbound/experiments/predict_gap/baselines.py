@@ -19,9 +19,9 @@ refit inside each replicate is left out, which flatters the baselines slightly).
 >>> import pandas as pd
 >>> f = hp_features(pd.DataFrame({"depth": [1, 2], "width": [12, 32], "lr": [0.01, 0.01], "batch": [0, 16],
 ...                               "weight_decay": [0.0, 0.0], "init_scale": [1.0, 2.0], "label_noise": [0.0, 0.1],
-...                               "n_train": [64, 64]}))
+...                               "input_flip": [0.0, 0.05], "n_train": [64, 64]}))
 >>> len(f.columns), round(float(f["batch"].iloc[0]), 4)      # full batch: the batch is the training set
-(8, 4.1589)
+(9, 4.1589)
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ HP_FIXED = ("inv_sqrt_m", "n_params_sqrtm")
 def hp_features(df):
     """One feature per axis: the log of depth, width, learning rate, effective batch size (the
     training-set size for a full batch), initialisation scale and training-set size; weight decay and
-    label noise as they are (they can be 0). A DataFrame with one column per axis of ``AXES``."""
+    label noise and the input corruption as they are (they can be 0). A DataFrame with one column per axis of ``AXES``."""
     import pandas as pd
 
     n = df["n_train"].to_numpy(float)
@@ -50,7 +50,8 @@ def hp_features(df):
         "depth": np.log(df["depth"].to_numpy(float)), "width": np.log(df["width"].to_numpy(float)),
         "lr": np.log(df["lr"].to_numpy(float)), "batch": np.log(np.where(b > 0, np.minimum(b, n), n)),
         "weight_decay": df["weight_decay"].to_numpy(float), "init_scale": np.log(df["init_scale"].to_numpy(float)),
-        "label_noise": df["label_noise"].to_numpy(float), "n_train": np.log(n)}, index=df.index)[list(AXES)]
+        "label_noise": df["label_noise"].to_numpy(float), "input_flip": df["input_flip"].to_numpy(float),
+        "n_train": np.log(n)}, index=df.index)[list(AXES)]
 
 
 def _halves(seeds) -> tuple[np.ndarray, np.ndarray]:

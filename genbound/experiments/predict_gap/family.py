@@ -29,7 +29,7 @@ __all__ = ["TASKS", "AXES", "FamilyConfig", "TaskData", "corrupt_labels", "corru
 #: model's width; ``digits``: scikit-learn's bundled 8x8 digits (1,797 images, 10 classes), rows as tokens.
 TASKS = ("sparse-majority", "digits")
 #: The hyperparameter axes: CSV columns, one value each per model (the seed index is ``seed``).
-AXES = ("depth", "width", "lr", "batch", "weight_decay", "init_scale", "label_noise", "n_train")
+AXES = ("depth", "width", "lr", "batch", "weight_decay", "init_scale", "label_noise", "input_flip", "n_train")
 
 _SM_SEQ_LEN = 16
 _DIGIT_ROWS = 8
@@ -38,14 +38,17 @@ _N_DIGITS = 1797
 
 @dataclass(frozen=True)
 class FamilyConfig:
-    """The factorial ``depths x widths x lrs x batches x weight_decays x label_noises x n_train[task]`` on
+    """The factorial ``depths x widths x lrs x batches x weight_decays x init_scales x label_noises x
+    input_flips x n_train[task]`` on
     every task of ``tasks``, times ``seeds`` seed indices, trained in stacks of at most ``stack`` seed
     indices of one setting; the seed indices come in blocks of ``stack``, and every setting of a block is
     trained before the next block starts (so a family cut short is a complete factorial over fewer seed
     indices). Training: Adam at peak learning rate ``lr``, on the full training set (``batch`` 0) or on a
     fresh mini-batch of ``batch`` examples per step, ``warmup`` steps of warm-up, cosine decay over the
     budget ``steps``, decoupled ``weight_decay``; ``label_noise``: the share of training labels replaced
-    by a wrong one (:func:`corrupt_labels`; the test labels are clean); a model is fitted at the first
+    by a wrong one (:func:`corrupt_labels`; the test labels are clean); ``input_flip``: the probability
+    with which each training input unit is corrupted at every step (:func:`corrupt_inputs`; the fit is
+    checked on the clean inputs); a model is fitted at the first
     step at which it classifies its whole (noisy) training set correctly. ``n_test``: test sequences of sparse majority (digits test on the images
     beyond the largest training set). ``delta``, ``margin``: confidence and ramp margin at which the
     Part II bounds are evaluated. ``margin_quantile``: the quantile of the training margins that
@@ -59,8 +62,9 @@ class FamilyConfig:
     lrs: tuple[float, ...] = (1e-2,)
     batches: tuple[int, ...] = (0,)
     weight_decays: tuple[float, ...] = (0.0,)
-    init_scales: tuple[float, ...] = (1.0, 2.0)
+    init_scales: tuple[float, ...] = (1.0,)
     label_noises: tuple[float, ...] = (0.0, 0.1)
+    input_flips: tuple[float, ...] = (0.0, 0.05)
     n_train: dict = field(default_factory=lambda: {"sparse-majority": (30, 120),
                                                    "digits": (100, 400)})
     seeds: int = 24
@@ -104,6 +108,10 @@ class FamilyConfig:
             raise ParameterError("label_noises must name at least one value")
         for q in self.label_noises:
             check_real(q, "label_noise", lo=0.0, hi=1.0, hi_open=True)
+        if not self.input_flips:
+            raise ParameterError("input_flips must name at least one value")
+        for r in self.input_flips:
+            check_real(r, "input_flip", lo=0.0, hi=1.0, hi_open=True)
         for name in ("batches", "weight_decays"):
             if not getattr(self, name):
                 raise ParameterError(f"{name} must name at least one value")
@@ -136,12 +144,13 @@ class FamilyConfig:
         """Every setting of the factorial (task and one value per axis), in a fixed order."""
         out = []
         for task in self.tasks:
-            for L, w, lr, b, wd, a, q, n in itertools.product(self.depths, self.widths, self.lrs, self.batches,
-                                                              self.weight_decays, self.init_scales,
-                                                              self.label_noises, self.n_train[task]):
+            for L, w, lr, b, wd, a, q, r, n in itertools.product(self.depths, self.widths, self.lrs, self.batches,
+                                                                 self.weight_decays, self.init_scales,
+                                                                 self.label_noises, self.input_flips,
+                                                                 self.n_train[task]):
                 out.append({"task": task, "depth": int(L), "width": int(w), "lr": float(lr), "batch": int(b),
                             "weight_decay": float(wd), "init_scale": float(a), "label_noise": float(q),
-                            "n_train": int(n)})
+                            "input_flip": float(r), "n_train": int(n)})
         return out
 
 

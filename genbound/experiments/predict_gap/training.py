@@ -51,6 +51,7 @@ class ModelRecord:
     weight_decay: float
     init_scale: float
     label_noise: float
+    input_flip: float
     n_train: int
     seed: int
     fitted: bool
@@ -167,7 +168,7 @@ def train_setting(setting: dict, seeds: Sequence[int], config: FamilyConfig) -> 
         e = 1.0 - acc[1]
         records.append(ModelRecord(
             task=task, depth=L, width=w, lr=float(setting["lr"]), batch=batch, weight_decay=wd, init_scale=scale,
-            label_noise=q,
+            label_noise=q, input_flip=float(setting.get("input_flip", 0.0)),
             n_train=n, seed=int(s),
             fitted=fitted,
             diverged=bool(out.diverged[k]), fit_step=out.fit_step[k] if fitted else -1, steps=out.steps[k],
@@ -178,8 +179,8 @@ def train_setting(setting: dict, seeds: Sequence[int], config: FamilyConfig) -> 
 
 def _key(r: dict) -> tuple:
     return (str(r["task"]), int(r["depth"]), int(r["width"]), float(r["lr"]), int(r["batch"]),
-            float(r["weight_decay"]), float(r["init_scale"]), float(r["label_noise"]), int(r["n_train"]),
-            int(r["seed"]))
+            float(r["weight_decay"]), float(r["init_scale"]), float(r["label_noise"]), float(r["input_flip"]),
+            int(r["n_train"]), int(r["seed"]))
 
 
 def run_family(config: FamilyConfig | None = None, *, csv_path=None, progress: bool | None = None,
@@ -327,7 +328,7 @@ PILOTS = Path(__file__).resolve().parents[2] / "data" / "predict_gap_pilots"
 
 #: The value every axis had in a pilot written before that axis existed (full batch, no weight
 #: decay, unit initialisation scale, clean labels).
-_PILOT_DEFAULTS = {"batch": 0, "weight_decay": 0.0, "init_scale": 1.0, "label_noise": 0.0}
+_PILOT_DEFAULTS = {"batch": 0, "weight_decay": 0.0, "init_scale": 1.0, "label_noise": 0.0, "input_flip": 0.0}
 
 
 def read_pilot(path):
