@@ -94,7 +94,8 @@ def test_family_settings_are_the_noise_free_ones_at_the_named_sizes():
     largest = family_settings(fc)
     assert largest and all(s["label_noise"] == 0.0 for s in largest)
     assert {(s["task"], s["n_train"]) for s in largest} == {("sparse-majority", 120), ("digits", 400)}
-    assert len(largest) == 2 * 2 * 2 * 2                    # tasks x depth x width x init scale
+    assert all(s["input_flip"] == 0.0 for s in largest)
+    assert len(largest) == 2 * 2 * 2 * len(fc.init_scales)  # tasks x depth x width x init scales (clean inputs)
     small = family_settings(fc, [30, 100])
     assert {s["n_train"] for s in small} == {30, 100} and len(small) == len(largest)
 
@@ -107,6 +108,32 @@ def test_family_certificate_refuses_label_noise():
               label_noise=0.1, n_train=100)
     with pytest.raises(ParameterError, match="label noise"):
         certify_family_setting(st, [0], FamilyConfig(), C.CertifyConfig())
+
+
+def test_family_certificate_refuses_corrupted_inputs():
+    from genbound.experiments.certify.family import certify_family_setting
+    from genbound.experiments.predict_gap import FamilyConfig
+
+    st = dict(task="digits", depth=1, width=12, lr=0.01, batch=0, weight_decay=0.0, init_scale=1.0,
+              label_noise=0.0, input_flip=0.05, n_train=100)
+    with pytest.raises(ParameterError, match="corrupted training inputs"):
+        certify_family_setting(st, [0], FamilyConfig(), C.CertifyConfig())
+
+
+def test_a_family_setting_finds_its_saved_certificate_by_key():
+    """The resume check of ``certify --family``: a setting of the family (which has axes the certificate
+    file does not, such as ``input_flip``) keyed by the certificate file's own key finds the saved row."""
+    from genbound.experiments.certify import report as R
+    from genbound.experiments.certify._cli import family_settings
+    from genbound.experiments.certify.family import FAMILY_SCHEMA, read_family_certificates
+    from genbound.experiments.predict_gap import FamilyConfig
+
+    table = read_family_certificates(R.DATA / R.FAMILY_FILES[0])
+    saved = {FAMILY_SCHEMA.key_of(r) for r in table.rows}
+    settings = family_settings(FamilyConfig())
+    found = [FAMILY_SCHEMA.key_of(dict(st, seed=0)) in saved for st in settings]
+    assert all(found) and len(found) == 8
+    assert FAMILY_SCHEMA.key_of(dict(settings[0], seed=99)) not in saved
 
 
 def test_a_tiny_family_certificate_end_to_end(tmp_path):

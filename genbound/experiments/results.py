@@ -119,6 +119,11 @@ class Schema:
     def type_of(self, name: str) -> type:
         return dict(self.columns)[name]
 
+    def key_of(self, row: dict) -> tuple:
+        """The key of ``row`` as the file holds it: each key column written and read back, so that a
+        setting dict with extra fields, or with ``1`` where the column is a float, finds its row."""
+        return tuple(_parse(_fmt(row[k], self.type_of(k), k), self.type_of(k)) for k in self.key)
+
 
 @dataclass(frozen=True)
 class ResultsTable:
@@ -720,8 +725,7 @@ class ResultsWriter:
                 raise ResultsFileError(f"{self.path}: a row to append does not match the columns "
                                        f"(missing {lack}, unknown {extra})")
             w.writerow([_fmt(r[c], self.schema.type_of(c), c) for c in self.columns])
-            key = tuple(_parse(_fmt(r[k], self.schema.type_of(k), k), self.schema.type_of(k))
-                        for k in self.schema.key)
+            key = self.schema.key_of(r)
             if key in self.done or key in keys:
                 desc = ", ".join(f"{k}={v}" for k, v in zip(self.schema.key, key))
                 raise ResultsFileError(f"{self.path}: key ({desc}) is already in the file")

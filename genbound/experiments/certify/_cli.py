@@ -105,7 +105,7 @@ def family_settings(fc, n_trains=None) -> list[dict]:
 def _run_family(args, cc) -> int:
     import torch
 
-    from .family import certify_family_setting, open_family_certificates
+    from .family import FAMILY_SCHEMA, certify_family_setting, open_family_certificates
     from ..predict_gap import family_config, read_family
     from ..predict_gap.training import _key
     from .._cli import _parse_shard
@@ -136,7 +136,7 @@ def _run_family(args, cc) -> int:
     writer = open_family_certificates(args.csv, source, fc, cc) if args.csv else None
     torch.set_num_threads(1)
     for st in settings:
-        todo = [s for s in seeds if writer is None or (_key(dict(st, seed=s)) not in writer)]
+        todo = [s for s in seeds if writer is None or FAMILY_SCHEMA.key_of(dict(st, seed=s)) not in writer]
         if not todo:
             continue
         base = _key(dict(st, seed=0))[:-1]

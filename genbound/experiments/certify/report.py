@@ -35,7 +35,8 @@ CHANCE = {"sparse-majority": 0.5, "digits": 0.9}
 
 def load_certificates(paths, *, family: bool):
     """The rows of one or more certificate files of one kind (``family``: Part V family files; else
-    sparse-majority files) as one DataFrame with a ``file`` column; the files must record the same
+    sparse-majority files) as one DataFrame with a ``file`` column (family files also get the family's
+    ``input_flip`` axis, 0 for every certified model); the files must record the same
     certification settings and share no key."""
     import pandas as pd
 
@@ -55,6 +56,10 @@ def load_certificates(paths, *, family: bool):
         df["file"] = str(t.path.name)
         frames.append(df)
     df = pd.concat(frames, ignore_index=True)
+    if family:
+        # certificates are made for clean training inputs only (certify_family_setting refuses the
+        # others), so the family's input-corruption axis is 0 for every row and the file has no column
+        df["input_flip"] = 0.0
     key = list(tables[0].schema.key)
     if df.duplicated(key).any():
         raise ParameterError("a model is certified in two of the files")
