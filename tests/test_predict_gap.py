@@ -375,14 +375,18 @@ def saved():
 
 def test_saved_family_meets_the_issue(saved):
     """Issue 27: >= 1,500 models, >= 24 seed indices, every configured model present, >= 2 tasks, >= 2
-    axes that are neither architecture nor sample size."""
+    axes that are neither architecture nor sample size and move the gap by more than two test-set
+    standard errors (paired, pooled over the tasks)."""
     df, _ = saved
     cfg = pg.family_config()
     assert len(df) >= 1500 and len(df) == len(cfg.settings()) * cfg.seeds
     assert df["seed"].nunique() >= 24 and set(df["task"]) == set(pg.TASKS)
     seeds = df.groupby(["task", *pg.AXES])["seed"].apply(lambda s: tuple(sorted(s)))
     assert seeds.nunique() == 1 and len(seeds.iloc[0]) == cfg.seeds      # no partial setting
-    assert sum(df[a].nunique() >= 2 for a in ("lr", "batch", "weight_decay", "init_scale", "label_noise")) >= 2
+    non_arch = ("lr", "batch", "weight_decay", "init_scale", "label_noise", "input_flip")
+    mv = pg.paired_gap_changes(df).set_index(["axis", "task"])
+    strong = [a for a in non_arch if df[a].nunique() >= 2 and mv.loc[(a, "all"), "ratio"] > 2]
+    assert len(strong) >= 2, strong                  # each moves the gap by > 2 test-set SE, paired, pooled
     assert df["depth"].nunique() >= 2 and df["width"].nunique() >= 2 and df["n_train"].nunique() >= 2
     assert (pg.SAVED_FAMILY.with_suffix(".md")).exists()
     fit = df[df["fitted"]]
