@@ -1,5 +1,6 @@
 """Print the numbers of the data notes of a Part V family (``genbound/data/predict_gap_family.md``):
-the recorded environment, counts of fitted, unfitted and diverged models, the summed training time,
+the recorded environment, counts of fitted, unfitted and diverged models (by task and depth, and by
+task, label noise and input corruption), the summed training time,
 seconds per stack, and the paired change in gap per axis.
 
     PYTHONPATH=. python tools/predict_gap_notes.py genbound/data/predict_gap_family.csv
@@ -35,6 +36,8 @@ def main(path: str) -> int:
     print("config:", t.config)
     df["unfitted"] = ~df["fitted"] & ~df["diverged"]
     print(df.groupby(["task", "depth"])[["fitted", "unfitted", "diverged"]].sum().to_string())
+    noise = [a for a in ("label_noise", "input_flip") if a in df.columns]
+    print(df.groupby(["task", *noise])[["fitted", "unfitted", "diverged"]].sum().to_string())
     print(f"total {len(df)}: fitted {int(df['fitted'].sum())}, unfitted {int(df['unfitted'].sum())}, "
           f"diverged {int(df['diverged'].sum())}")
     stacks = df.groupby(["task", *pg.AXES, df["seed"] // t.config["stack"]])["seconds"].sum()
