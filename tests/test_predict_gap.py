@@ -224,7 +224,7 @@ def _synthetic(n_seeds=5, seed=0):
         for L, w, n, s in itertools.product((1, 2), (8, 16), (10, 20, 40), range(n_seeds)):
             g = 0.1 * w / 16 - 0.001 * n + 0.05 * rng.standard_normal()
             rows.append({"task": task, "depth": L, "width": w, "lr": 0.01, "batch": 0, "weight_decay": 0.0,
-                         "init_scale": 1.0, "label_noise": 0.0, "n_train": n, "seed": s,
+                         "init_scale": 1.0, "label_noise": 0.0, "input_flip": 0.0, "n_train": n, "seed": s,
                          "fitted": rng.random() > 0.1, "gap": round(g, 2), "test_se": 0.01,
                          "mu": w + rng.standard_normal(), "n_params": float(w * w * L)})
     return pd.DataFrame(rows)

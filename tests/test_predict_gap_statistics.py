@@ -26,7 +26,7 @@ def _family(n_seeds=6, seed=0, missing=0.1):
         for L, w, q, n, s in itertools.product((1, 2), (12, 32), (0.0, 0.1), (30, 120), range(n_seeds)):
             g = 0.05 * L - 0.001 * w + 0.5 * q - 0.0005 * n + 0.03 * rng.standard_normal()
             rows.append({"task": task, "depth": L, "width": w, "lr": 0.01, "batch": 0, "weight_decay": 0.0,
-                         "init_scale": 1.0, "label_noise": q, "n_train": n, "seed": s,
+                         "init_scale": 1.0, "label_noise": q, "input_flip": 0.0, "n_train": n, "seed": s,
                          "fitted": bool(rng.random() > missing), "gap": round(g, 3), "test_se": 0.01,
                          "mu": g + 0.05 * rng.standard_normal(), "n_params": float(w * w * L)})
     return pd.DataFrame(rows)
