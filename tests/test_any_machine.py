@@ -266,12 +266,18 @@ def test_shards_of_one_sweep_still_merge(tiny_file, tmp_path):
 
 
 # ------------------------------------------------------------------------------- interrupts and pipes
+def _default_sigint():
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def test_ctrl_c_during_a_sweep_ends_in_one_line_and_the_file_resumes(tmp_path):
     path = tmp_path / "int.csv"
     # 20 seeds: enough runs that a loaded machine cannot finish them all between the first row and the signal
     args = ["experiment", "sparse-majority", "--seq-lens", "11,13", "--seeds", "20", "--device", "cpu",
             "--csv", str(path), *TINY]
-    p = _genbound(*args)
+    # a shell's background job (make test &) starts with SIGINT ignored, and Python then installs no
+    # KeyboardInterrupt handler: the child gets the terminal's default, as under a user's Ctrl-C
+    p = _genbound(*args, preexec_fn=_default_sigint)
     p.stdout.readline()                                        # the table's header
     assert p.stdout.readline().split()[:2] == ["11", "0"]      # a first run is finished and saved
     p.send_signal(signal.SIGINT)
