@@ -207,6 +207,8 @@ def test_bad_family_csv(tmp_path, edit, match, capsys):
                                          (["--lrs", "x"], "comma-separated"), (["--widths", "15"], "even"),
                                          (["--depths", "0"], "depth"), ([], "--csv"),
                                          (["--label-noises", "1.0"], "label_noise"),
+                                         (["--input-flips", "1.0"], "input_flip"),
+                                         (["--init-scales", "0"], "init_scale"),
                                          (["--batches", "-1"], "batch"), (["--shard", "2/2"], "--shard")])
 def test_cli_training_errors(argv, match, capsys, tmp_path):
     extra = ["--csv", str(tmp_path / "f.csv")] if argv else []
@@ -215,6 +217,19 @@ def test_cli_training_errors(argv, match, capsys, tmp_path):
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("genbound: error:") and match in err[0]
     assert not (tmp_path / "f.csv").exists()
+
+
+def test_cli_axes_reach_the_family(tmp_path):
+    """The command line's ``--input-flips`` and ``--init-scales`` are the configuration's axes: the file
+    records them and its rows carry them."""
+    path = tmp_path / "f.csv"
+    rc = cli.main(["experiment", "predict-gap", "--csv", str(path), "--tasks", "digits", "--depths", "1",
+                   "--widths", "12", "--seeds", "1", "--steps", "60", "--label-noises", "0",
+                   "--input-flips", "0.05", "--init-scales", "1.5", "--n-train-digits", "20"])
+    assert rc == 0
+    cfg, df = pg.family_config(path), pg.read_family(path)
+    assert cfg.input_flips == (0.05,) and cfg.init_scales == (1.5,)
+    assert len(df) == 1 and df["input_flip"].iloc[0] == 0.05 and df["init_scale"].iloc[0] == 1.5
 
 
 def _synthetic(n_seeds=5, seed=0):

@@ -152,6 +152,10 @@ def _add_predict_gap(psub) -> None:
     pg.add_argument("--weight-decays", default=",".join(map(str, dflt.weight_decays)))
     pg.add_argument("--label-noises", default=",".join(map(str, dflt.label_noises)),
                     help="shares of corrupted training labels")
+    pg.add_argument("--input-flips", default=",".join(map(str, dflt.input_flips)),
+                    help="probabilities with which each training input unit is corrupted at every step")
+    pg.add_argument("--init-scales", default=",".join(map(str, dflt.init_scales)),
+                    help="factors on every parameter of the seeded initialisation")
     pg.add_argument("--shard", default="0/1", help="train only the stacks i, i+k, ... of the family's order "
                     "(I/K; one results file per shard, merged afterwards)")
     pg.add_argument("--n-train-sm", default=",".join(map(str, dflt.n_train["sparse-majority"])),
@@ -203,6 +207,8 @@ def _run_predict_gap(args) -> int:
                           batches=tuple(parse_int_list(args.batches, "--batches")),
                           weight_decays=tuple(parse_float_list(args.weight_decays, "--weight-decays")),
                           label_noises=tuple(parse_float_list(args.label_noises, "--label-noises")),
+                          input_flips=tuple(parse_float_list(args.input_flips, "--input-flips")),
+                          init_scales=tuple(parse_float_list(args.init_scales, "--init-scales")),
                           n_train={"sparse-majority": tuple(parse_int_list(args.n_train_sm, "--n-train-sm")),
                                    "digits": tuple(parse_int_list(args.n_train_digits, "--n-train-digits"))}
                           ).validated()
