@@ -56,7 +56,8 @@ def new_axes(ncols: int = 1, nrows: int = 1, *, height: float | None = None, **k
 
 
 def _label_boxes(fig, axis):
-    """Window extents of the visible, non-empty tick labels of one ``XAxis``/``YAxis`` (major and minor)."""
+    """``(text, window extent, font size)`` of the visible, non-empty tick labels of one
+    ``XAxis``/``YAxis`` (major and minor)."""
     r = fig.canvas.get_renderer()
     out = []
     for tick in axis.get_major_ticks() + axis.get_minor_ticks():
@@ -66,7 +67,7 @@ def _label_boxes(fig, axis):
                 lo, hi = sorted(axis.get_view_interval())
                 if loc is None or not (lo - 1e-12 * abs(lo) <= loc <= hi + 1e-12 * abs(hi)):
                     continue  # ticks outside the view are not drawn
-                out.append((lab.get_text(), lab.get_window_extent(r)))
+                out.append((lab.get_text(), lab.get_window_extent(r), lab.get_fontsize()))
     return out
 
 
@@ -76,7 +77,8 @@ def _overlaps(a, b, pad: float = 0.5) -> bool:
 
 def tick_label_problems(fig) -> list[str]:
     """What a reader would see garbled in ``fig``: tick labels of one axis that overlap one another,
-    tick labels (and axis labels and titles) outside the figure, and axes whose boxes overlap. Draws the
+    tick labels of one axis in mixed font sizes (a log axis's minor labels keep the default size unless
+    set), tick labels (and axis labels and titles) outside the figure, and axes whose boxes overlap. Draws the
     figure; returns one line per problem (empty: none).
 
     >>> fig, ax = new_axes()
@@ -96,7 +98,12 @@ def tick_label_problems(fig) -> list[str]:
     axes = [a for a in fig.axes if a.get_visible() and a.axison]
     for i, ax in enumerate(axes):
         for name, axis in (("x", ax.xaxis), ("y", ax.yaxis)):
-            boxes = _label_boxes(fig, axis)
+            labels = _label_boxes(fig, axis)
+            sizes = sorted({size for _, _, size in labels})
+            if len(sizes) > 1:
+                problems.append(f"axes {i}, {name}: tick labels of mixed sizes {sizes} "
+                                f"(tick_params(which='both', ...) sets the minor labels too)")
+            boxes = [(text, bb) for text, bb, _ in labels]
             for j in range(len(boxes)):
                 for k in range(j + 1, len(boxes)):
                     if _overlaps(boxes[j][1], boxes[k][1]):
@@ -119,7 +126,7 @@ def tick_label_problems(fig) -> list[str]:
 
 
 def _axis_overlaps(fig, axis) -> bool:
-    boxes = [b for _, b in _label_boxes(fig, axis)]
+    boxes = [b for _, b, _ in _label_boxes(fig, axis)]
     return any(_overlaps(boxes[j], boxes[k]) for j in range(len(boxes)) for k in range(j + 1, len(boxes)))
 
 

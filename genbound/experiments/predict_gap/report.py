@@ -144,10 +144,12 @@ def plot_measures_vs_gap(df, measures: Sequence[str], *, height_per_row: float =
             if len(sub) and (sub[m] > 0).all():
                 ax.set_xscale("log")
             tau_v = rk.kendall_tau(sub[m], sub["gap"]) if len(sub) >= 2 else math.nan
-            ax.set_title(f"{task[:6]} n={n}: tau {fmt(tau_v)}", fontsize=6)
-            ax.tick_params(labelsize=6)
+            ax.set_title(f"{task[:6]} n={n}\ntau {fmt(tau_v)}", fontsize=6)
+            ax.tick_params(which="both", labelsize=6)
             if j == 0:
                 ax.set_ylabel(f"gap\n{m}", fontsize=6)
     axes[0, 0].legend(fontsize=4, loc="best")
     fig.tight_layout()
-    return plotting.fit_tick_labels(fig)
+    plotting.fit_tick_labels(fig)
+    fig.tight_layout()                  # again: the labels fit_tick_labels kept set the spacing
+    return fig
