@@ -5,6 +5,12 @@ seconds per stack, and the paired change in gap per axis.
 
     PYTHONPATH=. python tools/predict_gap_notes.py genbound/data/predict_gap_family.csv
     PYTHONPATH=. python tools/predict_gap_notes.py genbound/data/predict_gap_family.csv --recompute
+    PYTHONPATH=. python tools/predict_gap_notes.py OLD_FAMILY.csv --moves OUT.csv
+
+``--moves``: only the paired changes, written to ``OUT.csv`` with the levels of each axis and the number of
+models of the file; the file is read as a pilot (``predict_gap.read_pilot``), so a family written before an
+axis existed is read with that axis at its default. This keeps an earlier family's table, which the
+chapter cites, without shipping its rows.
 """
 
 from __future__ import annotations
@@ -48,7 +54,20 @@ def main(path: str) -> int:
     return 0
 
 
+def write_moves(path: str, out: str) -> int:
+    """The paired changes of the family file ``path`` into the plain CSV ``out``."""
+    df = pg.read_pilot(path)
+    mv = pg.paired_gap_changes(df)
+    mv["levels"] = [" ".join(f"{v:g}" for v in sorted(df[a].unique())) for a in mv["axis"]]
+    mv["n_models"] = len(df)
+    mv.to_csv(out, index=False)
+    print(mv.round(4).to_string(index=False))
+    return 0
+
+
 if __name__ == "__main__":
+    if "--moves" in sys.argv:
+        sys.exit(write_moves(sys.argv[1], sys.argv[sys.argv.index("--moves") + 1]))
     if "--recompute" in sys.argv:
         sys.exit(recompute_all(sys.argv[1]))
     sys.exit(main(sys.argv[1]))

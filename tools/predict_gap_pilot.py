@@ -60,7 +60,7 @@ PILOT6 = pg.FamilyConfig(depths=(1, 2), widths=(12, 32), lrs=(1e-2,), init_scale
 #: The seventh pilot (third session of issue 27): corrupted training inputs (each sparse-majority bit, or each
 #: digits pixel intensity v, replaced by 1 - v with probability rho at every step, labels kept; the fit
 #: checked on the clean training set; ``predict_gap.corrupt_inputs``) at the family's own architectures and
-#: largest training sets, lr 1e-2, full batch, no label noise. Not an axis of ``FamilyConfig`` yet: the
+#: largest training sets, lr 1e-2, full batch, no label noise. Not yet an axis of ``FamilyConfig`` when it ran: the
 #: level is passed in the setting (``input_flip``) and written as an extra column by :func:`run_flip_pilot`.
 PILOT7 = pg.FamilyConfig(depths=(1, 2), widths=(12, 32), lrs=(1e-2,), init_scales=(1.0,), batches=(0,),
                          weight_decays=(0.0,), label_noises=(0.0,),

@@ -131,7 +131,7 @@ def _run_family(args, cc) -> int:
         m = st["n_train"]
         if not 1 <= int(round(cc.prior_fraction * m)) < m:
             raise ParameterError(f"--prior-fraction {cc.prior_fraction} leaves no prior or no bound set at m = {m}")
-    saved = {_key(r)[:-1] + (int(r["seed"]),): float(r["test_acc"]) for r in df.to_dict("records")}
+    saved = {_key(r): float(r["test_acc"]) for r in df.to_dict("records")}
     source = path or "the saved family"
     writer = open_family_certificates(args.csv, source, fc, cc) if args.csv else None
     torch.set_num_threads(1)
@@ -139,9 +139,8 @@ def _run_family(args, cc) -> int:
         todo = [s for s in seeds if writer is None or FAMILY_SCHEMA.key_of(dict(st, seed=s)) not in writer]
         if not todo:
             continue
-        base = _key(dict(st, seed=0))[:-1]
-        rows = certify_family_setting(st, todo, fc, cc, saved_test_acc={s: saved.get(base + (s,), math.nan)
-                                                                       for s in todo})
+        acc = {s: saved.get(_key(dict(st, seed=s)), math.nan) for s in todo}
+        rows = certify_family_setting(st, todo, fc, cc, saved_test_acc=acc)
         if writer is not None:
             writer.append(rows)
         for rec in rows:

@@ -31,7 +31,7 @@ from .nulls import NULL_STATS, RankingIndex, beyond_null, null_percentiles, null
 from .statistics import (axes_of, balanced_models, bootstrap_p, family_frame, fitted_models, m_dependent, measure_frame,
                          measure_stats, measure_table, normal_p, null_p, paired_gap_changes, psi_bootstrap, summary, verdict_tests,
                          PLAIN_NORMS, VERDICT_BOUNDS)
-from .training import (PILOTS, SAVED_FAMILY, SCHEMA, ModelRecord, family_config, family_environment, merge_family,
+from .training import (EARLIER_FAMILY_MOVES, PILOTS, SAVED_FAMILY, SCHEMA, ModelRecord, family_config, family_environment, merge_family,
                        read_pilot, recompute_measures, undefined_allowed, open_family, read_family, run_family,
                        train_setting, train_stack)
 
@@ -40,7 +40,7 @@ __all__ = ["AXES", "TASKS", "FamilyConfig", "TaskData", "build_model", "init_see
            "NULL_STATS", "RankingIndex", "beyond_null", "null_percentiles", "null_statistics",
            "balanced_models", "bootstrap_p", "family_frame", "m_dependent", "null_p", "normal_p", "verdict_tests",
            "PLAIN_NORMS", "VERDICT_BOUNDS",
-           "family_environment", "merge_family", "family_config", "read_pilot", "recompute_measures", "PILOTS",
+           "family_environment", "merge_family", "family_config", "read_pilot", "recompute_measures", "PILOTS", "EARLIER_FAMILY_MOVES",
            "BASELINES", "BOUNDS", "CAPACITIES", "CAPACITY_FORMS", "DEPTH1_ONLY", "MEASURES", "REPORTED", "SPECTRAL",
            "magnitude_flatness", "measures_for", "multiclass_margins",
            "axes_of", "fitted_models", "measure_frame", "measure_stats", "measure_table", "paired_gap_changes",

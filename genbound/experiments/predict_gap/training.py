@@ -29,7 +29,7 @@ from .measures import BOUNDS, CAPACITY_FORMS, DEPTH1_ONLY, MEASURES, REPORTED, S
 
 __all__ = ["SAVED_FAMILY", "ModelRecord", "train_setting", "run_family", "SCHEMA", "open_family",
            "read_family", "undefined_allowed", "merge_family", "family_environment", "recompute_measures",
-           "family_config", "read_pilot", "PILOTS"]
+           "family_config", "read_pilot", "PILOTS", "EARLIER_FAMILY_MOVES"]
 
 #: The saved family (CSV) and its notes (command, machine, wall time) beside it.
 SAVED_FAMILY = Path(__file__).resolve().parents[2] / "data" / "predict_gap_family.csv"
@@ -325,6 +325,10 @@ def merge_family(paths, out) -> Path:
 
 #: The pilots that chose the family's axes (issue 27): one results file per task and candidate pair.
 PILOTS = Path(__file__).resolve().parents[2] / "data" / "predict_gap_pilots"
+
+#: The paired gap changes of the first family (initialisation scale instead of input corruption), kept
+#: after it was replaced (``tools/predict_gap_notes.py OLD.csv --moves``; the notes beside the file).
+EARLIER_FAMILY_MOVES = Path(__file__).resolve().parents[2] / "data" / "predict_gap_earlier_family_moves.csv"
 
 #: The value every axis had in a pilot written before that axis existed (full batch, no weight
 #: decay, unit initialisation scale, clean labels).
