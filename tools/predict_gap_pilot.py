@@ -63,15 +63,15 @@ PILOT6 = pg.FamilyConfig(depths=(1, 2), widths=(12, 32), lrs=(1e-2,), init_scale
 #: largest training sets, lr 1e-2, full batch, no label noise. Not yet an axis of ``FamilyConfig`` when it ran: the
 #: level is passed in the setting (``input_flip``) and written as an extra column by :func:`run_flip_pilot`.
 PILOT7 = pg.FamilyConfig(depths=(1, 2), widths=(12, 32), lrs=(1e-2,), init_scales=(1.0,), batches=(0,),
-                         weight_decays=(0.0,), label_noises=(0.0,),
+                         weight_decays=(0.0,), label_noises=(0.0,), input_flips=(0.0,),
                          n_train={"sparse-majority": (120,), "digits": (400,)},
                          seeds=4, stack=4, steps=3000, warmup=50)
 FLIP_LEVELS = (0.0, 0.1)
 
 
 def run_flip_pilot(path: str, levels=FLIP_LEVELS, cfg=PILOT7) -> "object":
-    """Train :data:`PILOT7` at every corruption level in ``levels`` into a plain CSV (the family's columns
-    plus ``input_flip``), one stack per (setting, level), skipping stacks the file already holds; returns
+    """Train :data:`PILOT7` at every corruption level in ``levels`` into a plain CSV (the family's columns;
+    a file written before ``input_flip`` was a record field has it last, and appended rows follow the file), one stack per (setting, level), skipping stacks the file already holds; returns
     the DataFrame. Resumable at stack granularity."""
     import os
 
@@ -84,7 +84,9 @@ def run_flip_pilot(path: str, levels=FLIP_LEVELS, cfg=PILOT7) -> "object":
             if done is not None and ((done[list(key)] == pd.Series(key)).all(axis=1)).any():
                 continue
             recs = pg.train_setting(key, list(range(cfg.seeds)), cfg)
-            rows = pd.DataFrame([{**r.row(), "input_flip": float(rho)} for r in recs])
+            rows = pd.DataFrame([r.row() for r in recs])          # input_flip is a record field now
+            if done is not None:
+                rows = rows[list(done.columns)]                   # the file's column order (input_flip last)
             for r in recs:
                 print(f"{r.task:>15} L={r.depth} w={r.width:>2} rho={rho:g} seed={r.seed} fitted={int(r.fitted)} "
                       f"step={r.steps:>4} gap={r.gap:+.3f} s={r.seconds:.1f}", flush=True)
