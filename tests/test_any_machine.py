@@ -346,3 +346,23 @@ def test_the_analyze_pipeline_does_not_import_sympy():
     out = subprocess.run([sys.executable, "-c", code], env=_env(), capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "False"
+
+
+def test_a_refusal_names_a_holder_that_has_not_yet_written_its_pid(tmp_path):
+    """The race CI met once: the second writer read the lock file between the first one's flock and its
+    pid write, and named "another process". The refusal now waits briefly for the pid."""
+    import fcntl
+    import threading
+    path = tmp_path / "race.csv"
+    lock = res.lock_path(path)
+    fd = os.open(str(lock), os.O_RDWR | os.O_CREAT, 0o644)
+    late = threading.Timer(0.2, lambda: os.write(fd, b"424242\n"))
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)            # held, the lock file still empty
+        late.start()
+        with pytest.raises(res.ResultsFileError, match=r"another process \(pid 424242\) is writing"):
+            res._acquire(path)
+    finally:
+        late.cancel()
+        late.join()
+        os.close(fd)

@@ -64,6 +64,7 @@ import os
 import re
 import subprocess
 import tempfile
+import time
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -614,12 +615,21 @@ def lock_path(path) -> Path:
     return path.with_name(f".{path.name}.lock")
 
 
-def _holder(lock: Path) -> str:
-    try:
-        text = lock.read_text().strip()
-    except OSError:
-        text = ""
-    return f"pid {text}" if text.isdigit() else "another process"
+def _holder(lock: Path, wait: float = 1.0) -> str:
+    """Who holds ``lock``: ``"pid N"`` from the lock file. The holder writes its pid just after it takes
+    the lock, so an empty file is read again for up to ``wait`` seconds before the answer falls back to
+    ``"another process"``."""
+    deadline = time.monotonic() + wait
+    while True:
+        try:
+            text = lock.read_text().strip()
+        except OSError:
+            text = ""
+        if text.isdigit():
+            return f"pid {text}"
+        if time.monotonic() >= deadline:
+            return "another process"
+        time.sleep(0.02)
 
 
 def _acquire(path: Path) -> str:
