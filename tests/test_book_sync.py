@@ -82,3 +82,25 @@ def test_no_glue_inside_math():
     for path in BOOK.rglob("*.md"):
         for span in re.findall(r"\$[^$\n]+\$", path.read_text(encoding="utf-8")):
             assert "{glue" not in span, f"{path.name}: glue role inside math is not expanded: {span}"
+
+
+CITE_RE = re.compile(r"\{cite(?::[a-z]+)?\}`([^`]+)`")
+
+
+def _bib_keys():
+    return re.findall(r"^@\w+\{([^,\s]+),", (BOOK / "references.bib").read_text(encoding="utf-8"), re.M)
+
+
+def _cited_keys():
+    keys = set()
+    for path in BOOK.rglob("*.md"):
+        for group in CITE_RE.findall(path.read_text(encoding="utf-8")):
+            keys.update(k.strip() for k in group.split(","))
+    return keys
+
+
+def test_every_citation_has_a_bib_entry_and_every_entry_is_cited():
+    bib, cited = _bib_keys(), _cited_keys()
+    assert len(bib) == len(set(bib)), "a bib key is defined twice"
+    assert not sorted(cited - set(bib)), f"cited but not in references.bib: {sorted(cited - set(bib))}"
+    assert not sorted(set(bib) - cited), f"in references.bib but never cited: {sorted(set(bib) - cited)}"
