@@ -222,11 +222,15 @@ def test_saved_certificate_files_recompute_float_for_float():
     from genbound.experiments.certify import report as R
 
     fam_paths = [R.DATA / f for f in R.FAMILY_FILES]
-    sm_paths = [R.DATA / R.SWEEP_FILE, R.DATA / R.LARGE_M_FILE]
+    sm_paths = [*(R.DATA / f for f in R.SWEEP_FILES), R.DATA / R.LARGE_M_FILE]
     rows, bad = R.recompute_files(fam_paths, family=True)
     assert rows == 192 and bad == 0
     rows, bad = R.recompute_files(sm_paths, family=False)
-    assert rows == 10 and bad == 0
+    assert rows == 36 and bad == 0
+    swp = R.load_certificates([R.DATA / f for f in R.SWEEP_FILES], family=False)
+    # the sequence-length view: seed indices 0-7 at each of four lengths, at the sweep's own m
+    assert swp.groupby("seq_len")["seed"].apply(sorted).to_dict() == {T: list(range(8)) for T in (16, 64, 256, 1024)}
+    assert (swp["n_train"] == 300).all()
     fam = R.load_certificates(fam_paths, family=True)
     assert (fam["label_noise"] == 0).all() and fam["certificate"].between(0, 1).all()
     assert (fam["q_bound_error_mc"] <= fam["q_emp_upper"]).all()

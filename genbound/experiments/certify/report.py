@@ -14,15 +14,16 @@ import numpy as np
 
 from ...errors import ParameterError
 
-__all__ = ["DATA", "FAMILY_FILES", "SWEEP_FILE", "LARGE_M_FILE", "FIRST_RUN", "CHANCE", "load_certificates", "median_interval", "cell_table", "coverage", "recompute_all", "recompute_files",
+__all__ = ["DATA", "FAMILY_FILES", "SWEEP_FILES", "LARGE_M_FILE", "FIRST_RUN", "CHANCE", "load_certificates", "median_interval", "cell_table", "coverage", "recompute_all", "recompute_files",
            "target_table"]
 
 #: Where the saved certificate files live (``genbound/data``; their notes: ``certify.md``).
 DATA = Path(__file__).resolve().parents[2] / "data"
 #: The Part V family's certificate files (the largest training sets; the smaller ones).
 FAMILY_FILES = ("certify_family.csv", "certify_family_small.csv")
-#: Rows of the sparse-majority sweep certified at their own training-set size.
-SWEEP_FILE = "certify_sm_sweep.csv"
+#: Rows of the sparse-majority sweep certified at their own training-set size: T = 16 and 64, seed
+#: indices 0-2 (the second run); then seed indices 0-7 at T = 256 and 1024 and 3-7 at T = 16 and 64.
+SWEEP_FILES = ("certify_sm_sweep.csv", "certify_sm_sweep_more.csv")
 #: The larger-m point (sweep rows retrained and certified with 2,000 training examples).
 LARGE_M_FILE = "certify_sm_m2000.csv"
 #: The first run, with the posterior's initial scale fixed at ``sigma_init`` (kept; see ``certify.md``).
