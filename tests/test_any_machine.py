@@ -205,33 +205,41 @@ except res.ResultsFileError as exc:
     print(f"genbound: error: {exc}", file=sys.stderr)
     sys.exit(2)
 print("open", flush=True)
+if sys.argv[3:] == ["gate"]:
+    sys.stdin.readline()                           # hold the open file until the test says go
 for n in range(6):
     if (n, 0) not in w:
         time.sleep(float(sys.argv[2]))
         w.append([{"n": n, "seed": 0, "loss": n / 10}])
 print("done", flush=True)
-if len(sys.argv) > 3:
+if sys.argv[3:] == ["hold"]:
     time.sleep(60)
 """
 
 
 def _writer(path, pause, *extra):
     return subprocess.Popen([sys.executable, "-c", _WRITER, str(path), str(pause), *extra], env=_env(),
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
 def test_two_writers_on_one_file_write_every_key_once(tmp_path):
     path = tmp_path / "one.csv"
-    a, b = _writer(path, 0.3), _writer(path, 0.3)
-    (oa, ea), (ob, eb) = a.communicate(timeout=120), b.communicate(timeout=120)
-    codes = sorted([a.returncode, b.returncode])
+    # the first writer opens the file and waits at a gate, so the second surely starts while it holds
+    # the file, however slowly either process starts on a loaded machine
+    a = _writer(path, 0.1, "gate")
+    assert a.stdout.readline().strip() == "open"
+    b = _writer(path, 0.1)
+    ob, eb = b.communicate(timeout=120)
+    oa, ea = a.communicate("go\n", timeout=120)
+    assert (a.returncode, b.returncode) == (0, 2), (ea, eb)
+    assert len(eb.strip().splitlines()) == 1 and eb.startswith("genbound: error: ")
+    assert f"another process (pid {a.pid}) is writing this results file" in eb
+    # the refused writer reruns once the first has ended, finds every key done and writes nothing
+    c = _writer(path, 0.1)
+    oc, ec = c.communicate(timeout=120)
+    assert c.returncode == 0 and ec == ""
     table = res.read_results(path, SCHEMA)
     assert sorted(table.keys) == [(n, 0) for n in range(6)] and len(table.rows) == 6
-    # they overlap (each holds the file for >= 1.8 s), so one was refused at once, naming the other
-    assert codes == [0, 2]
-    loser, winner, err = (a, b, ea) if a.returncode == 2 else (b, a, eb)
-    assert len(err.strip().splitlines()) == 1 and err.startswith("genbound: error: ")
-    assert f"another process (pid {winner.pid}) is writing this results file" in err
 
 
 def test_a_killed_writer_never_blocks_a_resume(tmp_path):
