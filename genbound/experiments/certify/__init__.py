@@ -54,6 +54,10 @@ class CertifyConfig:
     post_init: str = "prior"          # the posterior's mean starts at the prior's weights, or "full"
     post_steps: int = 300
     post_lr: float = 1e-3
+    # the prior scale inside the training objective: "grid", held at the posterior's initial scale (a
+    # point of the certificate's grid); "free", learned beside the posterior (files written before this
+    # field existed), which lets it drift off the grid, so that the certificate pays for the drift
+    post_prior_scale: str = "grid"
     p_min: float = 1e-4
     n_draws: int = 1000
     test_draws: int = 20
@@ -69,6 +73,8 @@ class CertifyConfig:
                 raise ParameterError(f"{name} must lie in (0, 1), got {v}")
         if self.post_init not in ("prior", "full"):
             raise ParameterError(f"post_init must be 'prior' or 'full', got {self.post_init!r}")
+        if self.post_prior_scale not in ("grid", "free"):
+            raise ParameterError(f"post_prior_scale must be 'grid' or 'free', got {self.post_prior_scale!r}")
         if self.delta + self.delta_mc >= 1.0:
             raise ParameterError("delta + delta_mc must be < 1")
         for name in ("grid_count", "post_steps", "n_draws", "test_draws", "post_scale_count"):
@@ -263,5 +269,6 @@ def recompute_bounds(row: dict, config: CertifyConfig) -> dict:
 
 
 def certify_config_of(table) -> CertifyConfig:
-    """The :class:`CertifyConfig` recorded in the header of a certificate file (either kind)."""
-    return CertifyConfig(**table.header["config"]["certify"]).validated()
+    """The :class:`CertifyConfig` recorded in the header of a certificate file (either kind). A header
+    written before ``post_prior_scale`` existed records a run whose prior scale was learned: ``"free"``."""
+    return CertifyConfig(**{"post_prior_scale": "free", **table.header["config"]["certify"]}).validated()

@@ -111,15 +111,20 @@ def optimise_posterior(logits: Logits, y_train, like, w_prior, w_start, cc, n_bo
     """``(mu, s, sigma_p)``: the posterior's mean and standard deviations after ``cc.post_steps`` Adam
     steps (learning rate ``cc.post_lr``, one draw of ``Q`` per step) on Pérez-Ortiz et al.'s ``f_quad``
     of the bounded cross-entropy surrogate (log-probabilities clamped at ``log p_min``, divided by
-    ``log(1/p_min)``) on the whole training set and the KL to ``N(w_prior, sigma_p^2 I)`` with a free
-    ``sigma_p`` at the bound set's size ``n_bound``. ``mu`` starts at
-    ``w_start``, ``s`` and ``sigma_p`` at ``sigma0`` (default ``cc.sigma_init``). A training objective
-    only: the certificate is :func:`certificate_columns` on fresh draws."""
+    ``log(1/p_min)``) on the whole training set and the KL to ``N(w_prior, sigma_p^2 I)`` at the bound
+    set's size ``n_bound``. ``mu`` starts at ``w_start``, ``s`` and ``sigma_p`` at ``sigma0`` (default
+    ``cc.sigma_init``, a point of the certificate's grid). ``sigma_p`` stays there
+    (``cc.post_prior_scale == "grid"``), so the KL the objective trades against the risk is the one the
+    certificate pays at that grid point; with ``"free"`` it is learned too, and a posterior whose scales
+    drift with it pays the drift in the certificate (on the sweep's 37,506 parameters a uniform 1.8 %
+    inflation of every scale cost about 12 nats). A training objective only: the certificate is
+    :func:`certificate_columns` on fresh draws."""
     s0 = cc.sigma_init if sigma0 is None else float(sigma0)
     mu = w_start.clone().double().requires_grad_(True)
     rho = torch.full_like(mu, math.log(math.expm1(s0))).requires_grad_(True)
-    log_sp = torch.tensor(math.log(s0), dtype=torch.float64, requires_grad=True)
-    opt = torch.optim.Adam([mu, rho, log_sp], lr=cc.post_lr)
+    free = cc.post_prior_scale == "free"
+    log_sp = torch.tensor(math.log(s0), dtype=torch.float64, requires_grad=free)
+    opt = torch.optim.Adam([mu, rho, log_sp] if free else [mu, rho], lr=cc.post_lr)
     lnp = math.log(1.0 / cc.p_min)
     for _ in range(cc.post_steps):
         s = torch.nn.functional.softplus(rho)
