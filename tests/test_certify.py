@@ -224,8 +224,14 @@ def test_saved_certificate_files_recompute_float_for_float():
     fam_paths = [R.DATA / f for f in R.FAMILY_FILES]
     sm_paths = [*(R.DATA / f for f in R.SWEEP_FILES), R.DATA / R.LARGE_M_FILE]
     rows, bad = R.recompute_files(fam_paths, family=True)
-    assert rows == 192 and bad == 0
+    assert rows == 96 and bad == 0            # 2 tasks x 2 depths x 2 widths x 2 sizes x 6 seed indices
     rows, bad = R.recompute_files(sm_paths, family=False)
+    assert rows == 36 and bad == 0
+    # the second run's files (kept) recompute as well
+    rows, bad = R.recompute_files([R.SECOND_RUN / f for f in R.FAMILY_FILES], family=True)
+    assert rows == 192 and bad == 0
+    rows, bad = R.recompute_files([*(R.SECOND_RUN / f for f in R.SECOND_RUN_SWEEP_FILES),
+                                   R.SECOND_RUN / R.LARGE_M_FILE], family=False)
     assert rows == 36 and bad == 0
     swp = R.load_certificates([R.DATA / f for f in R.SWEEP_FILES], family=False)
     # the sequence-length view: seed indices 0-7 at each of four lengths, at the sweep's own m
@@ -233,7 +239,58 @@ def test_saved_certificate_files_recompute_float_for_float():
     assert (swp["n_train"] == 300).all()
     fam = R.load_certificates(fam_paths, family=True)
     assert (fam["label_noise"] == 0).all() and fam["certificate"].between(0, 1).all()
+    # every certified family model is a clean model of the saved family, with its test accuracy there
+    from genbound.experiments import predict_gap as pg
+    saved = pg.read_family()
+    key = ["task", *pg.AXES, "seed"]
+    assert len(fam.merge(saved[key], on=key)) == len(fam)
     assert (fam["q_bound_error_mc"] <= fam["q_emp_upper"]).all()
     assert (fam["q_emp_upper"] <= fam["certificate"]).all()
     big = R.load_certificates([R.DATA / R.LARGE_M_FILE], family=False)
     assert (big["n_train"] >= 2000).all()
+
+
+def _toy_posterior(mode, n_params=2000, steps=300):
+    """A linear 3-class model on 64 random examples, its posterior trained by ``optimise_posterior`` from
+    the prior's weights at scale 1e-3 (a grid point) with the prior scale held (``"grid"``) or learned."""
+    from genbound.bounds import pac_bayes as pb
+    from genbound.experiments.certify import gibbs
+
+    g = torch.Generator().manual_seed(0)
+    d = n_params // 3
+    X = torch.randn(64, d, generator=g, dtype=torch.float64)
+    y = torch.randint(0, 3, (64,), generator=g)
+    like = {"W": torch.zeros(1, d, 3, dtype=torch.float64)}
+    w_prior = 0.05 * torch.randn(d * 3, generator=g, dtype=torch.float64)
+
+    def logits(P, split, k):
+        return torch.einsum("nd,kdc->knc", X, P["W"])
+
+    cc = C.CertifyConfig(post_steps=steps, post_prior_scale=mode)
+    mu, s, sp = gibbs.optimise_posterior(logits, y, like, w_prior, w_prior, cc, 32,
+                                         torch.Generator().manual_seed(1), sigma0=1e-3)
+    return mu, s, sp, float(pb.kl_diag_gaussians(mu, s, w_prior, 1e-3))
+
+
+def test_the_objective_holds_the_prior_scale_at_its_grid_point():
+    """The second run's defect, on a toy model: with the prior's scale learned in the objective, the
+    scale and every posterior scale drift together and the KL at the fixed grid point (what the
+    certificate pays) grows far beyond the one the objective saw; held at the grid point, it does not."""
+    mu, s, sp, kl_grid = _toy_posterior("grid")
+    assert abs(sp - 1e-3) < 1e-15                       # exp(log(1e-3)): not learned
+    _, s_free, sp_free, kl_free = _toy_posterior("free")
+    assert abs(sp_free - 1e-3) > 1e-6                  # learned, it moved
+    assert kl_free > 100 * kl_grid, (kl_free, kl_grid)
+    # the drift is a uniform inflation of the posterior's scales, with the learned prior scale beside them
+    assert float(s_free.mean()) > 1.01e-3 and abs(float(s_free.mean()) - sp_free) < 1e-6 * sp_free
+    assert abs(float(s.mean()) - 1e-3) < 1e-3 * 1e-3
+
+
+def test_post_prior_scale_is_validated_and_old_headers_read_as_free():
+    with pytest.raises(ParameterError, match="post_prior_scale must be 'grid' or 'free'"):
+        C.CertifyConfig(post_prior_scale="learned").validated()
+    from genbound.experiments.certify import report as R
+    from genbound.experiments.certify.family import read_family_certificates
+
+    assert C.certify_config_of(read_family_certificates(R.SECOND_RUN / R.FAMILY_FILES[0])).post_prior_scale == "free"
+    assert C.certify_config_of(read_family_certificates(R.DATA / R.FAMILY_FILES[0])).post_prior_scale == "grid"

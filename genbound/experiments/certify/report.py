@@ -14,20 +14,25 @@ import numpy as np
 
 from ...errors import ParameterError
 
-__all__ = ["DATA", "FAMILY_FILES", "SWEEP_FILES", "LARGE_M_FILE", "FIRST_RUN", "CHANCE", "load_certificates", "median_interval", "cell_table", "coverage", "recompute_all", "recompute_files",
+__all__ = ["DATA", "FAMILY_FILES", "SWEEP_FILES", "LARGE_M_FILE", "FIRST_RUN", "SECOND_RUN",
+           "SECOND_RUN_SWEEP_FILES", "CHANCE", "paired_runs", "load_certificates", "median_interval", "cell_table", "coverage", "recompute_all", "recompute_files",
            "target_table"]
 
 #: Where the saved certificate files live (``genbound/data``; their notes: ``certify.md``).
 DATA = Path(__file__).resolve().parents[2] / "data"
 #: The Part V family's certificate files (the largest training sets; the smaller ones).
 FAMILY_FILES = ("certify_family.csv", "certify_family_small.csv")
-#: Rows of the sparse-majority sweep certified at their own training-set size: T = 16 and 64, seed
-#: indices 0-2 (the second run); then seed indices 0-7 at T = 256 and 1024 and 3-7 at T = 16 and 64.
-SWEEP_FILES = ("certify_sm_sweep.csv", "certify_sm_sweep_more.csv")
+#: Rows of the sparse-majority sweep certified at their own training-set size (T = 16, 64, 256 and 1024,
+#: seed indices 0-7).
+SWEEP_FILES = ("certify_sm_sweep.csv",)
 #: The larger-m point (sweep rows retrained and certified with 2,000 training examples).
 LARGE_M_FILE = "certify_sm_m2000.csv"
 #: The first run, with the posterior's initial scale fixed at ``sigma_init`` (kept; see ``certify.md``).
 FIRST_RUN = DATA / "certify_first_run"
+#: The second run, whose training objective learned the prior's scale (``post_prior_scale="free"``): the
+#: files of the names above, and the sweep's rows in two files (kept; see ``certify.md``).
+SECOND_RUN = DATA / "certify_second_run"
+SECOND_RUN_SWEEP_FILES = ("certify_sm_sweep.csv", "certify_sm_sweep_more.csv")
 
 #: Chance level, the error of a constant classifier that ignores its input, which a certificate must
 #: clear to say anything (binary sparse majority; ten-class digits).
@@ -122,6 +127,27 @@ def coverage(df, delta_total: float) -> dict:
     n = len(df)
     return {"exceed": k, "models": n, "share": k / n if n else math.nan,
             "upper": pb.binomial_test_bound(k, n, 0.05).value if n else math.nan, "delta": float(delta_total)}
+
+
+def paired_runs(before, after, key, cols=("certificate", "kl", "q_test_error")):
+    """The models certified in both of two runs (``before`` and ``after``, DataFrames of
+    :func:`load_certificates`, matched on the columns ``key``): one row per model with each column of
+    ``cols`` before and after (suffixes ``_before`` and ``_after``) and ``d_certificate`` (after minus
+    before). Raises :class:`~genbound.errors.ParameterError` when they share no model.
+
+    >>> import pandas as pd
+    >>> a = pd.DataFrame({"seed": [0, 1, 2], "certificate": [0.3, 0.5, 0.7], "kl": [12.0, 12.1, 11.9],
+    ...                   "q_test_error": [0.1, 0.2, 0.3]})
+    >>> b = a.assign(certificate=[0.2, 0.45, 0.6], kl=[0.0, 0.1, 0.0]).iloc[1:]
+    >>> paired_runs(a, b, ["seed"])["d_certificate"].round(12).tolist()
+    [-0.05, -0.1]
+    """
+    cols = list(cols)
+    j = before[list(key) + cols].merge(after[list(key) + cols], on=list(key), suffixes=("_before", "_after"))
+    if j.empty:
+        raise ParameterError("paired_runs: the two runs certify no model in common")
+    j["d_certificate"] = j["certificate_after"] - j["certificate_before"]
+    return j
 
 
 def recompute_all(df, config) -> int:
