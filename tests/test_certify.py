@@ -222,7 +222,7 @@ def test_saved_certificate_files_recompute_float_for_float():
     from genbound.experiments.certify import report as R
 
     fam_paths = [R.DATA / f for f in R.FAMILY_FILES]
-    sm_paths = [*(R.DATA / f for f in R.SWEEP_FILES), R.DATA / R.LARGE_M_FILE]
+    sm_paths = [R.DATA / R.SWEEP_FILE, R.DATA / R.LARGE_M_FILE]
     rows, bad = R.recompute_files(fam_paths, family=True)
     assert rows == 96 and bad == 0            # 2 tasks x 2 depths x 2 widths x 2 sizes x 6 seed indices
     rows, bad = R.recompute_files(sm_paths, family=False)
@@ -233,7 +233,7 @@ def test_saved_certificate_files_recompute_float_for_float():
     rows, bad = R.recompute_files([*(R.SECOND_RUN / f for f in R.SECOND_RUN_SWEEP_FILES),
                                    R.SECOND_RUN / R.LARGE_M_FILE], family=False)
     assert rows == 36 and bad == 0
-    swp = R.load_certificates([R.DATA / f for f in R.SWEEP_FILES], family=False)
+    swp = R.load_certificates([R.DATA / R.SWEEP_FILE], family=False)
     # the sequence-length view: seed indices 0-7 at each of four lengths, at the sweep's own m
     assert swp.groupby("seq_len")["seed"].apply(sorted).to_dict() == {T: list(range(8)) for T in (16, 64, 256, 1024)}
     assert (swp["n_train"] == 300).all()

@@ -14,8 +14,8 @@ import numpy as np
 
 from ...errors import ParameterError
 
-__all__ = ["DATA", "FAMILY_FILES", "SWEEP_FILES", "LARGE_M_FILE", "FIRST_RUN", "SECOND_RUN",
-           "SECOND_RUN_SWEEP_FILES", "CHANCE", "paired_runs", "load_certificates", "median_interval", "cell_table", "coverage", "recompute_all", "recompute_files",
+__all__ = ["DATA", "FAMILY_FILES", "SWEEP_FILE", "LARGE_M_FILE", "FIRST_RUN", "SECOND_RUN",
+           "SECOND_RUN_SWEEP_FILES", "CHANCE", "paired_runs", "load_certificates", "median_interval", "median_text", "cell_table", "coverage", "recompute_all", "recompute_files",
            "target_table"]
 
 #: Where the saved certificate files live (``genbound/data``; their notes: ``certify.md``).
@@ -24,7 +24,7 @@ DATA = Path(__file__).resolve().parents[2] / "data"
 FAMILY_FILES = ("certify_family.csv", "certify_family_small.csv")
 #: Rows of the sparse-majority sweep certified at their own training-set size (T = 16, 64, 256 and 1024,
 #: seed indices 0-7).
-SWEEP_FILES = ("certify_sm_sweep.csv",)
+SWEEP_FILE = "certify_sm_sweep.csv"
 #: The larger-m point (sweep rows retrained and certified with 2,000 training examples).
 LARGE_M_FILE = "certify_sm_m2000.csv"
 #: The first run, with the posterior's initial scale fixed at ``sigma_init`` (kept; see ``certify.md``).
@@ -95,6 +95,19 @@ def median_interval(x, level: float = 0.95) -> tuple[float, float, float]:
     if best == 0:
         return med, math.nan, math.nan
     return med, float(xs[best - 1]), float(xs[n - best])
+
+
+def median_text(x, spec: str = ".3f") -> str:
+    """The median of ``x`` with its 95 % order-statistic interval (:func:`median_interval`) as text,
+    each number formatted with ``spec``; the median alone when ``x`` is too short for an interval.
+
+    >>> median_text(range(1, 11), ".1f"), median_text([0.5, -0.25], "+.2f")
+    ('5.5 [2.0, 9.0]', '+0.12')
+    """
+    med, lo, hi = median_interval(x)
+    if math.isnan(lo):
+        return f"{med:{spec}}"
+    return f"{med:{spec}} [{lo:{spec}}, {hi:{spec}}]"
 
 
 def cell_table(df, by=("task", "n_train", "depth")):
