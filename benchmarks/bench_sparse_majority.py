@@ -21,8 +21,13 @@ import torch
 from genbound.experiments import sparse_majority as sm
 
 
-def baseline_cls_logits(params: dict[str, torch.Tensor], bits: torch.Tensor, embeddings: torch.Tensor,
-               encoding: torch.Tensor, score_scale: float) -> torch.Tensor:
+def baseline_cls_logits(
+    params: dict[str, torch.Tensor],
+    bits: torch.Tensor,
+    embeddings: torch.Tensor,
+    encoding: torch.Tensor,
+    score_scale: float,
+) -> torch.Tensor:
     """Logits ``(K, n, 2)`` of ``K`` stacked one-layer nets on their own bit sequences, exactly.
 
     ``bits`` ``(K, n, T)`` (0/1), ``embeddings`` ``(K, 3, d)``, ``encoding`` ``(T + 1, d)``. Equals
@@ -37,20 +42,27 @@ def baseline_cls_logits(params: dict[str, torch.Tensor], bits: torch.Tensor, emb
     E = embeddings.to(dt)
     pe = encoding.to(dt)
     T = b.shape[-1]
-    x_cls = E[:, 2] + pe[-1]                                                       # (K, d)
-    q = torch.einsum("kd,khde->khe", x_cls, P["W_Q"]) + P["b_Q"]                   # (K, H, dh)
-    u = score_scale * torch.einsum("khe,khde->khd", q, P["W_K"])                   # (K, H, d)
-    eu = torch.einsum("kjd,khd->khj", E, u)                                        # (K, H, 3)
-    pu = torch.einsum("td,khd->kht", pe, u)                                        # (K, H, T+1)
-    s_tok = (eu[:, None, :, 0, None] + b[:, :, None, :] * (eu[:, :, 1] - eu[:, :, 0])[:, None, :, None]
-             + pu[:, None, :, :T])                                                 # (K, n, H, T)
+    x_cls = E[:, 2] + pe[-1]  # (K, d)
+    q = torch.einsum("kd,khde->khe", x_cls, P["W_Q"]) + P["b_Q"]  # (K, H, dh)
+    u = score_scale * torch.einsum("khe,khde->khd", q, P["W_K"])  # (K, H, d)
+    eu = torch.einsum("kjd,khd->khj", E, u)  # (K, H, 3)
+    pu = torch.einsum("td,khd->kht", pe, u)  # (K, H, T+1)
+    s_tok = (
+        eu[:, None, :, 0, None]
+        + b[:, :, None, :] * (eu[:, :, 1] - eu[:, :, 0])[:, None, :, None]
+        + pu[:, None, :, :T]
+    )  # (K, n, H, T)
     s_cls = (eu[:, :, 2] + pu[:, :, T])[:, None, :, None].expand(-1, b.shape[1], -1, -1)
-    A = torch.softmax(torch.cat([s_tok, s_cls], dim=-1), dim=-1)                   # (K, n, H, T+1)
+    A = torch.softmax(torch.cat([s_tok, s_cls], dim=-1), dim=-1)  # (K, n, H, T+1)
     a_tok = A[..., :T]
     m1 = torch.einsum("knht,knt->knh", a_tok, b)
     m0 = a_tok.sum(-1) - m1
-    xbar = (m0[..., None] * E[:, None, None, 0] + m1[..., None] * E[:, None, None, 1]
-            + A[..., T, None] * E[:, None, None, 2] + torch.einsum("knht,td->knhd", A, pe))
+    xbar = (
+        m0[..., None] * E[:, None, None, 0]
+        + m1[..., None] * E[:, None, None, 1]
+        + A[..., T, None] * E[:, None, None, 2]
+        + torch.einsum("knht,td->knhd", A, pe)
+    )
     v = torch.einsum("knhd,khde->knhe", xbar, P["W_V"]) + P["b_V"][:, None]
     o = torch.einsum("knhe,khef->knf", v, P["W_O"]) + P["b_O"][:, None]
     y = torch.einsum("knf,kfg->kng", torch.relu(o), P["W_C"]) + P["b_C"][:, None]
@@ -64,7 +76,7 @@ def _setup(T, K, n, dtype):
     labels = torch.stack([t.label(b) for t, b in zip(tasks, bits)])
     E = torch.stack([t.embeddings for t in tasks])
     nets = [sm.build_model(seed=s) for s in range(K)]
-    with torch.no_grad():                                # away from init: nonzero biases
+    with torch.no_grad():  # away from init: nonzero biases
         for net in nets:
             for p in net.parameters():
                 p.add_(0.1 * torch.randn(p.shape, generator=g, dtype=p.dtype))
@@ -85,20 +97,30 @@ def _step_seconds(fn, P, bits, labels, E, pe, reps):
 def bench(T: int, K: int, n: int, reps: int) -> dict:
     P64, bits, labels, E, pe = _setup(T, K, n, torch.float64)
     with torch.no_grad():
-        new, old = sm.cls_logits(P64, bits, E, pe, 0.125), baseline_cls_logits(P64, bits, E, pe, 0.125)
+        new, old = (
+            sm.cls_logits(P64, bits, E, pe, 0.125),
+            baseline_cls_logits(P64, bits, E, pe, 0.125),
+        )
     rel = float((new - old).abs().max() / old.abs().max())
     if rel > 1e-10:
         raise SystemExit(f"implementations disagree at T={T}: relative difference {rel:.2e}")
     P = {k: v.detach().float().requires_grad_(True) for k, v in P64.items()}
-    _step_seconds(sm.cls_logits, P, bits, labels, E, pe, 2)            # warm-up
+    _step_seconds(sm.cls_logits, P, bits, labels, E, pe, 2)  # warm-up
     _step_seconds(baseline_cls_logits, P, bits, labels, E, pe, 2)
     t_new, t_old = [], []
-    for _ in range(3):                                                # interleave against drift
+    for _ in range(3):  # interleave against drift
         t_old.append(_step_seconds(baseline_cls_logits, P, bits, labels, E, pe, reps))
         t_new.append(_step_seconds(sm.cls_logits, P, bits, labels, E, pe, reps))
     so, sn = statistics.median(t_old), statistics.median(t_new)
-    return {"seq_len": T, "models": K, "n": n, "baseline_ms": 1e3 * so, "new_ms": 1e3 * sn,
-            "ratio": so / sn, "max_rel_diff_float64": rel}
+    return {
+        "seq_len": T,
+        "models": K,
+        "n": n,
+        "baseline_ms": 1e3 * so,
+        "new_ms": 1e3 * sn,
+        "ratio": so / sn,
+        "max_rel_diff_float64": rel,
+    }
 
 
 def main(argv=None) -> int:
@@ -117,8 +139,10 @@ def main(argv=None) -> int:
     else:
         print(f"{'T':>6} {'K':>3} {'n':>5} {'baseline ms':>12} {'new ms':>8} {'ratio':>6}")
         for r in rows:
-            print(f"{r['seq_len']:>6} {r['models']:>3} {r['n']:>5} {r['baseline_ms']:>12.2f} "
-                  f"{r['new_ms']:>8.2f} {r['ratio']:>6.2f}")
+            print(
+                f"{r['seq_len']:>6} {r['models']:>3} {r['n']:>5} {r['baseline_ms']:>12.2f} "
+                f"{r['new_ms']:>8.2f} {r['ratio']:>6.2f}"
+            )
     return 0
 
 

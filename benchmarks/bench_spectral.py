@@ -48,8 +48,18 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-TABLE_COLUMNS = ["rank", "spectral_norm", "frobenius_norm", "nuclear_norm", "norm_21", "log_alpha", "gamma",
-                 "log_scale", "p_opt", "contribution"]
+TABLE_COLUMNS = [
+    "rank",
+    "spectral_norm",
+    "frobenius_norm",
+    "nuclear_norm",
+    "norm_21",
+    "log_alpha",
+    "gamma",
+    "log_scale",
+    "p_opt",
+    "contribution",
+]
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -109,9 +119,13 @@ def work_genbound(path: str, device: str) -> dict:
     e = genbound.edelman_proxy(w, device=device)
     t = r.table
     routes = {k: t.loc[t["kind"] == k, "route"].tolist() for k in ("M_in", "M_out")}
-    return {"value": r.value, "edelman_log": e.log_value, "ff_routes": routes,
-            "route_counts": {k: int(v) for k, v in t["route"].value_counts().sort_index().items()},
-            "table": {c: t[c].astype(float).tolist() for c in TABLE_COLUMNS}}
+    return {
+        "value": r.value,
+        "edelman_log": e.log_value,
+        "ff_routes": routes,
+        "route_counts": {k: int(v) for k, v in t["route"].value_counts().sort_index().items()},
+        "table": {c: t[c].astype(float).tolist() for c in TABLE_COLUMNS},
+    }
 
 
 def work_analyze(path: str, device: str) -> dict:
@@ -137,8 +151,12 @@ def work_baseline(path: str, device: str, rank_tol: float = 1e-10, L_phi: float 
     from safetensors.torch import load_file
 
     cfg = json.loads((Path(path) / "config.json").read_text())
-    L, H, N, F = (cfg["num_hidden_layers"], cfg["num_attention_heads"], cfg["hidden_size"],
-                  cfg["intermediate_size"])
+    L, H, N, F = (
+        cfg["num_hidden_layers"],
+        cfg["num_attention_heads"],
+        cfg["hidden_size"],
+        cfg["intermediate_size"],
+    )
     dh = N // H
     sd = load_file(str(Path(path) / "model.safetensors"))
     dev = torch.device(device)
@@ -148,23 +166,47 @@ def work_baseline(path: str, device: str, rank_tol: float = 1e-10, L_phi: float 
 
     rows = []  # (layer, head, kind, svals numpy, norm21)
     for i in range(L):
-        q, k, v, o = (W(i, "attention.self.query"), W(i, "attention.self.key"), W(i, "attention.self.value"),
-                      W(i, "attention.output.dense"))
+        q, k, v, o = (
+            W(i, "attention.self.query"),
+            W(i, "attention.self.key"),
+            W(i, "attention.self.value"),
+            W(i, "attention.output.dense"),
+        )
         ot = o.T
         for h in range(H):
             s = slice(h * dh, (h + 1) * dh)
             for kind, M in (("QK", q[s, :].T @ k[s, :]), ("V", v[s, :].T @ ot[s, :])):
-                rows.append((i, h, kind, torch.linalg.svdvals(M).cpu().numpy(),
-                             float(torch.linalg.norm(M, dim=0).sum())))
+                rows.append(
+                    (
+                        i,
+                        h,
+                        kind,
+                        torch.linalg.svdvals(M).cpu().numpy(),
+                        float(torch.linalg.norm(M, dim=0).sum()),
+                    )
+                )
         for kind, M in (("M_in", W(i, "intermediate.dense").T), ("M_out", W(i, "output.dense").T)):
-            rows.append((i, -1, kind, torch.linalg.svdvals(M).cpu().numpy(), float(torch.linalg.norm(M, dim=0).sum())))
+            rows.append(
+                (
+                    i,
+                    -1,
+                    kind,
+                    torch.linalg.svdvals(M).cpu().numpy(),
+                    float(torch.linalg.norm(M, dim=0).sum()),
+                )
+            )
     del sd
     # formulas, literally
     C2 = {(l, h, kind): float(s[0]) for l, h, kind, s, _ in rows}
     lam = []
     for l in range(L):
         hs = sum(C2[(l, h, "V")] * (1 + 4 * C2[(l, h, "QK")]) for h in range(H))
-        lam.append(math.log(L_phi) + math.log(C2[(l, -1, "M_in")]) + math.log(C2[(l, -1, "M_out")]) + math.log(hs))
+        lam.append(
+            math.log(L_phi)
+            + math.log(C2[(l, -1, "M_in")])
+            + math.log(C2[(l, -1, "M_out")])
+            + math.log(hs)
+        )
     log_alpha = [sum(lam[k] for k in range(l + 1, L)) for l in range(L)]
     m = math.ceil(L + math.log(max(N, 2)))
     grid = [j / m for j in range(2 * m + 1)]
@@ -172,23 +214,37 @@ def work_baseline(path: str, device: str, rank_tol: float = 1e-10, L_phi: float 
     total = 0.0
     for l, h, kind, s, n21 in rows:
         cin, cout = C2[(l, -1, "M_in")], C2[(l, -1, "M_out")]
-        gamma = {"QK": 2 * C2[(l, h, "V")] * cout * cin if kind == "QK" else 0, "V": cout * cin, "M_in": cout,
-                 "M_out": 1.0}[kind]
-        log_scale = max(math.log(gamma) + log_alpha[l] + math.log(L), math.log(np.finfo(float).tiny))
+        gamma = {
+            "QK": 2 * C2[(l, h, "V")] * cout * cin if kind == "QK" else 0,
+            "V": cout * cin,
+            "M_in": cout,
+            "M_out": 1.0,
+        }[kind]
+        log_scale = max(
+            math.log(gamma) + log_alpha[l] + math.log(L), math.log(np.finfo(float).tiny)
+        )
         thr = rank_tol * len(s) * max(float(s[0]), 1.0)
         kept = s[s > thr]
         rank = len(kept)
         best, p_best = math.inf, None
         for p in grid:
-            logM = math.log(rank) if p == 0 else math.log(np.sum(kept ** p))
+            logM = math.log(rank) if p == 0 else math.log(np.sum(kept**p))
             lt = (logM + p * log_scale + (p + 1) * math.log(N)) / (p + 2)
             if lt < best:
                 best, p_best = lt, p
         total += math.exp(best)
-        for c, val in (("rank", rank), ("spectral_norm", s[0]), ("frobenius_norm", np.sqrt(np.sum(kept ** 2))),
-                       ("nuclear_norm", np.sum(kept)), ("norm_21", n21), ("log_alpha", log_alpha[l]),
-                       ("gamma", gamma), ("log_scale", log_scale), ("p_opt", p_best),
-                       ("contribution", math.exp(best))):
+        for c, val in (
+            ("rank", rank),
+            ("spectral_norm", s[0]),
+            ("frobenius_norm", np.sqrt(np.sum(kept**2))),
+            ("nuclear_norm", np.sum(kept)),
+            ("norm_21", n21),
+            ("log_alpha", log_alpha[l]),
+            ("gamma", gamma),
+            ("log_scale", log_scale),
+            ("p_opt", p_best),
+            ("contribution", math.exp(best)),
+        ):
             table[c].append(float(val))
     value = total + math.sqrt(L)
     # Edelman proxy, log space
@@ -207,7 +263,9 @@ def work_baseline(path: str, device: str, rank_tol: float = 1e-10, L_phi: float 
         log_terms.append(2 / 3 * log_alpha[l] + log_xi)
     mx = max(log_terms)
     log_sum = mx + math.log(sum(math.exp(x - mx) for x in log_terms))
-    edelman_log = 1.5 * (log_sum + math.log1p(math.exp(-log_sum)) if log_sum > 0 else math.log1p(math.exp(log_sum)))
+    edelman_log = 1.5 * (
+        log_sum + math.log1p(math.exp(-log_sum)) if log_sum > 0 else math.log1p(math.exp(log_sum))
+    )
     return {"value": value, "edelman_log": edelman_log, "table": table}
 
 
@@ -243,10 +301,20 @@ def ff_routes(path: str | None = None) -> dict:
         t_c, c = tmin(lambda: certified_singular_values(M))
         ref = s_d if exact is None else exact
         err = lambda s: float(((s - ref).abs() / ref).max())  # noqa: E731
-        return {"shape": list(M.shape), "cond": float(ref[0] / ref[-1]), "dense_s": t_d, "qr_svd_s": t_q,
-                "gram_s": t_g, "certified_s": t_c, "dense_err": err(s_d), "qr_svd_err": err(s_q),
-                "gram_err": err(s_g), "certified_err": err(c.svals), "certified_route": c.route,
-                "certified_bound": c.rel_err_bound}
+        return {
+            "shape": list(M.shape),
+            "cond": float(ref[0] / ref[-1]),
+            "dense_s": t_d,
+            "qr_svd_s": t_q,
+            "gram_s": t_g,
+            "certified_s": t_c,
+            "dense_err": err(s_d),
+            "qr_svd_err": err(s_q),
+            "gram_err": err(s_g),
+            "certified_err": err(c.svals),
+            "certified_route": c.route,
+            "certified_bound": c.rel_err_bound,
+        }
 
     out = {}
     sources = []
@@ -274,7 +342,9 @@ def ff_routes(path: str | None = None) -> dict:
 # parent
 
 
-def _run_child(side: str, path: str, device: str, threads: int | None, warm: str | None = None) -> dict:
+def _run_child(
+    side: str, path: str, device: str, threads: int | None, warm: str | None = None
+) -> dict:
     cmd = [sys.executable, __file__, "--child", side, "--path", path, "--device", device]
     if warm:
         cmd += ["--warm", warm]
@@ -301,8 +371,17 @@ def compare(g: dict, b: dict) -> float:
     return max(diffs)
 
 
-def run(layers=12, heads=12, hidden=768, d_ff=3072, seed=0, repeat=1, device="cpu", threads=None,
-        folder=None) -> dict:
+def run(
+    layers=12,
+    heads=12,
+    hidden=768,
+    d_ff=3072,
+    seed=0,
+    repeat=1,
+    device="cpu",
+    threads=None,
+    folder=None,
+) -> dict:
     sys.path.insert(0, str(ROOT))
     from genbound.testing import make_bert_checkpoint
 
@@ -310,7 +389,9 @@ def run(layers=12, heads=12, hidden=768, d_ff=3072, seed=0, repeat=1, device="cp
         path = folder or tmp
         warm = str(Path(tmp) / "warm")
         make_bert_checkpoint(warm, layers=1, heads=2, hidden=16, d_ff=32, seed=seed + 1)
-        info = make_bert_checkpoint(path, layers=layers, heads=heads, hidden=hidden, d_ff=d_ff, seed=seed)
+        info = make_bert_checkpoint(
+            path, layers=layers, heads=heads, hidden=hidden, d_ff=d_ff, seed=seed
+        )
         gs, bs = [], []
         for _ in range(repeat):  # interleave the sides so that load changes hit both
             gs.append(_run_child("genbound", path, device, threads, warm))
@@ -323,22 +404,35 @@ def run(layers=12, heads=12, hidden=768, d_ff=3072, seed=0, repeat=1, device="cp
     import torch
 
     return {
-        "genbound_s": g["seconds"], "baseline_s": b["seconds"], "ratio": b["seconds"] / g["seconds"],
-        "ratio_of_medians": statistics.median(r["seconds"] for r in bs) / statistics.median(r["seconds"] for r in gs),
-        "ff_routes": g["ff_routes"], "route_counts": g["route_counts"],
+        "genbound_s": g["seconds"],
+        "baseline_s": b["seconds"],
+        "ratio": b["seconds"] / g["seconds"],
+        "ratio_of_medians": statistics.median(r["seconds"] for r in bs)
+        / statistics.median(r["seconds"] for r in gs),
+        "ff_routes": g["ff_routes"],
+        "route_counts": g["route_counts"],
         "genbound_peak_mb": g["peak_rss_mb"] - g["baseline_rss_mb"],
         "baseline_peak_mb": b["peak_rss_mb"] - b["baseline_rss_mb"],
         "max_rel_diff": max(compare(x, y) for x in gs for y in bs),
-        "genbound_rss_mb": g["peak_rss_mb"], "baseline_rss_mb": b["peak_rss_mb"],
-        "interpreter_rss_mb": g["baseline_rss_mb"], "baseline_interpreter_rss_mb": b["baseline_rss_mb"],
-        "largest_layer_mb": info["largest_layer_bytes"] / 2**20, "checkpoint_mb": info["bytes"] / 2**20,
-        "analyze_s": an["seconds"], "analyze_peak_mb": an["peak_rss_mb"] - an["baseline_rss_mb"],
+        "genbound_rss_mb": g["peak_rss_mb"],
+        "baseline_rss_mb": b["peak_rss_mb"],
+        "interpreter_rss_mb": g["baseline_rss_mb"],
+        "baseline_interpreter_rss_mb": b["baseline_rss_mb"],
+        "largest_layer_mb": info["largest_layer_bytes"] / 2**20,
+        "checkpoint_mb": info["bytes"] / 2**20,
+        "analyze_s": an["seconds"],
+        "analyze_peak_mb": an["peak_rss_mb"] - an["baseline_rss_mb"],
         "analyze_interpreter_rss_mb": an["baseline_rss_mb"],
-        "analyze_matches": _rel(an["value"], g["value"]) == 0.0 and _rel(an["edelman_log"], g["edelman_log"]) == 0.0,
-        "genbound_all_s": [r["seconds"] for r in gs], "baseline_all_s": [r["seconds"] for r in bs],
-        "value": g["value"], "edelman_log": g["edelman_log"],
+        "analyze_matches": _rel(an["value"], g["value"]) == 0.0
+        and _rel(an["edelman_log"], g["edelman_log"]) == 0.0,
+        "genbound_all_s": [r["seconds"] for r in gs],
+        "baseline_all_s": [r["seconds"] for r in bs],
+        "value": g["value"],
+        "edelman_log": g["edelman_log"],
         "shape": {"layers": layers, "heads": heads, "hidden": hidden, "d_ff": d_ff, "seed": seed},
-        "device": device, "threads": threads or torch.get_num_threads(), "torch": torch.__version__,
+        "device": device,
+        "threads": threads or torch.get_num_threads(),
+        "torch": torch.__version__,
         "repeat": repeat,
     }
 
@@ -350,15 +444,25 @@ def main(argv=None) -> int:
     ap.add_argument("--hidden", type=int, default=768)
     ap.add_argument("--d-ff", type=int, default=3072)
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--repeat", type=int, default=1, help="runs per side; the minimum time is reported")
+    ap.add_argument(
+        "--repeat", type=int, default=1, help="runs per side; the minimum time is reported"
+    )
     ap.add_argument("--device", default="cpu")
-    ap.add_argument("--threads", type=int, default=None, help="torch threads in both children (default: torch's)")
+    ap.add_argument(
+        "--threads",
+        type=int,
+        default=None,
+        help="torch threads in both children (default: torch's)",
+    )
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--child", choices=["genbound", "baseline", "analyze"], help=argparse.SUPPRESS)
     ap.add_argument("--path", help=argparse.SUPPRESS)
     ap.add_argument("--warm", help=argparse.SUPPRESS)
-    ap.add_argument("--ff-routes", action="store_true",
-                    help="only compare the feed-forward spectrum routes (dense SVD, QR + SVD, Gram) and exit")
+    ap.add_argument(
+        "--ff-routes",
+        action="store_true",
+        help="only compare the feed-forward spectrum routes (dense SVD, QR + SVD, Gram) and exit",
+    )
     a = ap.parse_args(argv)
     if a.ff_routes:
         import torch
@@ -368,22 +472,40 @@ def main(argv=None) -> int:
         print(json.dumps(ff_routes(a.path), indent=1))
         return 0
     if a.child:
-        work = {"genbound": work_genbound, "baseline": work_baseline, "analyze": work_analyze}[a.child]
+        work = {"genbound": work_genbound, "baseline": work_baseline, "analyze": work_analyze}[
+            a.child
+        ]
         print(json.dumps(_measured(work, a.path, a.warm, a.device, a.threads)))
         return 0
     res = run(a.layers, a.heads, a.hidden, a.d_ff, a.seed, a.repeat, a.device, a.threads)
     if a.json:
         print(json.dumps(res))
     else:
-        print(f"shape {res['shape']}, device {res['device']}, {res['threads']} threads, torch {res['torch']}")
-        print(f"genbound  {res['genbound_s']:9.3f} s   peak {res['genbound_peak_mb']:8.1f} MB above the interpreter")
-        print(f"baseline  {res['baseline_s']:9.3f} s   peak {res['baseline_peak_mb']:8.1f} MB above the interpreter")
-        print(f"ratio     {res['ratio']:9.1f} x   max relative difference {res['max_rel_diff']:.3g}")
-        print("routes    " + ", ".join(f"{k} {v}" for k, v in res["route_counts"].items())
-              + "; feed-forward by layer: " + ", ".join(f"{k}: {' '.join(v)}" for k, v in res["ff_routes"].items()))
-        print(f"genbound analyze: {res['analyze_s']:.3f} s, peak {res['analyze_peak_mb']:.1f} MB above the interpreter")
-        print(f"largest layer {res['largest_layer_mb']:.1f} MB, checkpoint {res['checkpoint_mb']:.1f} MB, "
-              f"interpreter {res['interpreter_rss_mb']:.1f} MB")
+        print(
+            f"shape {res['shape']}, device {res['device']}, {res['threads']} threads, torch {res['torch']}"
+        )
+        print(
+            f"genbound  {res['genbound_s']:9.3f} s   peak {res['genbound_peak_mb']:8.1f} MB above the interpreter"
+        )
+        print(
+            f"baseline  {res['baseline_s']:9.3f} s   peak {res['baseline_peak_mb']:8.1f} MB above the interpreter"
+        )
+        print(
+            f"ratio     {res['ratio']:9.1f} x   max relative difference {res['max_rel_diff']:.3g}"
+        )
+        print(
+            "routes    "
+            + ", ".join(f"{k} {v}" for k, v in res["route_counts"].items())
+            + "; feed-forward by layer: "
+            + ", ".join(f"{k}: {' '.join(v)}" for k, v in res["ff_routes"].items())
+        )
+        print(
+            f"genbound analyze: {res['analyze_s']:.3f} s, peak {res['analyze_peak_mb']:.1f} MB above the interpreter"
+        )
+        print(
+            f"largest layer {res['largest_layer_mb']:.1f} MB, checkpoint {res['checkpoint_mb']:.1f} MB, "
+            f"interpreter {res['interpreter_rss_mb']:.1f} MB"
+        )
     return 0
 
 

@@ -26,10 +26,12 @@ COMMANDS = {
     "genbound analyze --help": [sys.executable, "-m", "genbound.cli", "analyze", "--help"],
     "genbound experiment --help": [sys.executable, "-m", "genbound.cli", "experiment", "--help"],
 }
-_PROBE = ("import runpy, sys, atexit\n"
-          "atexit.register(lambda: print('TORCH' if 'torch' in sys.modules else 'NOTORCH', file=sys.stderr))\n"
-          "sys.argv = ['genbound'] + sys.argv[1:]\n"
-          "runpy.run_module('genbound.cli', run_name='__main__')\n")
+_PROBE = (
+    "import runpy, sys, atexit\n"
+    "atexit.register(lambda: print('TORCH' if 'torch' in sys.modules else 'NOTORCH', file=sys.stderr))\n"
+    "sys.argv = ['genbound'] + sys.argv[1:]\n"
+    "runpy.run_module('genbound.cli', run_name='__main__')\n"
+)
 
 
 def _time(cmd: list[str], env: dict) -> float:
@@ -41,7 +43,9 @@ def _time(cmd: list[str], env: dict) -> float:
 def _imports_torch(cmd: list[str], env: dict) -> bool | None:
     if cmd[1:3] != ["-m", "genbound.cli"]:
         return None
-    out = subprocess.run([sys.executable, "-c", _PROBE, *cmd[3:]], env=env, capture_output=True, text=True)
+    out = subprocess.run(
+        [sys.executable, "-c", _PROBE, *cmd[3:]], env=env, capture_output=True, text=True
+    )
     return "NOTORCH" not in out.stderr
 
 
@@ -49,9 +53,13 @@ def run(repeat: int = 5) -> dict:
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     rows = {}
     for name, cmd in COMMANDS.items():
-        _time(cmd, env)                                # warm the file cache
+        _time(cmd, env)  # warm the file cache
         times = [_time(cmd, env) for _ in range(repeat)]
-        rows[name] = {"min_s": min(times), "all_s": times, "imports_torch": _imports_torch(cmd, env)}
+        rows[name] = {
+            "min_s": min(times),
+            "all_s": times,
+            "imports_torch": _imports_torch(cmd, env),
+        }
     bare = rows["python -c pass"]["min_s"]
     for r in rows.values():
         r["above_bare_s"] = r["min_s"] - bare
@@ -70,8 +78,10 @@ def main(argv=None) -> int:
         print(f"1-minute load at the end: {out['load_1min']:.2f}")
         for name, r in out["commands"].items():
             torch = {None: "", True: "imports torch", False: "no torch"}[r["imports_torch"]]
-            print(f"{name:>28}: {r['min_s']:.3f} s (min of {args.repeat}; {r['above_bare_s']:+.3f} s above "
-                  f"a bare interpreter) {torch}")
+            print(
+                f"{name:>28}: {r['min_s']:.3f} s (min of {args.repeat}; {r['above_bare_s']:+.3f} s above "
+                f"a bare interpreter) {torch}"
+            )
     return 0
 
 

@@ -165,7 +165,9 @@ def ww_feed_forward(names: list[str]) -> dict[tuple[str, int], int]:
         if m and not str(name).endswith("attention.output.dense"):
             key = ("M_in" if m.group(2).startswith("intermediate") else "M_out", int(m.group(1)))
             if key in out:
-                raise BenchError(f"two WeightWatcher layers are {key}: {names[out[key]]!r} and {name!r}")
+                raise BenchError(
+                    f"two WeightWatcher layers are {key}: {names[out[key]]!r} and {name!r}"
+                )
             out[key] = i
     return out
 
@@ -191,13 +193,21 @@ def agreement(matrices: list[dict], ww_rows: list[dict]) -> dict:
     index = ww_feed_forward([r["name"] for r in ww_rows])
     ours = {(r["kind"], int(r["layer"])): r for r in matrices if r["kind"] in ("M_in", "M_out")}
     if set(ours) != set(index):
-        raise BenchError(f"genbound and WeightWatcher cover different feed-forward matrices: "
-                         f"only genbound {sorted(set(ours) - set(index))}, "
-                         f"only WeightWatcher {sorted(set(index) - set(ours))}")
+        raise BenchError(
+            f"genbound and WeightWatcher cover different feed-forward matrices: "
+            f"only genbound {sorted(set(ours) - set(index))}, "
+            f"only WeightWatcher {sorted(set(index) - set(ours))}"
+        )
     cols = [c for c in COMPARED if all(c in ww_rows[i] for i in index.values())]
-    diffs = {c: max(_rel(float(COMPARED[c](ours[k])), float(ww_rows[i][c])) for k, i in index.items())
-             for c in cols}
-    return {"n_matrices": len(index), "max_rel_diff": diffs, "max": max(diffs.values(), default=math.nan)}
+    diffs = {
+        c: max(_rel(float(COMPARED[c](ours[k])), float(ww_rows[i][c])) for k, i in index.items())
+        for c in cols
+    }
+    return {
+        "n_matrices": len(index),
+        "max_rel_diff": diffs,
+        "max": max(diffs.values(), default=math.nan),
+    }
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -214,7 +224,9 @@ def timed(cmd: list[str], env: dict, cwd: str) -> dict:
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         t0 = time.perf_counter()
         p = subprocess.Popen(cmd, env=env, cwd=cwd, stdout=out, stderr=err)
-        previous = signal.signal(signal.SIGTERM, lambda *_: (p.kill(), sys.exit(143)))  # no orphan on `timeout`
+        previous = signal.signal(
+            signal.SIGTERM, lambda *_: (p.kill(), sys.exit(143))
+        )  # no orphan on `timeout`
         try:
             _, status, ru = os.wait4(p.pid, 0)
         finally:
@@ -225,14 +237,24 @@ def timed(cmd: list[str], env: dict, cwd: str) -> dict:
         err.seek(0)
         stdout, stderr = out.read().decode(errors="replace"), err.read().decode(errors="replace")
     if p.returncode != 0:
-        raise BenchError(f"{' '.join(cmd[:4])} ... exited with {p.returncode}: {stderr.strip()[-2000:]}")
-    return {"wall_s": wall, "cpu_s": ru.ru_utime + ru.ru_stime, "user_s": ru.ru_utime, "sys_s": ru.ru_stime,
-            "peak_rss_mb": ru.ru_maxrss / 1024.0, "stdout": stdout}
+        raise BenchError(
+            f"{' '.join(cmd[:4])} ... exited with {p.returncode}: {stderr.strip()[-2000:]}"
+        )
+    return {
+        "wall_s": wall,
+        "cpu_s": ru.ru_utime + ru.ru_stime,
+        "user_s": ru.ru_utime,
+        "sys_s": ru.ru_stime,
+        "peak_rss_mb": ru.ru_maxrss / 1024.0,
+        "stdout": stdout,
+    }
 
 
 def _env(ww_site: str | None, threads: int | None) -> dict:
     env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), ww_site, os.environ.get("PYTHONPATH")) if p)
+    env["PYTHONPATH"] = os.pathsep.join(
+        p for p in (str(ROOT), ww_site, os.environ.get("PYTHONPATH")) if p
+    )
     env["HF_HUB_OFFLINE"] = "1"
     env["MPLBACKEND"] = "Agg"
     if threads:
@@ -244,7 +266,17 @@ def _env(ww_site: str | None, threads: int | None) -> dict:
 def side_command(side: str, path: str, out_csv: str) -> list[str]:
     """The command line of one side (see the module docstring)."""
     if side == "genbound":
-        return [sys.executable, "-m", "genbound.cli", "analyze", path, "--json", "--quiet", "--device", "cpu"]
+        return [
+            sys.executable,
+            "-m",
+            "genbound.cli",
+            "analyze",
+            path,
+            "--json",
+            "--quiet",
+            "--device",
+            "cpu",
+        ]
     if side == "ww-analyze":
         return [sys.executable, "-c", WW_ANALYZE, path, out_csv]
     if side == "ww-nofit":
@@ -277,8 +309,12 @@ def _machine() -> dict:
                 flags = line.split(":", 1)[1]
     except OSError:
         pass
-    return {"cpu": cpu, "cpus": os.cpu_count(), "avx512f": " avx512f" in f" {flags}",
-            "avx2": " avx2" in f" {flags}"}
+    return {
+        "cpu": cpu,
+        "cpus": os.cpu_count(),
+        "avx512f": " avx512f" in f" {flags}",
+        "avx2": " avx2" in f" {flags}",
+    }
 
 
 def checkpoint_key(path: str) -> str:
@@ -292,13 +328,19 @@ def checkpoint_key(path: str) -> str:
     return h.hexdigest()[:16]
 
 
-def write_checkpoint(path: str, layers: int, heads: int, hidden: int, d_ff: int, seed: int, env: dict) -> dict:
+def write_checkpoint(
+    path: str, layers: int, heads: int, hidden: int, d_ff: int, seed: int, env: dict
+) -> dict:
     """Write the seeded random BERT-shaped checkpoint (:func:`genbound.testing.make_bert_checkpoint`)
     in a child process, so that this process stays small (its peak RSS is every child's floor)."""
-    make = ("import sys, json; from genbound.testing import make_bert_checkpoint as m; "
-            "print(json.dumps(m(sys.argv[1], layers=%d, heads=%d, hidden=%d, d_ff=%d, seed=%d)))"
-            % (layers, heads, hidden, d_ff, seed))
-    out = subprocess.run([sys.executable, "-c", make, path], env=env, check=True, capture_output=True, text=True)
+    make = (
+        "import sys, json; from genbound.testing import make_bert_checkpoint as m; "
+        "print(json.dumps(m(sys.argv[1], layers=%d, heads=%d, hidden=%d, d_ff=%d, seed=%d)))"
+        % (layers, heads, hidden, d_ff, seed)
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", make, path], env=env, check=True, capture_output=True, text=True
+    )
     return json.loads(out.stdout)
 
 
@@ -307,7 +349,11 @@ def _ff_rows(side: str, stdout: str, out_csv: str) -> list[dict]:
     rows; WeightWatcher: its feed-forward layers), kept small enough to record."""
     if side == "genbound":
         keep = ("kind", "layer", "sigma_max", "frobenius", "stable_rank", "rank")
-        return [{k: r[k] for k in keep} for r in json.loads(stdout)["matrices"] if r["kind"] in ("M_in", "M_out")]
+        return [
+            {k: r[k] for k in keep}
+            for r in json.loads(stdout)["matrices"]
+            if r["kind"] in ("M_in", "M_out")
+        ]
     rows = _read_csv_records(out_csv)
     idx = ww_feed_forward([r["name"] for r in rows])
     keep = ("name", *COMPARED)
@@ -316,35 +362,66 @@ def _ff_rows(side: str, stdout: str, out_csv: str) -> list[dict]:
 
 def _commit() -> str | None:
     try:
-        out = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True,
-                             text=True, check=True).stdout.strip()
-        dirty = subprocess.run(["git", "-C", str(ROOT), "status", "--porcelain", "--untracked-files=no"],
-                               capture_output=True, text=True, check=True).stdout.strip()
+        out = subprocess.run(
+            ["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "-C", str(ROOT), "status", "--porcelain", "--untracked-files=no"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
         return out + ("+dirty" if dirty else "")
     except (OSError, subprocess.CalledProcessError):
         return None
 
 
-def run(path: str | None = None, layers=12, heads=12, hidden=768, d_ff=3072, seed=0, repeat=3,
-        threads=None, sides=SIDES, ww_site=None, record: str | None = None) -> dict:
+def run(
+    path: str | None = None,
+    layers=12,
+    heads=12,
+    hidden=768,
+    d_ff=3072,
+    seed=0,
+    repeat=3,
+    threads=None,
+    sides=SIDES,
+    ww_site=None,
+    record: str | None = None,
+) -> dict:
     """Time ``sides`` (interleaved, ``repeat`` rounds) on ``path`` (default: a fresh random
     BERT-shaped checkpoint in a temporary folder). Each run is one record; with ``record`` (a JSONL
     file) each is appended as soon as it ends, and the summary covers every record in the file for
     the same checkpoint and thread setting (so a long comparison can be run in short invocations)."""
     env = _env(ww_site, threads)
-    info = json.loads(subprocess.run([sys.executable, "-c", _INFO], env=env, capture_output=True, text=True,
-                                     check=True).stdout)
+    info = json.loads(
+        subprocess.run(
+            [sys.executable, "-c", _INFO], env=env, capture_output=True, text=True, check=True
+        ).stdout
+    )
     if any(s.startswith("ww") for s in sides) and "weightwatcher" not in info:
-        raise BenchError("weightwatcher is not importable (" + info.get("weightwatcher_error", "?")
-                         + "); it is not a genbound requirement: install it as the docstring of "
-                         "benchmarks/bench_weightwatcher.py says and put it on PYTHONPATH or --ww-site")
+        raise BenchError(
+            "weightwatcher is not importable ("
+            + info.get("weightwatcher_error", "?")
+            + "); it is not a genbound requirement: install it as the docstring of "
+            "benchmarks/bench_weightwatcher.py says and put it on PYTHONPATH or --ww-site"
+        )
     common = {"machine": _machine(), "versions": info, "commit": _commit(), "threads": threads}
     records = []
     with tempfile.TemporaryDirectory(prefix="genbound-bench-ww-") as tmp:
         if path is None:
             path = str(Path(tmp) / "ckpt")
             write_checkpoint(path, layers, heads, hidden, d_ff, seed, env)
-            common["shape"] = {"layers": layers, "heads": heads, "hidden": hidden, "d_ff": d_ff, "seed": seed}
+            common["shape"] = {
+                "layers": layers,
+                "heads": heads,
+                "hidden": hidden,
+                "d_ff": d_ff,
+                "seed": seed,
+            }
         else:
             path = str(Path(path).resolve())
             common["path"] = path
@@ -357,8 +434,13 @@ def run(path: str | None = None, layers=12, heads=12, hidden=768, d_ff=3072, see
                 load0, t0 = os.getloadavg()[0], time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
                 r = timed(side_command(s, path, out_csv), env, tmp)
                 r["ff"] = _ff_rows(s, r.pop("stdout"), out_csv)
-                r.update(common, side=s, started_utc=t0, load_1min_before=load0,
-                         load_1min_after=os.getloadavg()[0])
+                r.update(
+                    common,
+                    side=s,
+                    started_utc=t0,
+                    load_1min_before=load0,
+                    load_1min_after=os.getloadavg()[0],
+                )
                 records.append(r)
                 if record:
                     with open(record, "a") as f:
@@ -366,8 +448,9 @@ def run(path: str | None = None, layers=12, heads=12, hidden=768, d_ff=3072, see
     if record:
         with open(record) as f:
             every = [json.loads(line) for line in f if line.strip()]
-        records = [r for r in every
-                   if r["checkpoint"] == common["checkpoint"] and r["threads"] == threads]
+        records = [
+            r for r in every if r["checkpoint"] == common["checkpoint"] and r["threads"] == threads
+        ]
     return summarize(records)
 
 
@@ -393,82 +476,131 @@ def summarize(records: list[dict]) -> dict:
     agreement of each WeightWatcher side with genbound (their latest runs), and the conditions."""
     sides = [s for s in SIDES if any(r["side"] == s for r in records)]
     by = {s: [r for r in records if r["side"] == s] for s in sides}
-    med = {s: {k: statistics.median(r[k] for r in by[s]) for k in ("wall_s", "cpu_s", "peak_rss_mb")}
-           | {"runs": len(by[s]), "all_wall_s": [round(r["wall_s"], 3) for r in by[s]],
-              "all_cpu_s": [round(r["cpu_s"], 3) for r in by[s]]}
-           for s in sides}
+    med = {
+        s: {k: statistics.median(r[k] for r in by[s]) for k in ("wall_s", "cpu_s", "peak_rss_mb")}
+        | {
+            "runs": len(by[s]),
+            "all_wall_s": [round(r["wall_s"], 3) for r in by[s]],
+            "all_cpu_s": [round(r["cpu_s"], 3) for r in by[s]],
+        }
+        for s in sides
+    }
     last = records[-1] if records else {}
     loads = [x for r in records for x in (r["load_1min_before"], r["load_1min_after"])]
-    out = {"checkpoint": last.get("checkpoint"), "shape": last.get("shape"), "path": last.get("path"),
-           "threads": last.get("threads"), "medians": med, "ratios": {}, "agreement": {},
-           "load_1min_range": [min(loads), max(loads)] if loads else None,
-           "first_utc": min((r["started_utc"] for r in records), default=None),
-           "last_utc": max((r["started_utc"] for r in records), default=None),
-           "commits": sorted({str(r.get("commit")) for r in records}),
-           "machine": last.get("machine"), "versions": last.get("versions")}
+    out = {
+        "checkpoint": last.get("checkpoint"),
+        "shape": last.get("shape"),
+        "path": last.get("path"),
+        "threads": last.get("threads"),
+        "medians": med,
+        "ratios": {},
+        "agreement": {},
+        "load_1min_range": [min(loads), max(loads)] if loads else None,
+        "first_utc": min((r["started_utc"] for r in records), default=None),
+        "last_utc": max((r["started_utc"] for r in records), default=None),
+        "commits": sorted({str(r.get("commit")) for r in records}),
+        "machine": last.get("machine"),
+        "versions": last.get("versions"),
+    }
     if "genbound" in by:
         g = med["genbound"]
         for s in sides:
             if s != "genbound":
                 pairs = [(prev, r) for prev, r in _rounds(records) if r["side"] == s]
-                out["ratios"][s] = {"wall": med[s]["wall_s"] / g["wall_s"], "cpu": med[s]["cpu_s"] / g["cpu_s"],
-                                    "paired_wall": statistics.median(b["wall_s"] / a["wall_s"] for a, b in pairs),
-                                    "paired_cpu": statistics.median(b["cpu_s"] / a["cpu_s"] for a, b in pairs)}
+                out["ratios"][s] = {
+                    "wall": med[s]["wall_s"] / g["wall_s"],
+                    "cpu": med[s]["cpu_s"] / g["cpu_s"],
+                    "paired_wall": statistics.median(b["wall_s"] / a["wall_s"] for a, b in pairs),
+                    "paired_cpu": statistics.median(b["cpu_s"] / a["cpu_s"] for a, b in pairs),
+                }
                 out["agreement"][s] = agreement(by["genbound"][-1]["ff"], by[s][-1]["ff"])
     return out
 
 
 def _print_table(res: dict) -> None:
     v, m = res["versions"], res["machine"]
-    print(f"{m['cpu']}, {m['cpus']} CPUs, avx512f {m['avx512f']}, ATen {v.get('aten_capability')}; "
-          f"torch {v.get('torch')}, weightwatcher {v.get('weightwatcher')}, powerlaw {v.get('powerlaw')}, "
-          f"scipy {v.get('scipy')}; commit {', '.join(res['commits'])}")
+    print(
+        f"{m['cpu']}, {m['cpus']} CPUs, avx512f {m['avx512f']}, ATen {v.get('aten_capability')}; "
+        f"torch {v.get('torch')}, weightwatcher {v.get('weightwatcher')}, powerlaw {v.get('powerlaw')}, "
+        f"scipy {v.get('scipy')}; commit {', '.join(res['commits'])}"
+    )
     lo, hi = res["load_1min_range"]
-    print(f"checkpoint {res['shape'] or res['path']} ({res['checkpoint']}); threads {res['threads'] or 'default'}; "
-          f"{res['first_utc']} to {res['last_utc']}; 1-minute load {lo:.2f} to {hi:.2f}")
-    print(f"{'side':>12} {'runs':>4} {'wall s':>9} {'CPU s':>9} {'peak MiB':>9} {'wall ratio':>11} {'CPU ratio':>10}"
-          f" {'paired wall':>12} {'paired CPU':>11}")
+    print(
+        f"checkpoint {res['shape'] or res['path']} ({res['checkpoint']}); threads {res['threads'] or 'default'}; "
+        f"{res['first_utc']} to {res['last_utc']}; 1-minute load {lo:.2f} to {hi:.2f}"
+    )
+    print(
+        f"{'side':>12} {'runs':>4} {'wall s':>9} {'CPU s':>9} {'peak MiB':>9} {'wall ratio':>11} {'CPU ratio':>10}"
+        f" {'paired wall':>12} {'paired CPU':>11}"
+    )
     for s, d in res["medians"].items():
         r = res["ratios"].get(s, dict.fromkeys(("wall", "cpu", "paired_wall", "paired_cpu"), 1.0))
-        print(f"{s:>12} {d['runs']:4d} {d['wall_s']:9.2f} {d['cpu_s']:9.2f} {d['peak_rss_mb']:9.1f} "
-              f"{r['wall']:10.2f}x {r['cpu']:9.2f}x {r['paired_wall']:11.2f}x {r['paired_cpu']:10.2f}x")
+        print(
+            f"{s:>12} {d['runs']:4d} {d['wall_s']:9.2f} {d['cpu_s']:9.2f} {d['peak_rss_mb']:9.1f} "
+            f"{r['wall']:10.2f}x {r['cpu']:9.2f}x {r['paired_wall']:11.2f}x {r['paired_cpu']:10.2f}x"
+        )
     for s, a in res["agreement"].items():
-        print(f"agreement with {s} on {a['n_matrices']} feed-forward matrices (largest relative difference): "
-              + ", ".join(f"{k} {x:.2g}" for k, x in a["max_rel_diff"].items()))
+        print(
+            f"agreement with {s} on {a['n_matrices']} feed-forward matrices (largest relative difference): "
+            + ", ".join(f"{k} {x:.2g}" for k, x in a["max_rel_diff"].items())
+        )
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog=PROG, description=__doc__.split("\n\n")[0])
-    ap.add_argument("--path", help="an existing checkpoint folder (default: write a random BERT-shaped one)")
-    ap.add_argument("--write-checkpoint", metavar="DIR",
-                    help="only write the random BERT-shaped checkpoint (the shape options) into DIR and exit")
+    ap.add_argument(
+        "--path", help="an existing checkpoint folder (default: write a random BERT-shaped one)"
+    )
+    ap.add_argument(
+        "--write-checkpoint",
+        metavar="DIR",
+        help="only write the random BERT-shaped checkpoint (the shape options) into DIR and exit",
+    )
     ap.add_argument("--layers", type=int, default=12)
     ap.add_argument("--heads", type=int, default=12)
     ap.add_argument("--hidden", type=int, default=768)
     ap.add_argument("--d-ff", type=int, default=3072)
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--repeat", type=int, default=3, help="runs per side, interleaved; medians are reported")
-    ap.add_argument("--threads", type=int, default=None,
-                    help="OMP/OpenBLAS/MKL threads in every child (default: the libraries' own)")
-    ap.add_argument("--sides", default=",".join(SIDES), help=f"comma-separated subset of {','.join(SIDES)}")
-    ap.add_argument("--ww-site", help="folder holding weightwatcher (added to the children's PYTHONPATH)")
-    ap.add_argument("--record", metavar="FILE",
-                    help="append every run to this JSONL file and summarise all of its runs on the same "
-                         "checkpoint and threads (a long comparison in several short invocations)")
-    ap.add_argument("--summary", action="store_true", help="with --record: run nothing, summarise the file")
+    ap.add_argument(
+        "--repeat", type=int, default=3, help="runs per side, interleaved; medians are reported"
+    )
+    ap.add_argument(
+        "--threads",
+        type=int,
+        default=None,
+        help="OMP/OpenBLAS/MKL threads in every child (default: the libraries' own)",
+    )
+    ap.add_argument(
+        "--sides", default=",".join(SIDES), help=f"comma-separated subset of {','.join(SIDES)}"
+    )
+    ap.add_argument(
+        "--ww-site", help="folder holding weightwatcher (added to the children's PYTHONPATH)"
+    )
+    ap.add_argument(
+        "--record",
+        metavar="FILE",
+        help="append every run to this JSONL file and summarise all of its runs on the same "
+        "checkpoint and threads (a long comparison in several short invocations)",
+    )
+    ap.add_argument(
+        "--summary", action="store_true", help="with --record: run nothing, summarise the file"
+    )
     ap.add_argument("--json", action="store_true", help="print one JSON object")
     a = ap.parse_args(argv)
     sides = tuple(s for s in a.sides.split(",") if s)
     try:
         if not sides or set(sides) - set(SIDES):
-            raise BenchError(f"--sides must be a comma-separated subset of {','.join(SIDES)}, got {a.sides!r}")
+            raise BenchError(
+                f"--sides must be a comma-separated subset of {','.join(SIDES)}, got {a.sides!r}"
+            )
         if a.repeat < 1:
             raise BenchError(f"--repeat must be at least 1, got {a.repeat}")
         if a.path is not None and not (Path(a.path) / "config.json").is_file():
             raise BenchError(f"--path {a.path!r} is not a checkpoint folder (no config.json)")
         if a.write_checkpoint:
-            info = write_checkpoint(a.write_checkpoint, a.layers, a.heads, a.hidden, a.d_ff, a.seed,
-                                    _env(None, None))
+            info = write_checkpoint(
+                a.write_checkpoint, a.layers, a.heads, a.hidden, a.d_ff, a.seed, _env(None, None)
+            )
             print(json.dumps(info))
             return 0
         if a.summary:
@@ -481,14 +613,29 @@ def main(argv=None) -> int:
                 every = [r for r in every if r["checkpoint"] == key]
             keys = sorted({r["checkpoint"] for r in every})
             if len(keys) > 1:
-                raise BenchError(f"{a.record} holds runs on {len(keys)} checkpoints ({', '.join(keys)}); "
-                                 "name one with --path")
+                raise BenchError(
+                    f"{a.record} holds runs on {len(keys)} checkpoints ({', '.join(keys)}); "
+                    "name one with --path"
+                )
             res = summarize([r for r in every if r["threads"] == a.threads])
             if not res["medians"]:
-                raise BenchError(f"{a.record} holds no run for this checkpoint and --threads {a.threads}")
+                raise BenchError(
+                    f"{a.record} holds no run for this checkpoint and --threads {a.threads}"
+                )
         else:
-            res = run(a.path, a.layers, a.heads, a.hidden, a.d_ff, a.seed, a.repeat, a.threads, sides,
-                      a.ww_site, a.record)
+            res = run(
+                a.path,
+                a.layers,
+                a.heads,
+                a.hidden,
+                a.d_ff,
+                a.seed,
+                a.repeat,
+                a.threads,
+                sides,
+                a.ww_site,
+                a.record,
+            )
     except BenchError as exc:
         print(f"{PROG}: error: {exc}", file=sys.stderr)
         return 2

@@ -63,13 +63,20 @@ def main(argv=None) -> int:
     ap.add_argument("--d-ff", type=int, default=16384)
     ap.add_argument("--dtype", default="bfloat16", help="storage dtype of the checkpoint")
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--device", default="auto", help="device of the analysis (auto: CUDA when available)")
-    ap.add_argument("--folder", default=None, help="where to write the checkpoint (default: a temporary folder)")
+    ap.add_argument(
+        "--device", default="auto", help="device of the analysis (auto: CUDA when available)"
+    )
+    ap.add_argument(
+        "--folder", default=None, help="where to write the checkpoint (default: a temporary folder)"
+    )
     ap.add_argument("--keep", action="store_true", help="keep the checkpoint folder")
     ap.add_argument("--json", action="store_true", help="print only the JSON object")
-    ap.add_argument("--driver", default="probe",
-                    help="cuSOLVER svd driver: gesvd, gesvdj, default (torch's choice) or probe (time gesvd and "
-                         "gesvdj on one hidden x hidden float64 matrix, check they agree, take the faster)")
+    ap.add_argument(
+        "--driver",
+        default="probe",
+        help="cuSOLVER svd driver: gesvd, gesvdj, default (torch's choice) or probe (time gesvd and "
+        "gesvdj on one hidden x hidden float64 matrix, check they agree, take the faster)",
+    )
     a = ap.parse_args(argv)
 
     import torch
@@ -84,35 +91,64 @@ def main(argv=None) -> int:
     folder = Path(a.folder) if a.folder else Path(tmp := tempfile.mkdtemp(prefix="genbound-scale-"))
     try:
         t0 = time.perf_counter()
-        info = make_bert_checkpoint(folder, layers=a.layers, heads=a.heads, hidden=a.hidden, d_ff=a.d_ff,
-                                    seed=a.seed, dtype=a.dtype, shard=True, device=gen_dev)
+        info = make_bert_checkpoint(
+            folder,
+            layers=a.layers,
+            heads=a.heads,
+            hidden=a.hidden,
+            d_ff=a.d_ff,
+            seed=a.seed,
+            dtype=a.dtype,
+            shard=True,
+            device=gen_dev,
+        )
         write_s = time.perf_counter() - t0
         if dev.type == "cuda":
             torch.cuda.synchronize()
             torch.cuda.reset_peak_memory_stats()
         driver, probe = _pick_driver(a.driver, a.hidden, dev, torch)
-        res = analyze(folder, device=dev, progress=not a.json and sys.stderr.isatty(), svd_driver=driver)
+        res = analyze(
+            folder, device=dev, progress=not a.json and sys.stderr.isatty(), svd_driver=driver
+        )
         if dev.type == "cuda":
             torch.cuda.synchronize()
         out = {
-            "shape": {"layers": a.layers, "heads": a.heads, "hidden": a.hidden, "d_ff": a.d_ff, "dtype": a.dtype},
-            "parameters": info["parameters"], "checkpoint_gb": info["bytes"] / 1e9,
-            "layer_gb": info["largest_layer_bytes"] / 1e9, "write_s": write_s, "analyze_s": res.seconds,
-            "seconds_per_layer": res.seconds / a.layers, "device": str(dev),
+            "shape": {
+                "layers": a.layers,
+                "heads": a.heads,
+                "hidden": a.hidden,
+                "d_ff": a.d_ff,
+                "dtype": a.dtype,
+            },
+            "parameters": info["parameters"],
+            "checkpoint_gb": info["bytes"] / 1e9,
+            "layer_gb": info["largest_layer_bytes"] / 1e9,
+            "write_s": write_s,
+            "analyze_s": res.seconds,
+            "seconds_per_layer": res.seconds / a.layers,
+            "device": str(dev),
             "device_name": torch.cuda.get_device_name(dev) if dev.type == "cuda" else "cpu",
-            "gpu_peak_gb": torch.cuda.max_memory_allocated(dev) / 1e9 if dev.type == "cuda" else None,
+            "gpu_peak_gb": torch.cuda.max_memory_allocated(dev) / 1e9
+            if dev.type == "cuda"
+            else None,
             "host_peak_rss_gb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e6,
-            "spectral_adaptive": res.spectral.value, "edelman_log": res.edelman.log_value,
-            "p_opt_zero": int((res.spectral.table["p_opt"] == 0).sum()), "matrices": len(res.spectral.table),
-            "torch": torch.__version__, "svd_driver": driver, "driver_probe": probe,
+            "spectral_adaptive": res.spectral.value,
+            "edelman_log": res.edelman.log_value,
+            "p_opt_zero": int((res.spectral.table["p_opt"] == 0).sum()),
+            "matrices": len(res.spectral.table),
+            "torch": torch.__version__,
+            "svd_driver": driver,
+            "driver_probe": probe,
         }
     finally:
         if tmp and not a.keep:
             shutil.rmtree(tmp, ignore_errors=True)
     if not a.json:
-        print(f"{out['parameters'] / 1e9:.2f}e9 parameters, written in {out['write_s']:.1f} s; analyze "
-              f"{out['analyze_s']:.1f} s on {out['device_name']} ({out['seconds_per_layer']:.2f} s/layer)",
-              file=sys.stderr)
+        print(
+            f"{out['parameters'] / 1e9:.2f}e9 parameters, written in {out['write_s']:.1f} s; analyze "
+            f"{out['analyze_s']:.1f} s on {out['device_name']} ({out['seconds_per_layer']:.2f} s/layer)",
+            file=sys.stderr,
+        )
     print(json.dumps(out))
     return 0
 

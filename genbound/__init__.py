@@ -16,8 +16,16 @@ from __future__ import annotations
 
 import importlib
 
-from .errors import (ArchitectureError, CheckpointError, DeviceError, GenboundError, InputError,
-                     NonFiniteError, ParameterError, ShapeError)
+from .errors import (
+    ArchitectureError,
+    CheckpointError,
+    DeviceError,
+    GenboundError,
+    InputError,
+    NonFiniteError,
+    ParameterError,
+    ShapeError,
+)
 
 __version__ = "0.1.0"
 
@@ -71,11 +79,34 @@ _LAZY = {
     "spectral_count_minimum": "genbound.schatten_entropy",
 }
 
-_SUBMODULES = {"spectra", "norms", "device", "claims", "symbolic", "rademacher", "covering", "bounds",
-               "nets", "weights", "experiments", "plotting", "cli"}
+_SUBMODULES = {
+    "spectra",
+    "norms",
+    "device",
+    "claims",
+    "symbolic",
+    "rademacher",
+    "covering",
+    "bounds",
+    "nets",
+    "weights",
+    "experiments",
+    "plotting",
+    "cli",
+}
 
-__all__ = ["GenboundError", "InputError", "ShapeError", "NonFiniteError", "ParameterError",
-           "ArchitectureError", "CheckpointError", "DeviceError", "__version__", *_LAZY]
+__all__ = [
+    "GenboundError",
+    "InputError",
+    "ShapeError",
+    "NonFiniteError",
+    "ParameterError",
+    "ArchitectureError",
+    "CheckpointError",
+    "DeviceError",
+    "__version__",
+    *_LAZY,
+]
 
 
 def __getattr__(name: str):

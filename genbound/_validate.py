@@ -14,8 +14,16 @@ from .errors import InputError, NonFiniteError, ParameterError, ShapeError
 __all__ = ["as_tensor", "check_finite", "check_real", "check_positive_int", "broadcast_shape"]
 
 
-def as_tensor(x, name: str, *, min_ndim: int = 0, ndim: int | None = None, device=None, dtype=None,
-              allow_empty: bool = False) -> torch.Tensor:
+def as_tensor(
+    x,
+    name: str,
+    *,
+    min_ndim: int = 0,
+    ndim: int | None = None,
+    device=None,
+    dtype=None,
+    allow_empty: bool = False,
+) -> torch.Tensor:
     """Convert ``x`` (tensor, numpy array, nested list) to a finite floating tensor, or raise.
 
     The error messages name the argument (``name``) and say what was expected.
@@ -39,7 +47,9 @@ def as_tensor(x, name: str, *, min_ndim: int = 0, ndim: int | None = None, devic
     if ndim is not None and t.ndim != ndim:
         raise ShapeError(f"{name} must have {ndim} dimensions, got shape {tuple(t.shape)}")
     if t.ndim < min_ndim:
-        raise ShapeError(f"{name} must have at least {min_ndim} dimensions, got shape {tuple(t.shape)}")
+        raise ShapeError(
+            f"{name} must have at least {min_ndim} dimensions, got shape {tuple(t.shape)}"
+        )
     if not allow_empty and t.numel() == 0:
         raise ShapeError(f"{name} is empty (shape {tuple(t.shape)})")
     t = t.to(dtype=dtype, device=dev) if dev is not None else t.to(dtype=dtype)
@@ -65,8 +75,15 @@ def check_finite(t: torch.Tensor, name: str) -> torch.Tensor:
     return t
 
 
-def check_real(value, name: str, *, lo: float | None = None, hi: float | None = None,
-               lo_open: bool = False, hi_open: bool = False) -> float:
+def check_real(
+    value,
+    name: str,
+    *,
+    lo: float | None = None,
+    hi: float | None = None,
+    lo_open: bool = False,
+    hi_open: bool = False,
+) -> float:
     """Return ``value`` as a float after checking it is finite and inside the given interval."""
     if isinstance(value, torch.Tensor) and value.numel() == 1:
         value = value.item()

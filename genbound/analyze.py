@@ -52,8 +52,18 @@ from dataclasses import dataclass
 
 from .kinds import KIND_DESCRIPTIONS
 
-__all__ = ["Analysis", "analyze", "add_parser", "run", "fix_heap_growth", "matrix_table", "check_outputs",
-           "KINDS", "JSON_FIELDS", "MATRIX_FIELDS"]
+__all__ = [
+    "Analysis",
+    "analyze",
+    "add_parser",
+    "run",
+    "fix_heap_growth",
+    "matrix_table",
+    "check_outputs",
+    "KINDS",
+    "JSON_FIELDS",
+    "MATRIX_FIELDS",
+]
 
 #: The four kinds of proxy matrix, in words (the ``kind`` column and key): the one definition,
 #: :data:`genbound.kinds.KIND_DESCRIPTIONS` (its keys are :data:`genbound.kinds.KINDS`).
@@ -77,7 +87,7 @@ MATRIX_FIELDS = {
 JSON_FIELDS = {
     "spectral_adaptive": "the spectrum-adaptive proxy of Sakai & Imaizumi: sum of contributions + sqrt(L)",
     "spectral_adaptive_capacity": "the n-free complexity of the spectrum-adaptive bound "
-                                  "(prop-sa-capacity): the rate is capacity / sqrt(n)",
+    "(prop-sa-capacity): the rate is capacity / sqrt(n)",
     "spectral_adaptive_trivial": "null: a checkpoint carries no sample size n, so triviality is undecided",
     "edelman": "the Edelman-style proxy; null when it exceeds float64",
     "edelman_capacity": "the Edelman-style proxy's n-free complexity (the proxy itself)",
@@ -119,17 +129,30 @@ def matrix_table(report) -> "pd.DataFrame":
         stable = np.where(smax > 0, (fro / np.where(smax > 0, smax, 1.0)) ** 2, 0.0)
     out = t[["kind", "layer", "head", "rows", "cols", "rank"]].copy()
     out["sigma_max"], out["frobenius"], out["stable_rank"] = smax, fro, stable
-    out["p_opt"], out["contribution"] = t["p_opt"].to_numpy(dtype=float), t["contribution"].to_numpy(dtype=float)
+    out["p_opt"], out["contribution"] = (
+        t["p_opt"].to_numpy(dtype=float),
+        t["contribution"].to_numpy(dtype=float),
+    )
     return out.reset_index(drop=True)
 
 
 def _matrix_rows(table) -> list[dict]:
     rows = []
     for r in table.itertuples(index=False):
-        rows.append({"kind": r.kind, "layer": int(r.layer), "head": int(r.head), "shape": [int(r.rows), int(r.cols)],
-                     "rank": int(r.rank), "sigma_max": float(r.sigma_max), "frobenius": float(r.frobenius),
-                     "stable_rank": float(r.stable_rank), "p_opt": float(r.p_opt),
-                     "contribution": float(r.contribution)})
+        rows.append(
+            {
+                "kind": r.kind,
+                "layer": int(r.layer),
+                "head": int(r.head),
+                "shape": [int(r.rows), int(r.cols)],
+                "rank": int(r.rank),
+                "sigma_max": float(r.sigma_max),
+                "frobenius": float(r.frobenius),
+                "stable_rank": float(r.stable_rank),
+                "p_opt": float(r.p_opt),
+                "contribution": float(r.contribution),
+            }
+        )
     return rows
 
 
@@ -173,19 +196,41 @@ class Analysis:
             "edelman_trivial": e.trivial,
             "edelman_log": e.log_value,
             "edelman_overflow": not finite,
-            "layers": w.n_layers, "hidden": w.hidden, "heads": w.n_heads, "d_head": w.d_head, "d_ff": w.d_ff,
-            "n_matrices": len(r.table), "matrices": _matrix_rows(mt), "p_opt_counts": _p_counts(mt),
-            "grid_m": r.grid_m, "L_phi": r.L_phi, "rank_tol": r.rank_tol,
-            "mode": r.mode, "p_opt_zero": int((r.table["p_opt"] == 0).sum()),
-            "attention_scale": w.attention_scale, "device": self.device, "seconds": self.seconds,
-            "source": w.source, "family": w.family,
+            "layers": w.n_layers,
+            "hidden": w.hidden,
+            "heads": w.n_heads,
+            "d_head": w.d_head,
+            "d_ff": w.d_ff,
+            "n_matrices": len(r.table),
+            "matrices": _matrix_rows(mt),
+            "p_opt_counts": _p_counts(mt),
+            "grid_m": r.grid_m,
+            "L_phi": r.L_phi,
+            "rank_tol": r.rank_tol,
+            "mode": r.mode,
+            "p_opt_zero": int((r.table["p_opt"] == 0).sum()),
+            "attention_scale": w.attention_scale,
+            "device": self.device,
+            "seconds": self.seconds,
+            "source": w.source,
+            "family": w.family,
             "routes": {k: int(v) for k, v in r.table["route"].value_counts().sort_index().items()},
         }
 
 
-def analyze(source, *, device=None, attention_scale: bool = False, mode: str = "exact", L_phi: float = 1.13,
-            grid_m: int | None = None, rank_tol: float = 1e-10, layers=None, progress: bool = False,
-            svd_driver: str | None = None) -> Analysis:
+def analyze(
+    source,
+    *,
+    device=None,
+    attention_scale: bool = False,
+    mode: str = "exact",
+    L_phi: float = 1.13,
+    grid_m: int | None = None,
+    rank_tol: float = 1e-10,
+    layers=None,
+    progress: bool = False,
+    svd_driver: str | None = None,
+) -> Analysis:
     """Load ``source`` and evaluate :func:`~genbound.bounds.sakai_imaizumi.spectral_adaptive_bound` and
     :func:`~genbound.bounds.sakai_imaizumi.edelman_proxy` on it (one pass over the layers)."""
     from .bounds.sakai_imaizumi import edelman_proxy, spectral_adaptive_bound
@@ -199,12 +244,19 @@ def analyze(source, *, device=None, attention_scale: bool = False, mode: str = "
         raise ParameterError(f"mode must be 'exact' or 'authors', got {mode!r}")
     w = load_weights(source, attention_scale=attention_scale, layers=layers)
     # every spectrum once: both proxies read these Spectra (no second pass through the weights' cache)
-    sp = w.spectra(device=dev, method="core" if mode == "exact" else "dense", progress=progress,
-                   svd_driver=svd_driver)
-    r = spectral_adaptive_bound(sp, L_phi=L_phi, grid_m=grid_m, rank_tol=rank_tol, device=dev, mode=mode,
-                                progress=progress)
+    sp = w.spectra(
+        device=dev,
+        method="core" if mode == "exact" else "dense",
+        progress=progress,
+        svd_driver=svd_driver,
+    )
+    r = spectral_adaptive_bound(
+        sp, L_phi=L_phi, grid_m=grid_m, rank_tol=rank_tol, device=dev, mode=mode, progress=progress
+    )
     e = edelman_proxy(r.spectra, L_phi=L_phi, mode=mode)
-    return Analysis(spectral=r, edelman=e, weights=w, device=str(dev), seconds=time.perf_counter() - t0)
+    return Analysis(
+        spectral=r, edelman=e, weights=w, device=str(dev), seconds=time.perf_counter() - t0
+    )
 
 
 _KINDS_HELP = "; ".join(f"{k} = {v}" for k, v in KINDS.items())
@@ -218,35 +270,83 @@ def add_parser(sub) -> None:
         return textwrap.fill(text, 78, break_on_hyphens=False)
 
     p = sub.add_parser(
-        "analyze", help="spectrum-adaptive and Edelman-style proxies of a checkpoint",
+        "analyze",
+        help="spectrum-adaptive and Edelman-style proxies of a checkpoint",
         formatter_class=argparse.RawDescriptionHelpFormatter,
-        description=fill("Evaluate the Sakai & Imaizumi (2026) spectrum-adaptive proxy and the Edelman-style "
-                         "proxy on a checkpoint folder (config.json + model.safetensors) of a BERT, RoBERTa, "
-                         "ELECTRA, DistilBERT or GPT-2 model, layer by layer.") + "\n\n"
-                    + fill("The proxies sum over products of weights, not over raw weights. Per layer:") + "\n"
-                    + "\n".join(f"  {k:6s} {v}" for k, v in KINDS.items()),
-        epilog=fill("--json keys: " + ", ".join(JSON_FIELDS) + ".") + "\n" + fill(
-            "Per-matrix rows (JSON 'matrices', --csv columns): " + ", ".join(MATRIX_FIELDS)
-            + " (CSV: shape as rows, cols). Descriptions: genbound.analyze.JSON_FIELDS."))
-    p.add_argument("path", help="checkpoint folder (config.json + model.safetensors or pytorch_model.bin)")
-    p.add_argument("--json", action="store_true",
-                   help="print one JSON object (totals, and 'matrices': one row per QK/V/M_in/M_out matrix)")
-    p.add_argument("--csv", metavar="FILE", help="write the per-matrix table (kind, layer, head, rows, cols, rank, "
-                                                "sigma_max, frobenius, stable_rank, p_opt, contribution) as CSV")
-    p.add_argument("--plot", metavar="FILE", help="write a figure of the per-matrix contributions (format from the "
-                                                 "extension: png, pdf, svg, ...)")
-    p.add_argument("--device", default="auto", help="auto (CUDA when available), cpu or cuda (default auto)")
-    p.add_argument("--attention-scale", action="store_true",
-                   help="put the model's score scale (1/sqrt(d_head)) into every QK = W_Q W_K^T")
-    p.add_argument("--mode", choices=["exact", "authors"], default="exact",
-                   help="exact: thin-QR cores, sub-threshold values are zeros (default); authors: dense SVD, "
-                        "threshold only at p = 0")
-    p.add_argument("--L-phi", type=float, default=1.13, dest="L_phi", help="activation Lipschitz constant")
-    p.add_argument("--grid-m", type=int, default=None, help="grid resolution m (default ceil(L + ln N))")
-    p.add_argument("--rank-tol", type=float, default=1e-10, help="relative rank tolerance (default 1e-10)")
-    p.add_argument("--layers", type=int, nargs="+", default=None,
-                   help="analyse only these layer indices (0-based, each once; treated as the whole network)")
-    p.add_argument("--top", type=int, default=5, help="matrices with the largest contributions shown (default 5)")
+        description=fill(
+            "Evaluate the Sakai & Imaizumi (2026) spectrum-adaptive proxy and the Edelman-style "
+            "proxy on a checkpoint folder (config.json + model.safetensors) of a BERT, RoBERTa, "
+            "ELECTRA, DistilBERT or GPT-2 model, layer by layer."
+        )
+        + "\n\n"
+        + fill("The proxies sum over products of weights, not over raw weights. Per layer:")
+        + "\n"
+        + "\n".join(f"  {k:6s} {v}" for k, v in KINDS.items()),
+        epilog=fill("--json keys: " + ", ".join(JSON_FIELDS) + ".")
+        + "\n"
+        + fill(
+            "Per-matrix rows (JSON 'matrices', --csv columns): "
+            + ", ".join(MATRIX_FIELDS)
+            + " (CSV: shape as rows, cols). Descriptions: genbound.analyze.JSON_FIELDS."
+        ),
+    )
+    p.add_argument(
+        "path", help="checkpoint folder (config.json + model.safetensors or pytorch_model.bin)"
+    )
+    p.add_argument(
+        "--json",
+        action="store_true",
+        help="print one JSON object (totals, and 'matrices': one row per QK/V/M_in/M_out matrix)",
+    )
+    p.add_argument(
+        "--csv",
+        metavar="FILE",
+        help="write the per-matrix table (kind, layer, head, rows, cols, rank, "
+        "sigma_max, frobenius, stable_rank, p_opt, contribution) as CSV",
+    )
+    p.add_argument(
+        "--plot",
+        metavar="FILE",
+        help="write a figure of the per-matrix contributions (format from the "
+        "extension: png, pdf, svg, ...)",
+    )
+    p.add_argument(
+        "--device", default="auto", help="auto (CUDA when available), cpu or cuda (default auto)"
+    )
+    p.add_argument(
+        "--attention-scale",
+        action="store_true",
+        help="put the model's score scale (1/sqrt(d_head)) into every QK = W_Q W_K^T",
+    )
+    p.add_argument(
+        "--mode",
+        choices=["exact", "authors"],
+        default="exact",
+        help="exact: thin-QR cores, sub-threshold values are zeros (default); authors: dense SVD, "
+        "threshold only at p = 0",
+    )
+    p.add_argument(
+        "--L-phi", type=float, default=1.13, dest="L_phi", help="activation Lipschitz constant"
+    )
+    p.add_argument(
+        "--grid-m", type=int, default=None, help="grid resolution m (default ceil(L + ln N))"
+    )
+    p.add_argument(
+        "--rank-tol", type=float, default=1e-10, help="relative rank tolerance (default 1e-10)"
+    )
+    p.add_argument(
+        "--layers",
+        type=int,
+        nargs="+",
+        default=None,
+        help="analyse only these layer indices (0-based, each once; treated as the whole network)",
+    )
+    p.add_argument(
+        "--top",
+        type=int,
+        default=5,
+        help="matrices with the largest contributions shown (default 5)",
+    )
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(func=run)
 
@@ -284,7 +384,11 @@ def check_outputs(csv=None, plot=None) -> None:
         formats = sorted(FigureCanvasBase.get_supported_filetypes())
         ext = Path(plot).suffix.lower().lstrip(".")
         if ext not in formats:
-            what = f"format {ext!r} is not one matplotlib writes" if ext else "has no extension to give the format"
+            what = (
+                f"format {ext!r} is not one matplotlib writes"
+                if ext
+                else "has no extension to give the format"
+            )
             raise ParameterError(f"--plot {plot}: {what}; use one of {', '.join(formats)}")
 
 
@@ -316,9 +420,17 @@ def run(args) -> int:
         raise ParameterError(f"--top must be >= 0, got {args.top}")
     fix_heap_growth()
     progress = (not args.quiet) and sys.stderr.isatty()
-    a = analyze(args.path, device=args.device, attention_scale=args.attention_scale, mode=args.mode,
-                L_phi=args.L_phi, grid_m=args.grid_m, rank_tol=args.rank_tol, layers=args.layers,
-                progress=progress)
+    a = analyze(
+        args.path,
+        device=args.device,
+        attention_scale=args.attention_scale,
+        mode=args.mode,
+        L_phi=args.L_phi,
+        grid_m=args.grid_m,
+        rank_tol=args.rank_tol,
+        layers=args.layers,
+        progress=progress,
+    )
     table = a.matrices()
     if args.csv:
         table.to_csv(args.csv, index=False)
@@ -350,18 +462,26 @@ def console_report(a: Analysis, d: dict, table, *, top: int = 5) -> str:
     for kind, counts in d["p_opt_counts"].items():
         lines.append(f"  {kind:6s} " + ", ".join(f"p = {p}: {c}" for p, c in counts.items()))
     if d["p_opt_zero"] == n:
-        lines.append(f"p = 0 wins for all {n} matrices: the proxy is then sum sqrt(rank * N) + sqrt(L) over the "
-                     f"matrices, a function of the shapes and ranks only: no norm or singular value of any "
-                     f"weight enters it.")
+        lines.append(
+            f"p = 0 wins for all {n} matrices: the proxy is then sum sqrt(rank * N) + sqrt(L) over the "
+            f"matrices, a function of the shapes and ranks only: no norm or singular value of any "
+            f"weight enters it."
+        )
     if top:
         k = min(top, n)
         big = table.sort_values("contribution", ascending=False, kind="stable").head(k)
-        share = big["contribution"].sum() / a.spectral.value if a.spectral.value > 0 else float("nan")
+        share = (
+            big["contribution"].sum() / a.spectral.value if a.spectral.value > 0 else float("nan")
+        )
         lines.append(f"largest {k} contributions ({share:.1%} of the proxy):")
-        show = big[["kind", "layer", "head", "rank", "sigma_max", "stable_rank", "p_opt", "contribution"]]
+        show = big[
+            ["kind", "layer", "head", "rank", "sigma_max", "stable_rank", "p_opt", "contribution"]
+        ]
         lines.append(show.to_string(index=False, float_format=lambda x: f"{x:.5g}"))
     t = a.spectral.table
-    per = t.groupby(["layer", "kind"], sort=False)["contribution"].sum().unstack("kind")[list(KINDS)]
+    per = (
+        t.groupby(["layer", "kind"], sort=False)["contribution"].sum().unstack("kind")[list(KINDS)]
+    )
     per.insert(0, "log_alpha", a.edelman.table["log_alpha"].to_numpy())
     lines.append("per-layer sums of min_p T(p):")
     lines.append(per.to_string(float_format=lambda x: f"{x:.5g}"))

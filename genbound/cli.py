@@ -88,7 +88,7 @@ def main(argv: list[str] | None = None) -> int:
             parser.print_help()
             return 0
         code = int(args.func(args) or 0)
-        sys.stdout.flush()                  # a closed pipe shows here, not in the interpreter's exit
+        sys.stdout.flush()  # a closed pipe shows here, not in the interpreter's exit
         return code
     except GenboundError as exc:
         print(f"genbound: error: {exc}", file=sys.stderr)

@@ -26,10 +26,22 @@ import torch
 from ._validate import as_tensor, check_positive_int, check_real
 from .errors import ParameterError, ShapeError
 
-__all__ = ["ALLOCATION_COST_EXPONENT", "ALLOCATION_WEIGHT_EXPONENT", "ALLOCATION_OUTER_POWER",
-           "allocate_scales", "allocation_value", "allocation_split", "maurey_log_cover", "maurey_sparsify",
-           "maurey_expected_error", "sup_norm_maurey_log_cover", "zhang_log_cover",
-           "euclidean_ball_log_cover", "ZHANG_CONSTANT", "SUP_NORM_HOEFFDING_COEF"]
+__all__ = [
+    "ALLOCATION_COST_EXPONENT",
+    "ALLOCATION_WEIGHT_EXPONENT",
+    "ALLOCATION_OUTER_POWER",
+    "allocate_scales",
+    "allocation_value",
+    "allocation_split",
+    "maurey_log_cover",
+    "maurey_sparsify",
+    "maurey_expected_error",
+    "sup_norm_maurey_log_cover",
+    "zhang_log_cover",
+    "euclidean_ball_log_cover",
+    "ZHANG_CONSTANT",
+    "SUP_NORM_HOEFFDING_COEF",
+]
 
 #: Exponents of ``(sum_j c_j^{1/3} a_j^{2/3})^3`` (:data:`genbound.symbolic.allocation.ALLOCATION_EXPONENTS`).
 ALLOCATION_COST_EXPONENT = 1.0 / 3.0
@@ -45,6 +57,7 @@ ZHANG_CONSTANT = 36.0
 # allocation lemma
 # ---------------------------------------------------------------------------------------------------
 
+
 def _costs_weights(costs, weights) -> tuple[torch.Tensor, torch.Tensor]:
     c = as_tensor(costs, "costs", min_ndim=1)
     if bool((c < 0).any()):
@@ -54,7 +67,9 @@ def _costs_weights(costs, weights) -> tuple[torch.Tensor, torch.Tensor]:
         try:
             a = torch.broadcast_to(a, c.shape)
         except RuntimeError as exc:
-            raise ShapeError(f"weights of shape {tuple(a.shape)} do not match costs {tuple(c.shape)}") from exc
+            raise ShapeError(
+                f"weights of shape {tuple(a.shape)} do not match costs {tuple(c.shape)}"
+            ) from exc
     if bool((a <= 0).any()):
         raise ParameterError("weights (Lipschitz factors) must be positive")
     return c, a
@@ -116,7 +131,9 @@ def allocation_split(radii: dict[str, float], eps: float) -> dict[str, float]:
         raise ParameterError("radii is empty: nothing to split eps between")
     bad = [k for k, c in radii.items() if not (math.isfinite(c) and c >= 0)]
     if bad:
-        raise ParameterError(f"radii must be finite and nonnegative; {bad[0]!r} is {radii[bad[0]]!r}")
+        raise ParameterError(
+            f"radii must be finite and nonnegative; {bad[0]!r} is {radii[bad[0]]!r}"
+        )
     w = {k: (c * c) ** ALLOCATION_COST_EXPONENT for k, c in radii.items()}
     tot = sum(w.values())
     if tot == 0:
@@ -128,7 +145,10 @@ def allocation_split(radii: dict[str, float], eps: float) -> dict[str, float]:
 # Maurey
 # ---------------------------------------------------------------------------------------------------
 
-def maurey_log_cover(radius: float, input_radius: float, eps: float, d_in: int, d_out: int) -> float:
+
+def maurey_log_cover(
+    radius: float, input_radius: float, eps: float, d_in: int, d_out: int
+) -> float:
     """``ceil(B^2 R^2 / eps^2) log(2 d_in d_out)`` (natural log; book: :prf:ref:`lem-maurey-matrix-cover`).
 
     Every ``W in R^{d_in x d_out}`` with ``||W||_{1,1} <= B = radius`` has, among the averages of
@@ -171,8 +191,9 @@ def maurey_expected_error(W, radius: float, K: int, *, zero_atom: bool = True) -
     return ((B * l11 if zero_atom else B**2 + 0 * l11) - fro2) / K
 
 
-def maurey_sparsify(W, radius: float, K: int, *, n_draws: int = 1, seed: int = 0,
-                    zero_atom: bool = True) -> torch.Tensor:
+def maurey_sparsify(
+    W, radius: float, K: int, *, n_draws: int = 1, seed: int = 0, zero_atom: bool = True
+) -> torch.Tensor:
     """Draw ``n_draws`` Maurey approximations ``W_K = (1/K) sum_r G_r`` of ``W`` (book: :prf:ref:`lem-maurey`).
 
     ``G_r`` are i.i.d. atoms ``sign(W_ij) B E_ij`` with probability ``|W_ij| / B``; the remaining mass
@@ -202,14 +223,18 @@ def maurey_sparsify(W, radius: float, K: int, *, n_draws: int = 1, seed: int = 0
         values = torch.cat([flat.sign() * B, flat.new_tensor([B, -B])])
         index = torch.cat([torch.arange(flat.numel()), torch.tensor([0, 0])])
     gen = torch.Generator().manual_seed(int(seed))
-    draws = torch.multinomial(probs.clamp(min=0).cpu(), K * n_draws, replacement=True, generator=gen)
+    draws = torch.multinomial(
+        probs.clamp(min=0).cpu(), K * n_draws, replacement=True, generator=gen
+    )
     draws = draws.reshape(n_draws, K).to(W.device)
     out = torch.zeros(n_draws, flat.numel(), dtype=W.dtype, device=W.device)
     out.scatter_add_(1, index.to(W.device)[draws], values[draws])
     return (out / K).reshape(n_draws, *W.shape)
 
 
-def sup_norm_maurey_log_cover(weight_radius: float, input_radius: float, eps: float, n: int, d: int) -> float:
+def sup_norm_maurey_log_cover(
+    weight_radius: float, input_radius: float, eps: float, n: int, d: int
+) -> float:
     """``K log(2d)`` with ``K = floor(2 B^2 a^2 log(2n) / eps^2) + 1`` (natural log; book:
     :prf:ref:`lem-sup-norm-maurey`).
 

@@ -50,7 +50,9 @@ def resolve_device(device: str | torch.device | None = None) -> torch.device:
             f"unknown device {device!r}; expected 'auto', 'cpu', 'cuda' or 'cuda:N'"
         ) from exc
     if dev.type == "cuda" and not cuda_available():
-        raise DeviceError(f"device {device!r} was requested but CUDA is not available on this machine")
+        raise DeviceError(
+            f"device {device!r} was requested but CUDA is not available on this machine"
+        )
     if dev.type not in {"cpu", "cuda"}:
         raise DeviceError(f"device type {dev.type!r} is not supported; use 'cpu' or 'cuda'")
     return dev
@@ -66,7 +68,9 @@ def resolve_dtype(dtype: str | torch.dtype | None = None) -> torch.dtype:
         return DEFAULT_DTYPE
     if isinstance(dtype, torch.dtype):
         if dtype not in (torch.float64, torch.float32):
-            raise ParameterError(f"dtype {dtype} is not supported; use torch.float64 or torch.float32")
+            raise ParameterError(
+                f"dtype {dtype} is not supported; use torch.float64 or torch.float32"
+            )
         return dtype
     key = str(dtype).lower().replace("torch.", "")
     if key not in _DTYPES:

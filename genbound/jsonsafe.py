@@ -31,7 +31,7 @@ def json_float(x):
     """
     if x is None or isinstance(x, bool):
         return x
-    if getattr(getattr(x, "dtype", None), "kind", None) == "b":     # a numpy boolean
+    if getattr(getattr(x, "dtype", None), "kind", None) == "b":  # a numpy boolean
         return bool(x)
     if isinstance(x, Integral):
         return int(x)

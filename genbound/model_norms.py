@@ -54,24 +54,40 @@ class ModelNorms:
         from .nets import ReferenceTransformer
 
         if not isinstance(model, ReferenceTransformer):
-            raise ArchitectureError(f"expected a genbound.nets.ReferenceTransformer, got {type(model).__name__}")
+            raise ArchitectureError(
+                f"expected a genbound.nets.ReferenceTransformer, got {type(model).__name__}"
+            )
         wn = model.weight_norms()
-        norms = {g: ({k: float(v) for k, v in d.items()} if g == "raw" else
-                     {k: v.detach().to(torch.float64).cpu().tolist() for k, v in d.items()})
-                 for g, d in wn.items()}
+        norms = {
+            g: (
+                {k: float(v) for k, v in d.items()}
+                if g == "raw"
+                else {k: v.detach().to(torch.float64).cpu().tolist() for k, v in d.items()}
+            )
+            for g, d in wn.items()
+        }
         return cls(*(getattr(model, f) for f in _NORM_META), norms=norms)
 
     def weight_norms(self) -> dict:
         """The norms as :meth:`~genbound.nets.ReferenceTransformer.weight_norms` returns them (float64 tensors)."""
-        return {g: (dict(d) if g == "raw" else {k: torch.tensor(v, dtype=torch.float64) for k, v in d.items()})
-                for g, d in self.norms.items()}
+        return {
+            g: (
+                dict(d)
+                if g == "raw"
+                else {k: torch.tensor(v, dtype=torch.float64) for k, v in d.items()}
+            )
+            for g, d in self.norms.items()
+        }
 
     def to_json(self) -> str:
         """One line of JSON holding every field."""
         import json
 
-        return json.dumps({**{f: getattr(self, f) for f in _NORM_META}, "norms": self.norms},
-                          separators=(",", ":"), sort_keys=True)
+        return json.dumps(
+            {**{f: getattr(self, f) for f in _NORM_META}, "norms": self.norms},
+            separators=(",", ":"),
+            sort_keys=True,
+        )
 
     @classmethod
     def from_json(cls, text: str) -> "ModelNorms":

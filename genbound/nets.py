@@ -41,6 +41,8 @@ maps that the bounds need.
 torch.Size([3, 1])
 >>> sorted(net.weight_norms())
 ['C', 'QK', 'V', 'raw', 'w']
+
+One concept: the reference transformer's forward pass (plain, stacked and [CLS] modes).
 """
 
 from __future__ import annotations
@@ -57,9 +59,18 @@ from .device import resolve_device, resolve_dtype
 from .errors import ArchitectureError, ParameterError, ShapeError
 from .model_norms import ModelNorms  # noqa: F401  (re-exported: genbound.nets.ModelNorms)
 
-__all__ = ["ACTIVATIONS", "activation_lipschitz", "row_projection", "EffectiveWeights",
-           "ReferenceTransformer", "ModelNorms", "matrix_norms", "forward_effective", "augment",
-           "stack_parameters"]
+__all__ = [
+    "ACTIVATIONS",
+    "activation_lipschitz",
+    "row_projection",
+    "EffectiveWeights",
+    "ReferenceTransformer",
+    "ModelNorms",
+    "matrix_norms",
+    "forward_effective",
+    "augment",
+    "stack_parameters",
+]
 
 
 def _leaky(x: torch.Tensor) -> torch.Tensor:
@@ -82,7 +93,9 @@ def activation_lipschitz(name: str) -> float:
     1.0
     """
     if name not in ACTIVATIONS:
-        raise ArchitectureError(f"unknown activation {name!r}; expected one of {sorted(ACTIVATIONS)}")
+        raise ArchitectureError(
+            f"unknown activation {name!r}; expected one of {sorted(ACTIVATIONS)}"
+        )
     return ACTIVATIONS[name][1]
 
 
@@ -114,7 +127,9 @@ def matrix_norms(M: torch.Tensor) -> dict[str, torch.Tensor]:
         "op": torch.linalg.matrix_norm(M, ord=2),
         "fro": torch.linalg.matrix_norm(M, ord="fro"),
         "l21": torch.linalg.vector_norm(M, dim=-2).sum(-1),
-        "sqrt_din": torch.full(M.shape[:-2], math.sqrt(M.shape[-2]), dtype=M.dtype, device=M.device),
+        "sqrt_din": torch.full(
+            M.shape[:-2], math.sqrt(M.shape[-2]), dtype=M.dtype, device=M.device
+        ),
     }
 
 
@@ -141,8 +156,19 @@ def augment(Z: torch.Tensor, bias: bool) -> torch.Tensor:
     return torch.cat([Z, torch.ones_like(Z[..., :1])], dim=-1)
 
 
-def forward_effective(QK, V, C, w, X, *, bias: bool = False, activation: str = "relu",
-                      row_norm: bool = False, positions=-1, all_rows: bool = False) -> torch.Tensor:
+def forward_effective(
+    QK,
+    V,
+    C,
+    w,
+    X,
+    *,
+    bias: bool = False,
+    activation: str = "relu",
+    row_norm: bool = False,
+    positions=-1,
+    all_rows: bool = False,
+) -> torch.Tensor:
     """The function class written with the effective maps only (batched over instances).
 
     ``QK``: ``(B, L, H, d_in, d_in)``, ``V``: ``(B, L, H, d_in, d)``, ``C``: ``(B, L, d_in, d)`` or
@@ -158,9 +184,9 @@ def forward_effective(QK, V, C, w, X, *, bias: bool = False, activation: str = "
     Z = X
     for l in range(QK.shape[1]):
         Za = augment(Z, bias)
-        Zh = Za.unsqueeze(1)                                       # (B, 1, T, d_in)
-        A = torch.softmax((Zh @ QK[:, l]) @ Zh.transpose(-1, -2), dim=-1)   # (B, H, T, T)
-        U = ((A @ Zh) @ V[:, l]).sum(1)                            # sum over heads
+        Zh = Za.unsqueeze(1)  # (B, 1, T, d_in)
+        A = torch.softmax((Zh @ QK[:, l]) @ Zh.transpose(-1, -2), dim=-1)  # (B, H, T, T)
+        U = ((A @ Zh) @ V[:, l]).sum(1)  # sum over heads
         Y = sigma(U)
         if C is not None:
             Y = augment(Y, bias) @ C[:, l]
@@ -181,13 +207,17 @@ class _Layer(nn.Module):
         kw = dict(dtype=dtype, device=device)
 
         def rnd(*shape, fan_in):
-            return nn.Parameter(torch.randn(*shape, generator=gen, dtype=dtype).to(device) / math.sqrt(fan_in))
+            return nn.Parameter(
+                torch.randn(*shape, generator=gen, dtype=dtype).to(device) / math.sqrt(fan_in)
+            )
 
         self.W_Q, self.W_K, self.W_V = (rnd(H, d, dh, fan_in=d) for _ in range(3))
         self.W_O = rnd(H, dh, d, fan_in=H * dh)
         self.W_C = rnd(d, d, fan_in=d) if dense else None
         if bias:
-            self.b_Q, self.b_K, self.b_V = (nn.Parameter(torch.zeros(H, dh, **kw)) for _ in range(3))
+            self.b_Q, self.b_K, self.b_V = (
+                nn.Parameter(torch.zeros(H, dh, **kw)) for _ in range(3)
+            )
             self.b_O = nn.Parameter(torch.zeros(d, **kw))
             self.b_C = nn.Parameter(torch.zeros(d, **kw)) if dense else None
         else:
@@ -199,12 +229,14 @@ def _plus(x: torch.Tensor, b: torch.Tensor | None, index=(slice(None), None)) ->
     return x if b is None else x + b[index]
 
 
-_HEAD_ROWS = (slice(None), None, slice(None), None)      # b[:, None, :, None]: (K, 1, H, 1, e)
-_ROWS = (slice(None), None, None)                        # b[:, None, None]: (K, 1, 1, d)
-_SAME = (slice(None),)                                   # b as it is
+_HEAD_ROWS = (slice(None), None, slice(None), None)  # b[:, None, :, None]: (K, 1, H, 1, e)
+_ROWS = (slice(None), None, None)  # b[:, None, None]: (K, 1, 1, d)
+_SAME = (slice(None),)  # b as it is
 
 
-def stack_parameters(nets, *, dtype=None, device=None, requires_grad: bool = False) -> dict[str, torch.Tensor]:
+def stack_parameters(
+    nets, *, dtype=None, device=None, requires_grad: bool = False
+) -> dict[str, torch.Tensor]:
     """The parameters of ``K`` networks of one architecture stacked along a new leading model axis,
     keyed by their ``named_parameters`` names (``"layers.0.W_Q"``, ..., ``"w"``, ``"b_w"``): the input
     of :meth:`ReferenceTransformer.forward_stacked`. ``dtype``/``device``: of the first network by
@@ -223,8 +255,10 @@ def stack_parameters(nets, *, dtype=None, device=None, requires_grad: bool = Fal
     for name in names:
         ts = [dict(net.named_parameters())[name].detach() for net in nets]
         t = torch.stack(ts)
-        t = t.to(dtype=resolve_dtype(dtype) if dtype is not None else t.dtype,
-                 device=resolve_device(device) if device is not None else t.device)
+        t = t.to(
+            dtype=resolve_dtype(dtype) if dtype is not None else t.dtype,
+            device=resolve_device(device) if device is not None else t.device,
+        )
         out[name] = t.requires_grad_(True) if requires_grad else t
     return out
 
@@ -246,21 +280,42 @@ class ReferenceTransformer(nn.Module):
     True
     """
 
-    def __init__(self, d: int, *, n_layers: int = 1, n_heads: int = 1, d_head: int | None = None,
-                 out_dim: int = 1, activation: str = "relu", row_norm: bool = False, bias: bool = False,
-                 score_scale: float | None = None, cls_index: int = -1, dense: bool = True,
-                 dtype=torch.float64, device=None, seed: int | None = 0):
+    def __init__(
+        self,
+        d: int,
+        *,
+        n_layers: int = 1,
+        n_heads: int = 1,
+        d_head: int | None = None,
+        out_dim: int = 1,
+        activation: str = "relu",
+        row_norm: bool = False,
+        bias: bool = False,
+        score_scale: float | None = None,
+        cls_index: int = -1,
+        dense: bool = True,
+        dtype=torch.float64,
+        device=None,
+        seed: int | None = 0,
+    ):
         super().__init__()
         self.d = check_positive_int(d, "d")
         self.n_layers = check_positive_int(n_layers, "n_layers")
         self.n_heads = check_positive_int(n_heads, "n_heads")
-        self.d_head = max(1, self.d // self.n_heads) if d_head is None else check_positive_int(d_head, "d_head")
+        self.d_head = (
+            max(1, self.d // self.n_heads)
+            if d_head is None
+            else check_positive_int(d_head, "d_head")
+        )
         self.out_dim = check_positive_int(out_dim, "out_dim")
         self.activation = str(activation)
         self.L_sigma = activation_lipschitz(self.activation)
         self.row_norm, self.bias, self.dense = bool(row_norm), bool(bias), bool(dense)
-        self.score_scale = (1.0 / math.sqrt(self.d_head) if score_scale is None
-                            else check_real(score_scale, "score_scale", lo=0.0, lo_open=True))
+        self.score_scale = (
+            1.0 / math.sqrt(self.d_head)
+            if score_scale is None
+            else check_real(score_scale, "score_scale", lo=0.0, lo_open=True)
+        )
         if isinstance(cls_index, bool) or not isinstance(cls_index, int):
             raise ParameterError(f"cls_index must be an integer row index, got {cls_index!r}")
         self.cls_index = cls_index
@@ -268,11 +323,27 @@ class ReferenceTransformer(nn.Module):
         device = resolve_device(device)
         gen = torch.Generator().manual_seed(0 if seed is None else int(seed))
         self.layers = nn.ModuleList(
-            _Layer(self.d, self.n_heads, self.d_head, bias=self.bias, dense=self.dense, gen=gen,
-                   dtype=dtype, device=device) for _ in range(self.n_layers))
-        self.w = nn.Parameter(torch.randn(self.d, self.out_dim, generator=gen, dtype=dtype).to(device)
-                              / math.sqrt(self.d))
-        self.b_w = nn.Parameter(torch.zeros(self.out_dim, dtype=dtype, device=device)) if self.bias else None
+            _Layer(
+                self.d,
+                self.n_heads,
+                self.d_head,
+                bias=self.bias,
+                dense=self.dense,
+                gen=gen,
+                dtype=dtype,
+                device=device,
+            )
+            for _ in range(self.n_layers)
+        )
+        self.w = nn.Parameter(
+            torch.randn(self.d, self.out_dim, generator=gen, dtype=dtype).to(device)
+            / math.sqrt(self.d)
+        )
+        self.b_w = (
+            nn.Parameter(torch.zeros(self.out_dim, dtype=dtype, device=device))
+            if self.bias
+            else None
+        )
 
     # ------------------------------------------------------------------ forward pass
     def _check_input(self, X) -> tuple[torch.Tensor, bool]:
@@ -282,7 +353,9 @@ class ReferenceTransformer(nn.Module):
         if single:
             X = X.unsqueeze(0)
         if X.ndim != 3 or X.shape[-1] != self.d:
-            raise ShapeError(f"X must have shape (batch, T, {self.d}) or (T, {self.d}), got {tuple(X.shape)}")
+            raise ShapeError(
+                f"X must have shape (batch, T, {self.d}) or (T, {self.d}), got {tuple(X.shape)}"
+            )
         return X, single
 
     def forward_rows(self, X) -> torch.Tensor:
@@ -296,8 +369,9 @@ class ReferenceTransformer(nn.Module):
         return {n: p[None] for n, p in self.named_parameters()}
 
     # ------------------------------------------------------------------ stacked modes
-    def forward_stacked(self, params: dict[str, torch.Tensor], X: torch.Tensor, *,
-                        all_rows: bool = False) -> torch.Tensor:
+    def forward_stacked(
+        self, params: dict[str, torch.Tensor], X: torch.Tensor, *, all_rows: bool = False
+    ) -> torch.Tensor:
         """The forward pass of ``K`` models of **this architecture** at once (the one forward pass of
         the class: :meth:`forward` is this with ``K = 1`` and the module's own parameters).
 
@@ -313,13 +387,15 @@ class ReferenceTransformer(nn.Module):
         Z = X
         for l in range(self.n_layers):
             pre = f"layers.{l}."
-            g = lambda name: params.get(pre + name)                          # noqa: E731
+            g = lambda name: params.get(pre + name)  # noqa: E731
             last = l == self.n_layers - 1 and not all_rows
-            if last:                                                          # the read-out row only
+            if last:  # the read-out row only
                 T = Z.shape[-2]
                 if not -T <= self.cls_index < T:
-                    raise ShapeError(f"cls_index {self.cls_index} is outside a sequence of length T = {T}")
-                z = Z[:, :, self.cls_index]                                   # (K, n, d)
+                    raise ShapeError(
+                        f"cls_index {self.cls_index} is outside a sequence of length T = {T}"
+                    )
+                z = Z[:, :, self.cls_index]  # (K, n, d)
                 q = _plus(torch.einsum("knd,khde->knhe", z, g("W_Q")), g("b_Q"))
                 k = _plus(torch.einsum("kntd,khde->knhte", Z, g("W_K")), g("b_K"), _HEAD_ROWS)
                 v = _plus(torch.einsum("kntd,khde->knhte", Z, g("W_V")), g("b_V"), _HEAD_ROWS)
@@ -333,7 +409,7 @@ class ReferenceTransformer(nn.Module):
             q = _plus(torch.einsum("kntd,khde->knhte", Z, g("W_Q")), g("b_Q"), _HEAD_ROWS)
             k = _plus(torch.einsum("kntd,khde->knhte", Z, g("W_K")), g("b_K"), _HEAD_ROWS)
             v = _plus(torch.einsum("kntd,khde->knhte", Z, g("W_V")), g("b_V"), _HEAD_ROWS)
-            A = torch.softmax(s * q @ k.transpose(-1, -2), dim=-1)                 # (K, n, H, T, T)
+            A = torch.softmax(s * q @ k.transpose(-1, -2), dim=-1)  # (K, n, H, T, T)
             U = _plus(torch.einsum("knhte,khef->kntf", A @ v, g("W_O")), g("b_O"), _ROWS)
             Y = sigma(U)
             if self.dense:
@@ -341,8 +417,13 @@ class ReferenceTransformer(nn.Module):
             Z = row_projection(Y) if self.row_norm else Y
         return Z
 
-    def forward_stacked_tokens(self, params: dict[str, torch.Tensor], bits: torch.Tensor,
-                               tokens: torch.Tensor, encoding: torch.Tensor) -> torch.Tensor:
+    def forward_stacked_tokens(
+        self,
+        params: dict[str, torch.Tensor],
+        bits: torch.Tensor,
+        tokens: torch.Tensor,
+        encoding: torch.Tensor,
+    ) -> torch.Tensor:
         """The structured ``[CLS]`` mode of :meth:`forward_stacked`, for inputs built from two tokens.
 
         Input ``k, i`` is the sequence with rows ``x_t = e_{b_t} + PE_t`` (``t < T``, ``b = bits[k, i]``
@@ -378,46 +459,52 @@ class ReferenceTransformer(nn.Module):
         dt = P["w"].dtype
         T = bits.shape[-1]
         if self.cls_index not in (-1, T):
-            raise ShapeError(f"the structured mode reads out the [CLS] row (index -1 or T = {T}); "
-                             f"cls_index is {self.cls_index}")
+            raise ShapeError(
+                f"the structured mode reads out the [CLS] row (index -1 or T = {T}); "
+                f"cls_index is {self.cls_index}"
+            )
         if self.n_layers > 1:
             E = tokens.to(dt)
-            X = E[torch.arange(E.shape[0], device=E.device)[:, None, None], bits.long()]   # (K, n, T, d)
+            X = E[
+                torch.arange(E.shape[0], device=E.device)[:, None, None], bits.long()
+            ]  # (K, n, T, d)
             cls = E[:, 2][:, None, None, :].expand(-1, bits.shape[1], 1, -1)
             X = torch.cat([X, cls], dim=2) + encoding.to(dt)
             return self.forward_stacked(P, X)
-        g = lambda name: P.get("layers.0." + name)                                # noqa: E731
+        g = lambda name: P.get("layers.0." + name)  # noqa: E731
         sigma = ACTIVATIONS[self.activation][0]
         score_scale = self.score_scale
         b = bits.to(dt)
         E = tokens.to(dt)
         pe = encoding.to(dt)
         K, n, T = b.shape
-        x_cls = E[:, 2] + pe[-1]                                                       # (K, d)
-        q = _plus(torch.einsum("kd,khde->khe", x_cls, g("W_Q")), g("b_Q"), _SAME)            # (K, H, dh)
-        u = score_scale * torch.einsum("khe,khde->khd", q, g("W_K"))                   # (K, H, d)
-        eu = torch.einsum("kjd,khd->khj", E, u)                                        # (K, H, 3)
-        pu = torch.einsum("td,khd->kht", pe, u)                                        # (K, H, T+1)
-        delta = eu[..., 1] - eu[..., 0]                                                # (K, H)
+        x_cls = E[:, 2] + pe[-1]  # (K, d)
+        q = _plus(torch.einsum("kd,khde->khe", x_cls, g("W_Q")), g("b_Q"), _SAME)  # (K, H, dh)
+        u = score_scale * torch.einsum("khe,khde->khd", q, g("W_K"))  # (K, H, d)
+        eu = torch.einsum("kjd,khd->khj", E, u)  # (K, H, 3)
+        pu = torch.einsum("td,khd->kht", pe, u)  # (K, H, T+1)
+        delta = eu[..., 1] - eu[..., 0]  # (K, H)
         dplus = torch.clamp(delta, min=0.0)
-        s_cls = eu[..., 2] + pu[..., T]                                                # (K, H)
+        s_cls = eu[..., 2] + pu[..., T]  # (K, H)
         top = pu[..., :T].max(-1).values + eu[..., 0] + dplus
         shift = torch.maximum(top, s_cls).detach()
-        w = torch.exp(pu[..., :T] + (eu[..., 0] + dplus - shift)[..., None])           # (K, H, T)
-        c = torch.exp(s_cls - shift)                                                   # (K, H)
-        a0, a1 = torch.exp(-dplus), torch.exp(delta - dplus)                           # (K, H)
+        w = torch.exp(pu[..., :T] + (eu[..., 0] + dplus - shift)[..., None])  # (K, H, T)
+        c = torch.exp(s_cls - shift)  # (K, H)
+        a0, a1 = torch.exp(-dplus), torch.exp(delta - dplus)  # (K, H)
         # sum_t w_t alpha_{b_t} x_t = alpha_0 sum_t (1 - b_t) w_t (e_0 + PE_t) + alpha_1 sum_t b_t w_t (e_1 + PE_t):
         # two sums of nonnegative weights, no cancellation (the normaliser rides along as a last column)
         H, d = w.shape[1], pe.shape[1]
-        cols = [torch.cat([w[..., None] * (E[:, None, j, None, :] + pe[:T]), w[..., None]], dim=-1)
-                for j in (0, 1)]                                                       # 2 x (K, H, T, d+1)
+        cols = [
+            torch.cat([w[..., None] * (E[:, None, j, None, :] + pe[:T]), w[..., None]], dim=-1)
+            for j in (0, 1)
+        ]  # 2 x (K, H, T, d+1)
         flat = [cj.permute(0, 2, 1, 3).reshape(K, T, H * (d + 1)) for cj in cols]
-        s0 = torch.bmm(1 - b, flat[0]).view(K, n, H, d + 1)                           # tokens equal to 0
-        s1 = torch.bmm(b, flat[1]).view(K, n, H, d + 1)                               # tokens equal to 1
-        x_cls_h = c[..., None] * (E[:, None, 2] + pe[T])                               # (K, H, d)
-        num = a0[:, None, :, None] * s0 + a1[:, None, :, None] * s1                   # (K, n, H, d+1)
-        Z = num[..., d] + c[:, None]                                                   # (K, n, H)
-        xbar = (num[..., :d] + x_cls_h[:, None]) / Z[..., None]                        # (K, n, H, d)
+        s0 = torch.bmm(1 - b, flat[0]).view(K, n, H, d + 1)  # tokens equal to 0
+        s1 = torch.bmm(b, flat[1]).view(K, n, H, d + 1)  # tokens equal to 1
+        x_cls_h = c[..., None] * (E[:, None, 2] + pe[T])  # (K, H, d)
+        num = a0[:, None, :, None] * s0 + a1[:, None, :, None] * s1  # (K, n, H, d+1)
+        Z = num[..., d] + c[:, None]  # (K, n, H)
+        xbar = (num[..., :d] + x_cls_h[:, None]) / Z[..., None]  # (K, n, H, d)
         v = _plus(torch.einsum("knhd,khde->knhe", xbar, g("W_V")), g("b_V"))
         o = _plus(torch.einsum("knhe,khef->knf", v, g("W_O")), g("b_O"))
         y = sigma(o)
@@ -443,7 +530,9 @@ class ReferenceTransformer(nn.Module):
         Z = self.forward_rows(Z)
         pos = torch.as_tensor(positions, device=Z.device).long().reshape(-1)
         if pos.numel() != Z.shape[0]:
-            raise ShapeError(f"positions must hold one index per sequence ({Z.shape[0]}), got {pos.numel()}")
+            raise ShapeError(
+                f"positions must hold one index per sequence ({Z.shape[0]}), got {pos.numel()}"
+            )
         T = Z.shape[1]
         if bool(((pos < -T) | (pos >= T)).any()):
             raise ShapeError(f"positions must lie in [-{T}, {T}), got {pos.tolist()}")
@@ -455,11 +544,11 @@ class ReferenceTransformer(nn.Module):
         QK, V, C = [], [], []
         for lay in self.layers:
             Q, K, Vv = lay.W_Q, lay.W_K, lay.W_V
-            VO = Vv @ lay.W_O                                         # (H, d, d)
+            VO = Vv @ lay.W_O  # (H, d, d)
             if self.bias:
-                Q = torch.cat([Q, lay.b_Q[:, None, :]], dim=1)       # (H, d+1, dh)
+                Q = torch.cat([Q, lay.b_Q[:, None, :]], dim=1)  # (H, d+1, dh)
                 K = torch.cat([K, lay.b_K[:, None, :]], dim=1)
-                last = lay.b_V[:, None, :] @ lay.W_O                  # (H, 1, d)
+                last = lay.b_V[:, None, :] @ lay.W_O  # (H, 1, d)
                 last = torch.cat([last[:1] + lay.b_O, last[1:]], dim=0)  # b_O rides on head 1
                 VO = torch.cat([VO, last], dim=1)
             QK.append(self.score_scale * Q @ K.transpose(-1, -2))
@@ -467,8 +556,9 @@ class ReferenceTransformer(nn.Module):
             if self.dense:
                 C.append(torch.cat([lay.W_C, lay.b_C[None]], 0) if self.bias else lay.W_C)
         w = torch.cat([self.w, self.b_w[None]], 0) if self.bias else self.w
-        return EffectiveWeights(torch.stack(QK), torch.stack(V), torch.stack(C) if self.dense else None,
-                                w, self.bias)
+        return EffectiveWeights(
+            torch.stack(QK), torch.stack(V), torch.stack(C) if self.dense else None, w, self.bias
+        )
 
     @torch.no_grad()
     def proxy_weights(self):
@@ -501,14 +591,20 @@ class ReferenceTransformer(nn.Module):
         parameter name to its entrywise l1 norm (what the authors' code prints, biases included).
         """
         E = self.effective_weights()
-        out = {"QK": matrix_norms(E.QK), "V": matrix_norms(E.V), "w": matrix_norms(E.w),
-               "raw": {n: float(p.abs().sum()) for n, p in self.named_parameters()}}
+        out = {
+            "QK": matrix_norms(E.QK),
+            "V": matrix_norms(E.V),
+            "w": matrix_norms(E.w),
+            "raw": {n: float(p.abs().sum()) for n, p in self.named_parameters()},
+        }
         if E.C is not None:
             out["C"] = matrix_norms(E.C)
         return out
 
     def extra_repr(self) -> str:
-        return (f"d={self.d}, n_layers={self.n_layers}, n_heads={self.n_heads}, d_head={self.d_head}, "
-                f"out_dim={self.out_dim}, activation={self.activation!r}, row_norm={self.row_norm}, "
-                f"bias={self.bias}, dense={self.dense}, score_scale={self.score_scale:.4g}, "
-                f"cls_index={self.cls_index}")
+        return (
+            f"d={self.d}, n_layers={self.n_layers}, n_heads={self.n_heads}, d_head={self.d_head}, "
+            f"out_dim={self.out_dim}, activation={self.activation!r}, row_norm={self.row_norm}, "
+            f"bias={self.bias}, dense={self.dense}, score_scale={self.score_scale:.4g}, "
+            f"cls_index={self.cls_index}"
+        )

@@ -67,12 +67,18 @@ def _p_tensor(p, like: torch.Tensor) -> tuple[torch.Tensor, bool]:
         try:
             pt = torch.as_tensor(p, dtype=like.dtype, device=like.device)
         except (TypeError, ValueError, RuntimeError) as exc:
-            raise ParameterError(f"p must be a number or a 1-D sequence of numbers, got {p!r}") from exc
+            raise ParameterError(
+                f"p must be a number or a 1-D sequence of numbers, got {p!r}"
+            ) from exc
     if pt.ndim > 1:
         raise ParameterError(f"p must be a scalar or a 1-D grid, got shape {tuple(pt.shape)}")
     if not bool(torch.isfinite(pt).all()) or bool(((pt < P_MIN) | (pt > P_MAX)).any()):
-        bad = pt.flatten()[(~torch.isfinite(pt.flatten())) | (pt.flatten() < P_MIN) | (pt.flatten() > P_MAX)]
-        raise ParameterError(f"Schatten index p must lie in [{P_MIN:g}, {P_MAX:g}], got {bad[0].item()!r}")
+        bad = pt.flatten()[
+            (~torch.isfinite(pt.flatten())) | (pt.flatten() < P_MIN) | (pt.flatten() > P_MAX)
+        ]
+        raise ParameterError(
+            f"Schatten index p must lie in [{P_MIN:g}, {P_MAX:g}], got {bad[0].item()!r}"
+        )
     return pt, pt.ndim == 0
 
 
@@ -91,7 +97,9 @@ def _thresholded(svals, rank_tol, size) -> torch.Tensor:
     return threshold_spectrum(s, rank_tol=tol, size=size) if tol else s
 
 
-def log_schatten_power(svals, p, *, rank_tol: float = DEFAULT_RANK_TOL, size: int | None = None) -> torch.Tensor:
+def log_schatten_power(
+    svals, p, *, rank_tol: float = DEFAULT_RANK_TOL, size: int | None = None
+) -> torch.Tensor:
     """``log(sum_i s_i**p)`` computed in log space, for one ``p`` or a whole grid at once.
     (Checked against numpy: :prf:ref:`prop-computed-norms`.)
 
@@ -112,7 +120,9 @@ def log_schatten_power(svals, p, *, rank_tol: float = DEFAULT_RANK_TOL, size: in
     return out.squeeze(-1) if scalar else out
 
 
-def log_schatten_power_at(svals, p, *, rank_tol: float = DEFAULT_RANK_TOL, size: int | None = None) -> torch.Tensor:
+def log_schatten_power_at(
+    svals, p, *, rank_tol: float = DEFAULT_RANK_TOL, size: int | None = None
+) -> torch.Tensor:
     """``log(sum_i s_i**p)`` with **one index per matrix**: ``p`` has the batch shape of ``svals`` ``(..., k)``
     (or broadcasts to it); the result has shape ``(...)``. Differentiable in ``svals`` and ``p``.
 
@@ -127,7 +137,9 @@ def log_schatten_power_at(svals, p, *, rank_tol: float = DEFAULT_RANK_TOL, size:
     return _log_spow(s, pt.to(s.dtype).unsqueeze(-1), dim=-1)
 
 
-def schatten_power(svals, p, *, rank_tol: float = DEFAULT_RANK_TOL, size: int | None = None) -> torch.Tensor:
+def schatten_power(
+    svals, p, *, rank_tol: float = DEFAULT_RANK_TOL, size: int | None = None
+) -> torch.Tensor:
     """``||W||_{S_p}^p = sum_i s_i**p`` for ``p`` in ``[0, 2]`` (``p = 0``: the rank).
 
     ``p`` may be a scalar or a 1-D grid (then a trailing axis of the grid's length is added).
@@ -165,7 +177,9 @@ def schatten_norm(svals, p, *, rank_tol: float = DEFAULT_RANK_TOL) -> torch.Tens
     """
     s = _svals(svals)
     pt, scalar = _p_tensor(p, s)
-    out = _norm_from_power(log_schatten_power(s, pt.reshape(-1), rank_tol=rank_tol), pt.reshape(-1))  # (..., P)
+    out = _norm_from_power(
+        log_schatten_power(s, pt.reshape(-1), rank_tol=rank_tol), pt.reshape(-1)
+    )  # (..., P)
     return out.squeeze(-1) if scalar else out
 
 
@@ -221,8 +235,9 @@ def stable_rank(svals, *, rank_tol: float = DEFAULT_RANK_TOL) -> torch.Tensor:
     s = _thresholded(svals, rank_tol, None)
     top = s.max(dim=-1).values
     fro2 = (s * s).sum(dim=-1)
-    return torch.where(top > 0, fro2 / torch.where(top > 0, top, torch.ones_like(top)) ** 2,
-                       torch.zeros_like(top))
+    return torch.where(
+        top > 0, fro2 / torch.where(top > 0, top, torch.ones_like(top)) ** 2, torch.zeros_like(top)
+    )
 
 
 def _check_group_exponent(v, name: str) -> float:

@@ -23,8 +23,16 @@ from matplotlib.ticker import NullFormatter
 
 from .norms import schatten_power
 
-__all__ = ["STYLE", "COLUMN_WIDTH", "use_style", "new_axes", "fit_tick_labels", "tick_label_problems",
-           "plot_schatten_curve", "plot_contributions"]
+__all__ = [
+    "STYLE",
+    "COLUMN_WIDTH",
+    "use_style",
+    "new_axes",
+    "fit_tick_labels",
+    "tick_label_problems",
+    "plot_schatten_curve",
+    "plot_contributions",
+]
 
 #: Path of the shared matplotlib style sheet.
 STYLE = Path(__file__).with_name("genbound.mplstyle")
@@ -62,7 +70,11 @@ def _label_boxes(fig, axis):
     out = []
     for tick in axis.get_major_ticks() + axis.get_minor_ticks():
         for lab in (tick.label1, tick.label2):
-            if lab.get_visible() and lab.get_text().strip() and axis.get_view_interval()[0] is not None:
+            if (
+                lab.get_visible()
+                and lab.get_text().strip()
+                and axis.get_view_interval()[0] is not None
+            ):
                 loc = tick.get_loc()
                 lo, hi = sorted(axis.get_view_interval())
                 if loc is None or not (lo - 1e-12 * abs(lo) <= loc <= hi + 1e-12 * abs(hi)):
@@ -101,13 +113,17 @@ def tick_label_problems(fig) -> list[str]:
             labels = _label_boxes(fig, axis)
             sizes = sorted({size for _, _, size in labels})
             if len(sizes) > 1:
-                problems.append(f"axes {i}, {name}: tick labels of mixed sizes {sizes} "
-                                f"(tick_params(which='both', ...) sets the minor labels too)")
+                problems.append(
+                    f"axes {i}, {name}: tick labels of mixed sizes {sizes} "
+                    f"(tick_params(which='both', ...) sets the minor labels too)"
+                )
             boxes = [(text, bb) for text, bb, _ in labels]
             for j in range(len(boxes)):
                 for k in range(j + 1, len(boxes)):
                     if _overlaps(boxes[j][1], boxes[k][1]):
-                        problems.append(f"axes {i}, {name}: tick labels overlap: {boxes[j][0]!r} and {boxes[k][0]!r}")
+                        problems.append(
+                            f"axes {i}, {name}: tick labels overlap: {boxes[j][0]!r} and {boxes[k][0]!r}"
+                        )
             for text, bb in boxes:
                 if bb.x0 < -0.5 or bb.y0 < -0.5 or bb.x1 > W + 0.5 or bb.y1 > H + 0.5:
                     problems.append(f"axes {i}, {name}: tick label {text!r} outside the figure")
@@ -127,7 +143,9 @@ def tick_label_problems(fig) -> list[str]:
 
 def _axis_overlaps(fig, axis) -> bool:
     boxes = [b for _, b, _ in _label_boxes(fig, axis)]
-    return any(_overlaps(boxes[j], boxes[k]) for j in range(len(boxes)) for k in range(j + 1, len(boxes)))
+    return any(
+        _overlaps(boxes[j], boxes[k]) for j in range(len(boxes)) for k in range(j + 1, len(boxes))
+    )
 
 
 def fit_tick_labels(fig, *, max_rounds: int = 4):
@@ -180,10 +198,17 @@ def plot_contributions(report, *, ax=None):
     if ax is None:
         _, ax = new_axes()
     t = report.table
-    labels = {"QK": r"QK ($W_Q W_K^\top$)", "V": r"V ($W_V W_O$)", "M_in": r"$M_{in}$", "M_out": r"$M_{out}$"}
+    labels = {
+        "QK": r"QK ($W_Q W_K^\top$)",
+        "V": r"V ($W_V W_O$)",
+        "M_in": r"$M_{in}$",
+        "M_out": r"$M_{out}$",
+    }
     for kind, marker in (("QK", "o"), ("V", "s"), ("M_in", "^"), ("M_out", "v")):
         sel = t[t["kind"] == kind]
-        ax.scatter(sel["layer"], sel["contribution"], marker=marker, s=14, label=labels[kind], alpha=0.7)
+        ax.scatter(
+            sel["layer"], sel["contribution"], marker=marker, s=14, label=labels[kind], alpha=0.7
+        )
     ax.set_xlabel("layer")
     ax.set_ylabel(r"$\min_p T(p)$")
     ax.set_yscale("log")

@@ -30,12 +30,31 @@ from ._validate import as_tensor, check_positive_int, check_real
 from .device import resolve_device
 from .errors import ParameterError
 
-__all__ = ["GAP_RADEMACHER_COEF", "GAP_CONFIDENCE_COEF", "DUDLEY_ALPHA_COEF", "DUDLEY_INTEGRAL_COEF",
-           "INVERSE_SQUARE_ALPHA_COEF", "PARAMETRIC_ALPHA_DENOM", "MCDIARMID_EXPONENT_COEF", "mcdiarmid_tail",
-           "generalization_gap_bound", "DudleyResult", "dudley_bound", "dudley_objective",
-           "dudley_inverse_square", "inverse_square_capacity", "inverse_square_log_factor", "dudley_parametric", "RademacherEstimate",
-           "empirical_rademacher_linear", "rademacher_finite_exact", "massart_bound",
-           "l1_linear_massart_bound", "l2_linear_bound", "ramp_loss"]
+__all__ = [
+    "GAP_RADEMACHER_COEF",
+    "GAP_CONFIDENCE_COEF",
+    "DUDLEY_ALPHA_COEF",
+    "DUDLEY_INTEGRAL_COEF",
+    "INVERSE_SQUARE_ALPHA_COEF",
+    "PARAMETRIC_ALPHA_DENOM",
+    "MCDIARMID_EXPONENT_COEF",
+    "mcdiarmid_tail",
+    "generalization_gap_bound",
+    "DudleyResult",
+    "dudley_bound",
+    "dudley_objective",
+    "dudley_inverse_square",
+    "inverse_square_capacity",
+    "inverse_square_log_factor",
+    "dudley_parametric",
+    "RademacherEstimate",
+    "empirical_rademacher_linear",
+    "rademacher_finite_exact",
+    "massart_bound",
+    "l1_linear_massart_bound",
+    "l2_linear_bound",
+    "ramp_loss",
+]
 
 #: ``2`` in ``2 R_S + 3 b sqrt(log(2/delta)/(2m))`` (:func:`genbound.symbolic.rademacher.gap_coefficients`).
 GAP_RADEMACHER_COEF = 2.0
@@ -70,6 +89,7 @@ def mcdiarmid_tail(t, sum_sq):
 # generalization from Rademacher complexity
 # ---------------------------------------------------------------------------------------------------
 
+
 def generalization_gap_bound(rademacher: float, *, m: int, delta: float, b: float = 1.0) -> float:
     """``2 R_S(G) + 3 b sqrt(log(2/delta) / (2m))`` (book: :prf:ref:`thm-rademacher-generalization`).
     (The factor 2 is :prf:ref:`lem-symmetrization`.)
@@ -87,12 +107,15 @@ def generalization_gap_bound(rademacher: float, *, m: int, delta: float, b: floa
     m = check_positive_int(m, "m")
     delta = check_real(delta, "delta", lo=0.0, hi=1.0, lo_open=True, hi_open=True)
     b = check_real(b, "b", lo=0.0, lo_open=True)
-    return GAP_RADEMACHER_COEF * rad + GAP_CONFIDENCE_COEF * b * math.sqrt(math.log(2.0 / delta) / (2.0 * m))
+    return GAP_RADEMACHER_COEF * rad + GAP_CONFIDENCE_COEF * b * math.sqrt(
+        math.log(2.0 / delta) / (2.0 * m)
+    )
 
 
 # ---------------------------------------------------------------------------------------------------
 # Dudley's entropy integral
 # ---------------------------------------------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class DudleyResult:
@@ -132,8 +155,9 @@ def _support_end(log_cover, lo: float, hi: float) -> float:
     return math.exp(b)
 
 
-def dudley_objective(log_cover: Callable[[float], float], alpha: float, *, m: int, diameter: float,
-                     breakpoints=()) -> float:
+def dudley_objective(
+    log_cover: Callable[[float], float], alpha: float, *, m: int, diameter: float, breakpoints=()
+) -> float:
     """``4 alpha + 12/sqrt(m) int_alpha^{c/2} sqrt(max(log N(eps), 0)) d eps`` at one ``alpha`` in
     ``(0, c/2]`` (``c = diameter``), by adaptive quadrature (``scipy.integrate.quad``) in ``log eps``.
     ``breakpoints``: values of ``eps`` where ``log N`` jumps or has a kink (e.g. the jumps of a ``ceil``);
@@ -161,15 +185,25 @@ def dudley_objective(log_cover: Callable[[float], float], alpha: float, *, m: in
         top = _support_end(log_cover, alpha, c / 2)
         if top > alpha:
             # split at the breakpoints (jumps of step-shaped covers): each piece is then smooth
-            edges = [math.log(alpha), *sorted({math.log(p) for p in breakpoints if alpha < p < top}), math.log(top)]
+            edges = [
+                math.log(alpha),
+                *sorted({math.log(p) for p in breakpoints if alpha < p < top}),
+                math.log(top),
+            ]
             for lo, hi in zip(edges[:-1], edges[1:]):
                 piece, _ = quad(integrand, lo, hi, limit=200, epsabs=1e-14, epsrel=1e-11)
                 integral += piece
     return DUDLEY_ALPHA_COEF * alpha + DUDLEY_INTEGRAL_COEF / math.sqrt(m) * integral
 
 
-def dudley_bound(log_cover: Callable[[float], float], *, m: int, diameter: float,
-                 alpha_min: float = 1e-12, breakpoints=()) -> DudleyResult:
+def dudley_bound(
+    log_cover: Callable[[float], float],
+    *,
+    m: int,
+    diameter: float,
+    alpha_min: float = 1e-12,
+    breakpoints=(),
+) -> DudleyResult:
     """``inf_{0 < alpha <= c/2} 4 alpha + 12/sqrt(m) int_alpha^{c/2} sqrt(log N(eps)) d eps`` numerically
     (book: :prf:ref:`thm-dudley`).
 
@@ -192,18 +226,26 @@ def dudley_bound(log_cover: Callable[[float], float], *, m: int, diameter: float
     m, c = _check_dudley_args(m, diameter)
     alpha_min = check_real(alpha_min, "alpha_min", lo=0.0, hi=0.5, lo_open=True, hi_open=True)
     if not callable(log_cover):
-        raise ParameterError(f"log_cover must be a callable eps -> log N(eps), got {type(log_cover).__name__}")
+        raise ParameterError(
+            f"log_cover must be a callable eps -> log N(eps), got {type(log_cover).__name__}"
+        )
     lo, hi = math.log(alpha_min * c), math.log(c / 2)
 
     def obj(u):
-        return dudley_objective(log_cover, min(math.exp(u), c / 2), m=m, diameter=c, breakpoints=breakpoints)
+        return dudley_objective(
+            log_cover, min(math.exp(u), c / 2), m=m, diameter=c, breakpoints=breakpoints
+        )
 
     # far from the optimum the search may visit scales where a step-shaped cover has more jumps than
     # the quadrature can resolve; those evaluations only steer the search, so their warnings are muted
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", IntegrationWarning)
         res = minimize_scalar(obj, bounds=(lo, hi), method="bounded", options={"xatol": 1e-9})
-        cands = [(float(res.fun), math.exp(float(res.x))), (obj(hi), c / 2), (obj(lo), math.exp(lo))]
+        cands = [
+            (float(res.fun), math.exp(float(res.x))),
+            (obj(hi), c / 2),
+            (obj(lo), math.exp(lo)),
+        ]
     _, alpha = min(cands)
     alpha = min(alpha, c / 2)
     value = dudley_objective(log_cover, alpha, m=m, diameter=c, breakpoints=breakpoints)
@@ -276,7 +318,9 @@ def inverse_square_log_factor(A: float, *, m: int, diameter: float) -> float:
     m, c = _check_dudley_args(m, diameter)
     if A == 0.0:
         return 1.0
-    return max(1.0, 1.0 + math.log(c * math.sqrt(m) / (2 * INVERSE_SQUARE_ALPHA_COEF * math.sqrt(A))))
+    return max(
+        1.0, 1.0 + math.log(c * math.sqrt(m) / (2 * INVERSE_SQUARE_ALPHA_COEF * math.sqrt(A)))
+    )
 
 
 def _parametric_antiderivative(e: float, C: float) -> float:
@@ -310,8 +354,12 @@ def dudley_parametric(k: float, C: float, *, m: int, diameter: float) -> DudleyR
         return DudleyResult(DUDLEY_ALPHA_COEF * u, u, 0.0, m, c, "parametric")
     if alpha == 0.0:  # underflow: the integral to 0 converges
         integral = math.sqrt(k) * _parametric_antiderivative(u, C)  # F(0+) = 0
-        return DudleyResult(DUDLEY_INTEGRAL_COEF / math.sqrt(m) * integral, 0.0, integral, m, c, "parametric")
-    integral = math.sqrt(k) * (_parametric_antiderivative(u, C) - _parametric_antiderivative(alpha, C))
+        return DudleyResult(
+            DUDLEY_INTEGRAL_COEF / math.sqrt(m) * integral, 0.0, integral, m, c, "parametric"
+        )
+    integral = math.sqrt(k) * (
+        _parametric_antiderivative(u, C) - _parametric_antiderivative(alpha, C)
+    )
     value = DUDLEY_ALPHA_COEF * alpha + DUDLEY_INTEGRAL_COEF / math.sqrt(m) * integral
     return DudleyResult(value, alpha, integral, m, c, "parametric")
 
@@ -319,6 +367,7 @@ def dudley_parametric(k: float, C: float, *, m: int, diameter: float) -> DudleyR
 # ---------------------------------------------------------------------------------------------------
 # empirical Rademacher complexity
 # ---------------------------------------------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class RademacherEstimate:
@@ -344,8 +393,16 @@ def _signs(m: int, n: int | None, generator, device, dtype) -> tuple[torch.Tenso
     return s.to(device), False
 
 
-def empirical_rademacher_linear(X, *, radius: float = 1.0, norm: str = "l1", n_draws: int | None = 4096,
-                                seed: int = 0, device=None, chunk: int = 4096) -> RademacherEstimate:
+def empirical_rademacher_linear(
+    X,
+    *,
+    radius: float = 1.0,
+    norm: str = "l1",
+    n_draws: int | None = 4096,
+    seed: int = 0,
+    device=None,
+    chunk: int = 4096,
+) -> RademacherEstimate:
     """``R_S({x -> <w, x> : ||w||_norm <= radius})`` on the rows of ``X`` (book: :ref:`ch-rademacher`).
 
     The supremum has a closed form by duality, ``sup_{||w|| <= B} (1/m) sigma^T X w = B ||X^T sigma||_* / m``
@@ -381,8 +438,8 @@ def empirical_rademacher_linear(X, *, radius: float = 1.0, norm: str = "l1", n_d
     total = torch.zeros(Xb.shape[0], dtype=Xb.dtype, device=dev)
     total_sq = torch.zeros_like(total)
     for start in range(0, sig.shape[0], chunk):
-        s = sig[start:start + chunk]                                  # (n, m)
-        v = torch.einsum("nm,bmd->bnd", s, Xb)                        # (b, n, d): X^T sigma
+        s = sig[start : start + chunk]  # (n, m)
+        v = torch.einsum("nm,bmd->bnd", s, Xb)  # (b, n, d): X^T sigma
         if dual == "linf":
             sup = v.abs().amax(-1)
         elif dual == "l2":
@@ -414,8 +471,8 @@ def rademacher_finite_exact(A) -> torch.Tensor:
     m = A.shape[-1]
     if m > 20:
         raise ParameterError(f"exact enumeration needs m <= 20, got m = {m}")
-    sig, _ = _signs(m, None, None, A.device, A.dtype)                # (2^m, m)
-    vals = torch.einsum("sm,...nm->...sn", sig, A)                    # (..., 2^m, N)
+    sig, _ = _signs(m, None, None, A.device, A.dtype)  # (2^m, m)
+    vals = torch.einsum("sm,...nm->...sn", sig, A)  # (..., 2^m, N)
     return vals.amax(-1).mean(-1) / m
 
 
@@ -468,6 +525,10 @@ def ramp_loss(margin, gamma: float) -> torch.Tensor:
     >>> ramp_loss(torch.tensor([-1.0, 0.0, 0.5, 1.0, 2.0]), 1.0).tolist()
     [1.0, 1.0, 0.5, 0.0, 0.0]
     """
-    margin = margin if isinstance(margin, torch.Tensor) and margin.requires_grad else as_tensor(margin, "margin")
+    margin = (
+        margin
+        if isinstance(margin, torch.Tensor) and margin.requires_grad
+        else as_tensor(margin, "margin")
+    )
     gamma = check_real(gamma, "gamma", lo=0.0, lo_open=True)
     return (1 - margin / gamma).clamp(0.0, 1.0)

@@ -33,18 +33,50 @@ from ._validate import as_tensor, broadcast_shape, check_real
 from .errors import InputError, ParameterError, ShapeError
 from .norms import log_schatten_power
 from .spectra import DEFAULT_RANK_TOL, threshold_spectrum
-from .example_spectra import (exponential_spectrum, low_rank_spectrum, polynomial_spectrum,  # noqa: F401
-                              spike_floor_spectrum)
+from .example_spectra import (
+    exponential_spectrum,
+    low_rank_spectrum,
+    polynomial_spectrum,  # noqa: F401
+    spike_floor_spectrum,
+)
 
 __all__ = [
-    "GELU_LIPSCHITZ", "c_p", "log_c_p", "threshold_objective", "optimal_threshold",
-    "log_per_matrix_term", "per_matrix_term", "numerical_threshold_minimum", "entropy_objective",
-    "entropy_log_covering", "dudley_entropy_integral", "spectral_count_minimum", "log_term_grid",
-    "best_p", "p0_scale_threshold", "grid_rounding_bound",
-    "low_rank_spectrum", "polynomial_spectrum", "exponential_spectrum", "spike_floor_spectrum",
-    "row_project", "attention_head", "reference_layer", "reference_transformer", "head_lipschitz",
-    "layer_lipschitz", "log_layer_lipschitz", "layer_alphas", "log_layer_alphas", "sensitivities",
-    "gamma_derived", "log_dudley_factor", "GELU_LIPSCHITZ", "L_PHI", "ATTENTION_QK_FACTOR", "GAMMA_QK_FACTOR",
+    "GELU_LIPSCHITZ",
+    "c_p",
+    "log_c_p",
+    "threshold_objective",
+    "optimal_threshold",
+    "log_per_matrix_term",
+    "per_matrix_term",
+    "numerical_threshold_minimum",
+    "entropy_objective",
+    "entropy_log_covering",
+    "dudley_entropy_integral",
+    "spectral_count_minimum",
+    "log_term_grid",
+    "best_p",
+    "p0_scale_threshold",
+    "grid_rounding_bound",
+    "low_rank_spectrum",
+    "polynomial_spectrum",
+    "exponential_spectrum",
+    "spike_floor_spectrum",
+    "row_project",
+    "attention_head",
+    "reference_layer",
+    "reference_transformer",
+    "head_lipschitz",
+    "layer_lipschitz",
+    "log_layer_lipschitz",
+    "layer_alphas",
+    "log_layer_alphas",
+    "sensitivities",
+    "gamma_derived",
+    "log_dudley_factor",
+    "GELU_LIPSCHITZ",
+    "L_PHI",
+    "ATTENTION_QK_FACTOR",
+    "GAMMA_QK_FACTOR",
     "GAMMA_CONVENTIONS",
 ]
 
@@ -73,7 +105,9 @@ def _t(x, name) -> torch.Tensor:
 def _p(p, like=None) -> torch.Tensor:
     t = _t(p, "p")
     if bool(((t < 0) | (t > 2)).any()):
-        raise ParameterError(f"Schatten index p must lie in [0, 2], got {t.flatten()[((t < 0) | (t > 2)).flatten()][0].item()}")
+        raise ParameterError(
+            f"Schatten index p must lie in [0, 2], got {t.flatten()[((t < 0) | (t > 2)).flatten()][0].item()}"
+        )
     return t
 
 
@@ -81,8 +115,10 @@ def _pos(x, name, *, allow_zero=False) -> torch.Tensor:
     t = _t(x, name)
     bad = (t < 0) if allow_zero else (t <= 0)
     if bool(bad.any()):
-        raise ParameterError(f"{name} must be {'nonnegative' if allow_zero else 'positive'}, "
-                             f"got {t.flatten()[bad.flatten()][0].item()}")
+        raise ParameterError(
+            f"{name} must be {'nonnegative' if allow_zero else 'positive'}, "
+            f"got {t.flatten()[bad.flatten()][0].item()}"
+        )
     return t
 
 
@@ -145,8 +181,11 @@ def log_per_matrix_term(log_spow, log_scale, N, p, *, with_cp: bool = True) -> t
     this is the only place the summand's formula is written (:func:`log_term_grid` and
     :func:`genbound.bounds.sakai_imaizumi.log_contribution` call it).
     """
-    lm = (torch.as_tensor(log_spow, dtype=torch.float64) if isinstance(log_spow, torch.Tensor)
-          or log_spow == -math.inf else _t(log_spow, "log_spow"))
+    lm = (
+        torch.as_tensor(log_spow, dtype=torch.float64)
+        if isinstance(log_spow, torch.Tensor) or log_spow == -math.inf
+        else _t(log_spow, "log_spow")
+    )
     ls = _t(log_scale, "log_scale")
     n = _pos(N, "N")
     pt = _p(p)
@@ -179,7 +218,9 @@ def numerical_threshold_minimum(spow, scale, N, p, *, iters: int = 200) -> torch
     n = _pos(N, "N")
     pt = _p(p)
     if bool((pt <= 0).any()):
-        raise ParameterError("numerical_threshold_minimum needs p > 0 (at p = 0 the infimum is the limit tau -> 0)")
+        raise ParameterError(
+            "numerical_threshold_minimum needs p > 0 (at p = 0 the infimum is the limit tau -> 0)"
+        )
     m, s, n, pt = torch.broadcast_tensors(m, s, n, pt)
     t0 = optimal_threshold(m, s, n, pt).log()  # only to centre the bracket, not to find the minimum
     lo, hi = t0 - 30.0, t0 + 30.0
@@ -248,7 +289,9 @@ def dudley_entropy_integral(D, spow, scale, N, p, *, B=1.0) -> torch.Tensor:
     """``int_0^D sqrt(entropy_log_covering(eps)) d eps = sqrt(k_p) Theta_p ((p+2)/2) D**(2/(p+2))``."""
     d = _pos(D, "D")
     pt = _p(p)
-    return (log_dudley_factor(pt) + _log_theta(spow, scale, N, pt, B) + 2 / (pt + 2) * d.log()).exp()
+    return (
+        log_dudley_factor(pt) + _log_theta(spow, scale, N, pt, B) + 2 / (pt + 2) * d.log()
+    ).exp()
 
 
 def spectral_count_minimum(svals, scale, N, *, rank_tol: float = DEFAULT_RANK_TOL) -> torch.Tensor:
@@ -278,8 +321,16 @@ def spectral_count_minimum(svals, scale, N, *, rank_tol: float = DEFAULT_RANK_TO
     return torch.minimum(cand.min(-1).values, at_zero)
 
 
-def log_term_grid(svals, scale, N, ps, *, with_cp: bool = False, rank_tol: float = DEFAULT_RANK_TOL,
-                  log_scale: bool = False) -> torch.Tensor:
+def log_term_grid(
+    svals,
+    scale,
+    N,
+    ps,
+    *,
+    with_cp: bool = False,
+    rank_tol: float = DEFAULT_RANK_TOL,
+    log_scale: bool = False,
+) -> torch.Tensor:
     """``log T(p)`` for every ``p`` of the grid ``ps`` (trailing axis), for spectra ``(..., k)``.
 
     ``scale`` may be given as its logarithm (``log_scale=True``), for the astronomically large scales of
@@ -296,8 +347,16 @@ def log_term_grid(svals, scale, N, ps, *, with_cp: bool = False, rank_tol: float
     return log_per_matrix_term(lm, ls, n, grid, with_cp=with_cp)
 
 
-def best_p(svals, scale, N, ps, *, with_cp: bool = False, log_scale: bool = False,
-           rank_tol: float = DEFAULT_RANK_TOL):
+def best_p(
+    svals,
+    scale,
+    N,
+    ps,
+    *,
+    with_cp: bool = False,
+    log_scale: bool = False,
+    rank_tol: float = DEFAULT_RANK_TOL,
+):
     """``(p_opt, T(p_opt))`` over the grid ``ps``; ties go to the smallest ``p`` (as ``np.argmin``)."""
     lt = log_term_grid(svals, scale, N, ps, with_cp=with_cp, rank_tol=rank_tol, log_scale=log_scale)
     grid = as_tensor(ps, "ps", ndim=1).to(lt.device)
@@ -324,7 +383,9 @@ def p0_scale_threshold(svals, N, *, rank_tol: float = DEFAULT_RANK_TOL) -> torch
     return torch.sqrt(r / n) / smin
 
 
-def grid_rounding_bound(svals, scale, N, grid_m, *, rank_tol: float = DEFAULT_RANK_TOL) -> torch.Tensor:
+def grid_rounding_bound(
+    svals, scale, N, grid_m, *, rank_tol: float = DEFAULT_RANK_TOL
+) -> torch.Tensor:
     """``(6 Lambda + log k + 2 |log S| + log N) / (8 m)``: the most that rounding ``p`` to ``P_m`` can add to
     ``log T`` (``Lambda = max |log sigma_i|``, ``k`` = numerical rank, ``m = grid_m`` the grid resolution).
     Book: :prf:ref:`lem-sa-grid-rounding`."""
@@ -342,6 +403,7 @@ def grid_rounding_bound(svals, scale, N, grid_m, *, rank_tol: float = DEFAULT_RA
 
 
 # --------------------------------------------------------------------------- reference deep model
+
 
 def row_project(Z: torch.Tensor) -> torch.Tensor:
     """``Pi``: project every row onto the unit l2 ball, ``z / max(1, ||z||)`` (1-Lipschitz per row)."""
@@ -408,8 +470,12 @@ def log_layer_lipschitz(c_qk, c_v, c_in, c_out, *, L_phi: float = GELU_LIPSCHITZ
     :func:`genbound.bounds.sakai_imaizumi.log_layer_lipschitz` are this function (exponentiated).
     """
     lp = check_real(L_phi, "L_phi", lo=0.0, lo_open=True)
-    return (math.log(lp) + _t(c_in, "c_in").log() + _t(c_out, "c_out").log()
-            + head_lipschitz(c_qk, c_v).sum(-1).log())
+    return (
+        math.log(lp)
+        + _t(c_in, "c_in").log()
+        + _t(c_out, "c_out").log()
+        + head_lipschitz(c_qk, c_v).sum(-1).log()
+    )
 
 
 def layer_lipschitz(c_qk, c_v, c_in, c_out, *, L_phi: float = GELU_LIPSCHITZ) -> torch.Tensor:
@@ -428,7 +494,9 @@ def log_layer_alphas(log_factors) -> torch.Tensor:
     >>> log_layer_alphas(torch.tensor([1.0, 2.0, 3.0])).tolist()
     [5.0, 3.0, 0.0]
     """
-    if isinstance(log_factors, torch.Tensor):  # may hold -inf (a zero factor); NaN and +inf are refused
+    if isinstance(
+        log_factors, torch.Tensor
+    ):  # may hold -inf (a zero factor); NaN and +inf are refused
         lf = log_factors.to(torch.float64)
         if lf.ndim < 1 or bool(torch.isnan(lf).any()) or bool(torch.isposinf(lf).any()):
             raise InputError("log_factors must be a tensor (..., L) of finite values or -inf")
@@ -452,8 +520,9 @@ def layer_alphas(factors) -> torch.Tensor:
     return log_layer_alphas(f.log()).exp()
 
 
-def sensitivities(c_v, c_in, c_out, *, L_phi: float = GELU_LIPSCHITZ,
-                  convention: str = "derived") -> dict[str, torch.Tensor]:
+def sensitivities(
+    c_v, c_in, c_out, *, L_phi: float = GELU_LIPSCHITZ, convention: str = "derived"
+) -> dict[str, torch.Tensor]:
     """``gamma`` of every matrix kind of one reference layer: ``{"QK", "V", "M_in", "M_out"}``.
 
     ``convention="derived"`` (:prf:ref:`lem-sa-matrix-sensitivity`): ``QK``: ``2 L_phi C_V C_in C_out``;

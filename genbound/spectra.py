@@ -155,7 +155,9 @@ def effective_rank_tol(rank_tol: float, dtype: torch.dtype) -> float:
     return max(tol, float(eps))
 
 
-def rank_threshold(svals, *, rank_tol: float = DEFAULT_RANK_TOL, size: int | None = None) -> torch.Tensor:
+def rank_threshold(
+    svals, *, rank_tol: float = DEFAULT_RANK_TOL, size: int | None = None
+) -> torch.Tensor:
     """The numerical-rank threshold ``tol * min(rows, cols) * max(sigma_1, 1)``, ``tol = max(rank_tol, eps)``.
 
     ``size`` is ``min(rows, cols)`` of the matrix; by default the number of singular values given.
@@ -180,7 +182,9 @@ def rank_threshold(svals, *, rank_tol: float = DEFAULT_RANK_TOL, size: int | Non
     return tol * n * top
 
 
-def threshold_spectrum(svals, *, rank_tol: float = DEFAULT_RANK_TOL, size: int | None = None) -> torch.Tensor:
+def threshold_spectrum(
+    svals, *, rank_tol: float = DEFAULT_RANK_TOL, size: int | None = None
+) -> torch.Tensor:
     """Singular values with every value at or below :func:`rank_threshold` set to exactly zero.
 
     >>> threshold_spectrum(torch.tensor([1.0, 1e-17, 0.0])).tolist()
@@ -191,7 +195,9 @@ def threshold_spectrum(svals, *, rank_tol: float = DEFAULT_RANK_TOL, size: int |
     return torch.where(s > thr, s, torch.zeros_like(s))
 
 
-def numerical_rank(svals, *, rank_tol: float = DEFAULT_RANK_TOL, size: int | None = None) -> torch.Tensor:
+def numerical_rank(
+    svals, *, rank_tol: float = DEFAULT_RANK_TOL, size: int | None = None
+) -> torch.Tensor:
     """Number of singular values above :func:`rank_threshold` (an integer tensor of the batch shape).
 
     >>> numerical_rank(torch.tensor([[3.0, 1.0, 0.0], [1.0, 1e-12, 0.0]])).tolist()
@@ -257,9 +263,12 @@ def gram_matrix(A: torch.Tensor, *, chunk: int = GRAM_CHUNK) -> torch.Tensor:
         lo, hi = slice(0, n // 2), slice(n // 2, n)
         blocks = [(lo, lo), (hi, lo), (hi, hi)]
     G = torch.zeros(n, n, dtype=A.dtype, device=A.device)
-    bufs = [torch.empty(r.stop - r.start, c.stop - c.start, dtype=A.dtype, device=A.device) for r, c in blocks]
+    bufs = [
+        torch.empty(r.stop - r.start, c.stop - c.start, dtype=A.dtype, device=A.device)
+        for r, c in blocks
+    ]
     for i in range(0, m, chunk):
-        blk = A[i:i + chunk]
+        blk = A[i : i + chunk]
         for (r, c), P in zip(blocks, bufs):
             torch.mm(blk[:, r].T, blk[:, c], out=P)
             G[r, c].add_(P)
@@ -286,12 +295,12 @@ def gram_error_bound(A: torch.Tensor, *, chunk: int = GRAM_CHUNK) -> float:
     True
     """
     m, n = A.shape
-    u = 2.0 ** -53
+    u = 2.0**-53
     k = min(chunk, m) + -(-m // chunk)
     gamma = k * u / (1.0 - k * u)
     w = torch.zeros(n, dtype=A.dtype, device=A.device)
     for i in range(0, m, chunk):
-        blk = A[i:i + chunk].abs()
+        blk = A[i : i + chunk].abs()
         w.add_(blk.T @ blk.sum(dim=1))
     return gamma * float(w.max()) * (1.0 + 2.0 * (m + n) * u)
 
@@ -311,11 +320,17 @@ def gram_certificate(lam: torch.Tensor, delta: float) -> float:
     if not lo > delta:
         return math.inf
     t = delta / lo
-    return 1.0 / math.sqrt(1.0 - t) - 1.0 + 2.0 * 2.0 ** -53
+    return 1.0 / math.sqrt(1.0 - t) - 1.0 + 2.0 * 2.0**-53
 
 
-def certified_singular_values(M, *, rtol: float = DEFAULT_CERT_RTOL, route: str = "auto",
-                              chunk: int = GRAM_CHUNK, driver: str | None = None) -> CertifiedSpectrum:
+def certified_singular_values(
+    M,
+    *,
+    rtol: float = DEFAULT_CERT_RTOL,
+    route: str = "auto",
+    chunk: int = GRAM_CHUNK,
+    driver: str | None = None,
+) -> CertifiedSpectrum:
     """All singular values of a float64 matrix, each to relative accuracy ``rtol`` (descending).
 
     The route (``route="auto"``):
@@ -397,4 +412,6 @@ def certified_singular_values(M, *, rtol: float = DEFAULT_CERT_RTOL, route: str 
     else:
         s = torch.linalg.svdvals(torch.linalg.qr(A, mode="r").R, **kw)
         name = "qr-svd"
-    return CertifiedSpectrum(svals=torch.sort(s, descending=True).values, route=name, rel_err_bound=bound, rtol=tol)
+    return CertifiedSpectrum(
+        svals=torch.sort(s, descending=True).values, route=name, rel_err_bound=bound, rtol=tol
+    )

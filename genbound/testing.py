@@ -27,27 +27,40 @@ from .errors import ParameterError
 
 __all__ = ["make_bert_checkpoint", "bert_layer_shapes"]
 
-_DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16,
-           "float64": torch.float64}
+_DTYPES = {
+    "float32": torch.float32,
+    "float16": torch.float16,
+    "bfloat16": torch.bfloat16,
+    "float64": torch.float64,
+}
 
 
 def bert_layer_shapes(hidden: int, d_ff: int) -> dict[str, tuple[int, ...]]:
     """Parameter shapes of one BERT encoder layer (names relative to ``encoder.layer.{i}.``)."""
     N, F = hidden, d_ff
     return {
-        "attention.self.query.weight": (N, N), "attention.self.query.bias": (N,),
-        "attention.self.key.weight": (N, N), "attention.self.key.bias": (N,),
-        "attention.self.value.weight": (N, N), "attention.self.value.bias": (N,),
-        "attention.output.dense.weight": (N, N), "attention.output.dense.bias": (N,),
-        "attention.output.LayerNorm.weight": (N,), "attention.output.LayerNorm.bias": (N,),
-        "intermediate.dense.weight": (F, N), "intermediate.dense.bias": (F,),
-        "output.dense.weight": (N, F), "output.dense.bias": (N,),
-        "output.LayerNorm.weight": (N,), "output.LayerNorm.bias": (N,),
+        "attention.self.query.weight": (N, N),
+        "attention.self.query.bias": (N,),
+        "attention.self.key.weight": (N, N),
+        "attention.self.key.bias": (N,),
+        "attention.self.value.weight": (N, N),
+        "attention.self.value.bias": (N,),
+        "attention.output.dense.weight": (N, N),
+        "attention.output.dense.bias": (N,),
+        "attention.output.LayerNorm.weight": (N,),
+        "attention.output.LayerNorm.bias": (N,),
+        "intermediate.dense.weight": (F, N),
+        "intermediate.dense.bias": (F,),
+        "output.dense.weight": (N, F),
+        "output.dense.bias": (N,),
+        "output.LayerNorm.weight": (N,),
+        "output.LayerNorm.bias": (N,),
     }
 
 
-def _layer_tensors(i: int, hidden: int, d_ff: int, std: float, gen: torch.Generator, dtype, device,
-                   prefix: str) -> dict[str, torch.Tensor]:
+def _layer_tensors(
+    i: int, hidden: int, d_ff: int, std: float, gen: torch.Generator, dtype, device, prefix: str
+) -> dict[str, torch.Tensor]:
     out = {}
     for name, shape in bert_layer_shapes(hidden, d_ff).items():
         if name.endswith("LayerNorm.weight"):
@@ -60,9 +73,21 @@ def _layer_tensors(i: int, hidden: int, d_ff: int, std: float, gen: torch.Genera
     return out
 
 
-def make_bert_checkpoint(folder, *, layers: int, heads: int, hidden: int, d_ff: int | None = None,
-                         seed: int = 0, std: float = 0.02, dtype: str = "float32", vocab_size: int = 64,
-                         prefix: str = "", shard: bool = False, device: str = "cpu") -> dict:
+def make_bert_checkpoint(
+    folder,
+    *,
+    layers: int,
+    heads: int,
+    hidden: int,
+    d_ff: int | None = None,
+    seed: int = 0,
+    std: float = 0.02,
+    dtype: str = "float32",
+    vocab_size: int = 64,
+    prefix: str = "",
+    shard: bool = False,
+    device: str = "cpu",
+) -> dict:
     """Write a seeded random BERT-shaped checkpoint into ``folder`` and describe it.
 
     Weights are ``N(0, std^2)`` (BERT's initialiser scale by default), biases zero, LayerNorm gains one;
@@ -89,17 +114,38 @@ def make_bert_checkpoint(folder, *, layers: int, heads: int, hidden: int, d_ff: 
     path.mkdir(parents=True, exist_ok=True)
     gen = torch.Generator(device=device).manual_seed(int(seed))
     config = {
-        "architectures": ["BertModel"], "model_type": "bert", "hidden_size": N, "num_hidden_layers": L,
-        "num_attention_heads": H, "intermediate_size": F, "hidden_act": "gelu", "vocab_size": V,
-        "max_position_embeddings": 64, "type_vocab_size": 2, "layer_norm_eps": 1e-12,
-        "hidden_dropout_prob": 0.0, "attention_probs_dropout_prob": 0.0, "initializer_range": std,
-        "torch_dtype": dtype, "genbound_synthetic": True, "genbound_seed": int(seed),
+        "architectures": ["BertModel"],
+        "model_type": "bert",
+        "hidden_size": N,
+        "num_hidden_layers": L,
+        "num_attention_heads": H,
+        "intermediate_size": F,
+        "hidden_act": "gelu",
+        "vocab_size": V,
+        "max_position_embeddings": 64,
+        "type_vocab_size": 2,
+        "layer_norm_eps": 1e-12,
+        "hidden_dropout_prob": 0.0,
+        "attention_probs_dropout_prob": 0.0,
+        "initializer_range": std,
+        "torch_dtype": dtype,
+        "genbound_synthetic": True,
+        "genbound_seed": int(seed),
     }
     (path / "config.json").write_text(json.dumps(config, indent=2))
     emb = {
-        f"{prefix}embeddings.word_embeddings.weight": torch.randn(V, N, generator=gen, device=device) * std,
-        f"{prefix}embeddings.position_embeddings.weight": torch.randn(64, N, generator=gen, device=device) * std,
-        f"{prefix}embeddings.token_type_embeddings.weight": torch.randn(2, N, generator=gen, device=device) * std,
+        f"{prefix}embeddings.word_embeddings.weight": torch.randn(
+            V, N, generator=gen, device=device
+        )
+        * std,
+        f"{prefix}embeddings.position_embeddings.weight": torch.randn(
+            64, N, generator=gen, device=device
+        )
+        * std,
+        f"{prefix}embeddings.token_type_embeddings.weight": torch.randn(
+            2, N, generator=gen, device=device
+        )
+        * std,
         f"{prefix}embeddings.LayerNorm.weight": torch.ones(N, device=device),
         f"{prefix}embeddings.LayerNorm.bias": torch.zeros(N, device=device),
     }
@@ -126,5 +172,10 @@ def make_bert_checkpoint(folder, *, layers: int, heads: int, hidden: int, d_ff: 
             del t
         index = {"metadata": {"total_size": total_params * itemsize}, "weight_map": weight_map}
         (path / "model.safetensors.index.json").write_text(json.dumps(index, indent=1))
-    return {"path": str(path), "parameters": total_params, "bytes": total_params * itemsize,
-            "largest_layer_bytes": layer_params * itemsize, "largest_layer_weight_bytes": weight_params * itemsize}
+    return {
+        "path": str(path),
+        "parameters": total_params,
+        "bytes": total_params * itemsize,
+        "largest_layer_bytes": layer_params * itemsize,
+        "largest_layer_weight_bytes": weight_params * itemsize,
+    }

@@ -17,8 +17,21 @@ from genbound.experiments import results as res
 
 ROOT = Path(__file__).resolve().parents[1]
 SCHEMA = res.Schema("demo", (("n", int), ("seed", int), ("loss", float)), key=("n", "seed"))
-TINY = ["--n-train", "40", "--n-val", "30", "--n-test", "50", "--steps", "40", "--warmup", "5",
-        "--eval-every", "7", "--no-m-star"]
+TINY = [
+    "--n-train",
+    "40",
+    "--n-val",
+    "30",
+    "--n-test",
+    "50",
+    "--steps",
+    "40",
+    "--warmup",
+    "5",
+    "--eval-every",
+    "7",
+    "--no-m-star",
+]
 
 
 def _env():
@@ -28,8 +41,15 @@ def _env():
 
 
 def _genbound(*args, **kw):
-    return subprocess.Popen([sys.executable, "-m", "genbound.cli", *args], cwd=str(ROOT), env=_env(),
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kw)
+    return subprocess.Popen(
+        [sys.executable, "-m", "genbound.cli", *args],
+        cwd=str(ROOT),
+        env=_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        **kw,
+    )
 
 
 # ------------------------------------------------------------------------------- the recorded environment
@@ -37,17 +57,29 @@ def test_environment_records_the_cpu_kind_and_the_libraries():
     import torch
 
     env = res.environment()
-    for k in ("cpu_model", "cpu_flags", "cpu_capability", "blas", "lapack", "math_library", "kernel_env",
-              "torch", "threads", "commit"):
+    for k in (
+        "cpu_model",
+        "cpu_flags",
+        "cpu_capability",
+        "blas",
+        "lapack",
+        "math_library",
+        "kernel_env",
+        "torch",
+        "threads",
+        "commit",
+    ):
         assert k in env, k
     assert env["cpu_capability"] == torch.backends.cpu.get_cpu_capability()
     assert env["threads"] == torch.get_num_threads() and env["torch"] == torch.__version__
     if Path("/proc/cpuinfo").exists():
         text = Path("/proc/cpuinfo").read_text()
         assert env["cpu_model"] and env["cpu_model"] in text
-        assert env["cpu_flags"] == sorted(env["cpu_flags"]) and set(env["cpu_flags"]) <= set(res.KERNEL_FLAGS)
+        assert env["cpu_flags"] == sorted(env["cpu_flags"]) and set(env["cpu_flags"]) <= set(
+            res.KERNEL_FLAGS
+        )
         assert all(f" {f}" in text for f in env["cpu_flags"])
-    json.dumps(env)                                    # it goes into a JSON header
+    json.dumps(env)  # it goes into a JSON header
 
 
 def test_a_kernel_variable_is_recorded(monkeypatch):
@@ -58,8 +90,14 @@ def test_a_kernel_variable_is_recorded(monkeypatch):
 def test_the_same_environment_is_the_same_kind_and_each_changed_field_is_named():
     here = res.environment()
     assert res.same_machine_kind(dict(here), here) == (True, [])
-    for name, value in [("cpu_model", "Simulated CPU"), ("cpu_flags", ["avx2", "fma"]), ("cpu_capability", "AVX2"),
-                        ("blas", "openblas"), ("threads", 7), ("torch", "0.0.0")]:
+    for name, value in [
+        ("cpu_model", "Simulated CPU"),
+        ("cpu_flags", ["avx2", "fma"]),
+        ("cpu_capability", "AVX2"),
+        ("blas", "openblas"),
+        ("threads", 7),
+        ("torch", "0.0.0"),
+    ]:
         rec = dict(here, **{name: value})
         same, mism = res.same_machine_kind(rec, here)
         assert not same and [m.field for m in mism] == [name]
@@ -71,8 +109,15 @@ def test_a_file_without_cpu_fields_is_another_kind():
     old = {k: here[k] for k in ("genbound", "commit", "torch", "threads", "device")}
     same, mism = res.same_machine_kind(old, here)
     assert not same
-    assert {m.field for m in mism} == {"cpu_model", "cpu_flags", "cpu_capability", "blas", "lapack",
-                                       "math_library", "kernel_env"}
+    assert {m.field for m in mism} == {
+        "cpu_model",
+        "cpu_flags",
+        "cpu_capability",
+        "blas",
+        "lapack",
+        "math_library",
+        "kernel_env",
+    }
     assert all(m.recorded is None and "recorded not recorded" in str(m) for m in mism)
 
 
@@ -86,8 +131,10 @@ def test_an_old_file_resumes_without_comparing_fields_it_does_not_record(tmp_pat
     with res.open_results(path, SCHEMA, {"steps": 1}, environment=here, report=said.append) as w:
         assert w.done == {(1, 0)}
     assert len(said) == 1 and "does not record cpu_model, cpu_flags" in said[0]
-    with pytest.raises(ResultsFileError, match="threads"):     # what it records is still compared
-        res.open_results(path, SCHEMA, {"steps": 1}, environment=dict(here, threads=here["threads"] + 1))
+    with pytest.raises(ResultsFileError, match="threads"):  # what it records is still compared
+        res.open_results(
+            path, SCHEMA, {"steps": 1}, environment=dict(here, threads=here["threads"] + 1)
+        )
 
 
 def test_column_commits_name_the_commit_of_each_column():
@@ -101,7 +148,9 @@ def test_column_commits_name_the_commit_of_each_column():
     assert commits["tt_capacity"].startswith("c516123")
     # the saved sweep was trained with the capacity at the network's own norms: every column is the run's
     saved = sm.read_sweep()
-    assert set(res.column_commits(saved.header, saved.columns).values()) == {saved.environment["commit"]}
+    assert set(res.column_commits(saved.header, saved.columns).values()) == {
+        saved.environment["commit"]
+    }
     named = res.commit_mismatches(table.header, table.columns, here="0" * 40)
     assert [m.field for m in named] == ["commit", "commit of tt_capacity, edelman_capacity"]
 
@@ -111,7 +160,9 @@ def test_recomputed_columns_record_their_commit(tmp_path, monkeypatch):
     from genbound.experiments.sparse_majority import files
 
     monkeypatch.setattr(files, "git_commit", lambda: "f" * 40)
-    out = sm.recompute_bound_columns(sm.OTHER_KIND_SWEEP, tmp_path / "re.csv", columns=["tt_capacity"], notes="test")
+    out = sm.recompute_bound_columns(
+        sm.OTHER_KIND_SWEEP, tmp_path / "re.csv", columns=["tt_capacity"], notes="test"
+    )
     header = sm.read_sweep(out).header
     assert header["column_commits"]["tt_capacity"] == "f" * 40
     assert header["column_commits"]["edelman_capacity"].startswith("c516123")
@@ -125,8 +176,9 @@ def tiny_file(tmp_path_factory):
     from genbound.experiments import sparse_majority as sm
 
     path = tmp_path_factory.mktemp("any") / "tiny.csv"
-    cfg = sm.SparseMajorityConfig(n_train=40, n_val=30, n_test=50, steps=40, warmup=5, eval_every=7,
-                                  m_star=False)
+    cfg = sm.SparseMajorityConfig(
+        n_train=40, n_val=30, n_test=50, steps=40, warmup=5, eval_every=7, m_star=False
+    )
     old = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
@@ -160,7 +212,16 @@ def _change_a_row(src: Path, dst: Path) -> Path:
 
 
 def test_verify_on_the_recorded_kind_expects_exact_rows(tiny_file, capsys):
-    rc = cli.main(["experiment", "sparse-majority", "--saved-csv", str(tiny_file), "--verify-saved-rows", "11:0"])
+    rc = cli.main(
+        [
+            "experiment",
+            "sparse-majority",
+            "--saved-csv",
+            str(tiny_file),
+            "--verify-saved-rows",
+            "11:0",
+        ]
+    )
     out = capsys.readouterr().out
     assert rc == 0 and "same machine kind" in out and "expected to agree exactly" in out
     assert "1 of 1 rows reproduced exactly" in out
@@ -168,28 +229,54 @@ def test_verify_on_the_recorded_kind_expects_exact_rows(tiny_file, capsys):
 
 def test_verify_names_a_changed_cpu_and_commit_with_both_values(tiny_file, tmp_path, capsys):
     here = res.environment()
-    copy = _edit_environment(tiny_file, tmp_path / "other.csv", cpu_model="Simulated CPU 9000",
-                             cpu_capability="AVX2", commit="1" * 40)
-    rc = cli.main(["experiment", "sparse-majority", "--saved-csv", str(copy), "--verify-saved-rows", "11:0"])
+    copy = _edit_environment(
+        tiny_file,
+        tmp_path / "other.csv",
+        cpu_model="Simulated CPU 9000",
+        cpu_capability="AVX2",
+        commit="1" * 40,
+    )
+    rc = cli.main(
+        ["experiment", "sparse-majority", "--saved-csv", str(copy), "--verify-saved-rows", "11:0"]
+    )
     out = capsys.readouterr().out
     assert rc == 0 and "another machine kind" in out and "another draw" in out
     assert f"cpu_model: recorded 'Simulated CPU 9000' vs here {here['cpu_model']!r}" in out
     assert f"cpu_capability: recorded 'AVX2' vs here {here['cpu_capability']!r}" in out
     assert f"commit: recorded '{'1' * 40}' vs here" in out
-    rc = cli.main(["experiment", "sparse-majority", "--saved-csv", str(copy), "--verify-saved-rows", "11:0",
-                   "--json"])
+    rc = cli.main(
+        [
+            "experiment",
+            "sparse-majority",
+            "--saved-csv",
+            str(copy),
+            "--verify-saved-rows",
+            "11:0",
+            "--json",
+        ]
+    )
     case = json.loads(capsys.readouterr().out)["case"]
     assert not case["same_kind"]
-    assert {"field": "cpu_model", "recorded": "Simulated CPU 9000", "here": here["cpu_model"]} in case["mismatches"]
+    assert {
+        "field": "cpu_model",
+        "recorded": "Simulated CPU 9000",
+        "here": here["cpu_model"],
+    } in case["mismatches"]
 
 
-def test_a_differing_row_fails_on_the_recorded_kind_and_is_sized_on_another(tiny_file, tmp_path, capsys):
+def test_a_differing_row_fails_on_the_recorded_kind_and_is_sized_on_another(
+    tiny_file, tmp_path, capsys
+):
     bad = _change_a_row(tiny_file, tmp_path / "bad.csv")
-    rc = cli.main(["experiment", "sparse-majority", "--saved-csv", str(bad), "--verify-saved-rows", "11:0"])
+    rc = cli.main(
+        ["experiment", "sparse-majority", "--saved-csv", str(bad), "--verify-saved-rows", "11:0"]
+    )
     out = capsys.readouterr().out
     assert rc == 1 and "DIFFERS: test_acc saved" in out and "(-0.25 (relative" in out
     other = _edit_environment(bad, tmp_path / "bad_other.csv", cpu_model="Simulated CPU 9000")
-    rc = cli.main(["experiment", "sparse-majority", "--saved-csv", str(other), "--verify-saved-rows", "11:0"])
+    rc = cli.main(
+        ["experiment", "sparse-majority", "--saved-csv", str(other), "--verify-saved-rows", "11:0"]
+    )
     out = capsys.readouterr().out
     assert rc == 0 and "DIFFERS: test_acc saved" in out and "another draw, not a failure" in out
 
@@ -218,8 +305,14 @@ if sys.argv[3:] == ["hold"]:
 
 
 def _writer(path, pause, *extra):
-    return subprocess.Popen([sys.executable, "-c", _WRITER, str(path), str(pause), *extra], env=_env(),
-                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return subprocess.Popen(
+        [sys.executable, "-c", _WRITER, str(path), str(pause), *extra],
+        env=_env(),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
 
 def test_two_writers_on_one_file_write_every_key_once(tmp_path):
@@ -250,7 +343,9 @@ def test_a_killed_writer_never_blocks_a_resume(tmp_path):
         res.open_results(path, SCHEMA, {"steps": 1}, environment={"threads": 1})
     p.kill()
     p.wait(timeout=30)
-    assert res.lock_path(path).read_text().strip() == str(p.pid)     # the stale lock file is still there
+    assert res.lock_path(path).read_text().strip() == str(
+        p.pid
+    )  # the stale lock file is still there
     with res.open_results(path, SCHEMA, {"steps": 1}, environment={"threads": 1}) as w:
         assert len(w.done) == 6
     # released on close: another process may write again
@@ -266,7 +361,7 @@ def test_shards_of_one_sweep_still_merge(tiny_file, tmp_path):
     a, b = tmp_path / "a.csv", tmp_path / "b.csv"
     shutil.copy(tiny_file, a)
     with sm.open_sweep(b, sm.config_of(sm.read_sweep(tiny_file))) as w:
-        assert not w.done                                   # another file, another lock
+        assert not w.done  # another file, another lock
         with sm.open_sweep(a, sm.config_of(sm.read_sweep(tiny_file))) as w2:
             assert w2.done == {(11, 0)}
     out = sm.merge_sweeps([a], tmp_path / "m.csv")
@@ -281,13 +376,24 @@ def _default_sigint():
 def test_ctrl_c_during_a_sweep_ends_in_one_line_and_the_file_resumes(tmp_path):
     path = tmp_path / "int.csv"
     # 20 seeds: enough runs that a loaded machine cannot finish them all between the first row and the signal
-    args = ["experiment", "sparse-majority", "--seq-lens", "11,13", "--seeds", "20", "--device", "cpu",
-            "--csv", str(path), *TINY]
+    args = [
+        "experiment",
+        "sparse-majority",
+        "--seq-lens",
+        "11,13",
+        "--seeds",
+        "20",
+        "--device",
+        "cpu",
+        "--csv",
+        str(path),
+        *TINY,
+    ]
     # a shell's background job (make test &) starts with SIGINT ignored, and Python then installs no
     # KeyboardInterrupt handler: the child gets the terminal's default, as under a user's Ctrl-C
     p = _genbound(*args, preexec_fn=_default_sigint)
-    p.stdout.readline()                                        # the table's header
-    assert p.stdout.readline().split()[:2] == ["11", "0"]      # a first run is finished and saved
+    p.stdout.readline()  # the table's header
+    assert p.stdout.readline().split()[:2] == ["11", "0"]  # a first run is finished and saved
     p.send_signal(signal.SIGINT)
     out, err = p.communicate(timeout=120)
     assert p.returncode == 130
@@ -307,7 +413,7 @@ def test_ctrl_c_during_a_sweep_ends_in_one_line_and_the_file_resumes(tmp_path):
 
 def test_a_closed_pipe_ends_quietly():
     p = _genbound("claims")
-    p.stdout.close()                                           # like `genbound claims | head -0`
+    p.stdout.close()  # like `genbound claims | head -0`
     err = p.stderr.read()
     p.wait(timeout=120)
     assert err == "" and p.returncode in (0, cli.EXIT_BROKEN_PIPE)
@@ -315,7 +421,7 @@ def test_a_closed_pipe_ends_quietly():
 
 def test_a_pipe_closed_after_one_line_ends_quietly():
     p = _genbound("claims")
-    first = p.stdout.readline()                                # like `genbound claims | head -1`
+    first = p.stdout.readline()  # like `genbound claims | head -1`
     p.stdout.close()
     err = p.stderr.read()
     p.wait(timeout=120)
@@ -324,13 +430,17 @@ def test_a_pipe_closed_after_one_line_ends_quietly():
 
 # ------------------------------------------------------------------------------- start-up
 def test_help_and_the_cli_module_do_not_import_torch():
-    code = ("import sys, io, contextlib\nimport genbound.cli as c\nassert 'torch' not in sys.modules\n"
-            "buf = io.StringIO()\n"
-            "with contextlib.redirect_stdout(buf):\n"
-            "    try:\n        c.main(['--help'])\n    except SystemExit:\n        pass\n"
-            "assert 'experiment' in buf.getvalue() and 'claims' in buf.getvalue()\n"
-            "print(sorted(m for m in sys.modules if m.split('.')[0] in ('torch', 'numpy', 'scipy', 'sympy')))")
-    out = subprocess.run([sys.executable, "-c", code], env=_env(), capture_output=True, text=True, timeout=120)
+    code = (
+        "import sys, io, contextlib\nimport genbound.cli as c\nassert 'torch' not in sys.modules\n"
+        "buf = io.StringIO()\n"
+        "with contextlib.redirect_stdout(buf):\n"
+        "    try:\n        c.main(['--help'])\n    except SystemExit:\n        pass\n"
+        "assert 'experiment' in buf.getvalue() and 'claims' in buf.getvalue()\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('torch', 'numpy', 'scipy', 'sympy')))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], env=_env(), capture_output=True, text=True, timeout=120
+    )
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "[]"
 
@@ -347,11 +457,15 @@ def test_every_subcommand_is_listed_and_builds():
 def test_the_analyze_pipeline_does_not_import_sympy():
     """``torch.broadcast_shapes`` imports ``torch._refs`` and sympy on first use (about 0.5 s of CPU, the
     regression of the whole-process benchmark since 05fa97e); the pipeline uses ``broadcast_shape``."""
-    code = ("import sys, tempfile, genbound\nfrom genbound.testing import make_bert_checkpoint\n"
-            "d = tempfile.mkdtemp()\nmake_bert_checkpoint(d, layers=1, heads=2, hidden=8, d_ff=16, seed=0)\n"
-            "w = genbound.load_weights(d)\ngenbound.spectral_adaptive_bound(w, device='cpu')\n"
-            "genbound.edelman_proxy(w, device='cpu')\nprint('sympy' in sys.modules)")
-    out = subprocess.run([sys.executable, "-c", code], env=_env(), capture_output=True, text=True, timeout=120)
+    code = (
+        "import sys, tempfile, genbound\nfrom genbound.testing import make_bert_checkpoint\n"
+        "d = tempfile.mkdtemp()\nmake_bert_checkpoint(d, layers=1, heads=2, hidden=8, d_ff=16, seed=0)\n"
+        "w = genbound.load_weights(d)\ngenbound.spectral_adaptive_bound(w, device='cpu')\n"
+        "genbound.edelman_proxy(w, device='cpu')\nprint('sympy' in sys.modules)"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], env=_env(), capture_output=True, text=True, timeout=120
+    )
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "False"
 
@@ -361,14 +475,17 @@ def test_a_refusal_names_a_holder_that_has_not_yet_written_its_pid(tmp_path):
     pid write, and named "another process". The refusal now waits briefly for the pid."""
     import fcntl
     import threading
+
     path = tmp_path / "race.csv"
     lock = res.lock_path(path)
     fd = os.open(str(lock), os.O_RDWR | os.O_CREAT, 0o644)
     late = threading.Timer(0.2, lambda: os.write(fd, b"424242\n"))
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)            # held, the lock file still empty
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # held, the lock file still empty
         late.start()
-        with pytest.raises(res.ResultsFileError, match=r"another process \(pid 424242\) is writing"):
+        with pytest.raises(
+            res.ResultsFileError, match=r"another process \(pid 424242\) is writing"
+        ):
             res._acquire(path)
     finally:
         late.cancel()

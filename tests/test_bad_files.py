@@ -31,7 +31,9 @@ from genbound.errors import CheckpointError, GenboundError
 from genbound.testing import make_bert_checkpoint
 from genbound.weights import load_weights
 
-HYP = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+HYP = settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 
 
 @pytest.fixture(scope="module")
@@ -48,9 +50,13 @@ def clean(tmp_path_factory):
     torch.save(load_file(str(st_dir / "model.safetensors")), bin_dir / "pytorch_model.bin")
     rc, out, err = run_main(st_dir)
     assert rc == 0 and err == ""
-    return {"st": st_dir, "bin": bin_dir, "json": json.loads(out),
-            "st_bytes": (st_dir / "model.safetensors").read_bytes(),
-            "bin_bytes": (bin_dir / "pytorch_model.bin").read_bytes()}
+    return {
+        "st": st_dir,
+        "bin": bin_dir,
+        "json": json.loads(out),
+        "st_bytes": (st_dir / "model.safetensors").read_bytes(),
+        "bin_bytes": (bin_dir / "pytorch_model.bin").read_bytes(),
+    }
 
 
 def run_main(path) -> tuple[int, str, str]:
@@ -63,7 +69,12 @@ def run_main(path) -> tuple[int, str, str]:
 def assert_one_error_line(path) -> str:
     rc, out, err = run_main(path)
     assert rc == 2, (rc, out, err)
-    assert out == "" and err.startswith("genbound: error: ") and err.endswith("\n") and err.count("\n") == 1, err
+    assert (
+        out == ""
+        and err.startswith("genbound: error: ")
+        and err.endswith("\n")
+        and err.count("\n") == 1
+    ), err
     return err
 
 
@@ -133,7 +144,11 @@ def test_flipped_header_bytes(tmp_path, clean, data):
 def test_lying_header_length(tmp_path, clean, data):
     raw = clean["st_bytes"]
     n = header_length(raw)
-    lie = data.draw(st.one_of(st.integers(0, 2 ** 64 - 1), st.integers(max(0, n - 64), n + 64)).filter(lambda x: x != n))
+    lie = data.draw(
+        st.one_of(st.integers(0, 2**64 - 1), st.integers(max(0, n - 64), n + 64)).filter(
+            lambda x: x != n
+        )
+    )
     folder = with_file(tmp_path, clean, "st", struct.pack("<Q", lie) + raw[8:])
     err = assert_one_error_line(folder)
     assert "model.safetensors" in err
@@ -145,27 +160,31 @@ def test_lying_tensor_offsets_and_shapes(tmp_path, clean, data):
     """Rewrite one tensor's data offsets or shape in an otherwise valid header: always an error."""
     raw = clean["st_bytes"]
     n = header_length(raw)
-    header = json.loads(raw[8:8 + n])
+    header = json.loads(raw[8 : 8 + n])
     name = data.draw(st.sampled_from(sorted(k for k in header if k != "__metadata__")))
     what = data.draw(st.sampled_from(["begin", "end", "shape"]))
     delta = data.draw(st.integers(-10_000, 10_000).filter(lambda d: d != 0))
     entry = header[name]
     if what == "shape":
         entry["shape"] = [max(0, entry["shape"][0] + delta)] + entry["shape"][1:]
-        if entry["shape"][0] == json.loads(raw[8:8 + n])[name]["shape"][0]:
+        if entry["shape"][0] == json.loads(raw[8 : 8 + n])[name]["shape"][0]:
             entry["shape"].append(2)
     else:
         i = 0 if what == "begin" else 1
         entry["data_offsets"][i] = max(0, entry["data_offsets"][i] + delta)
-        if entry["data_offsets"] == json.loads(raw[8:8 + n])[name]["data_offsets"]:
+        if entry["data_offsets"] == json.loads(raw[8 : 8 + n])[name]["data_offsets"]:
             entry["data_offsets"][1] += 1
     text = json.dumps(header).encode()
-    folder = with_file(tmp_path, clean, "st", struct.pack("<Q", len(text)) + text + raw[8 + n:])
+    folder = with_file(tmp_path, clean, "st", struct.pack("<Q", len(text)) + text + raw[8 + n :])
     assert_one_error_line(folder)
 
 
 def test_empty_and_tiny_safetensors(tmp_path, clean):
-    for data, msg in ((b"", "is empty"), (b"\x01\x02\x03", "too short"), (b"\x00" * 8, "corrupt header")):
+    for data, msg in (
+        (b"", "is empty"),
+        (b"\x01\x02\x03", "too short"),
+        (b"\x00" * 8, "corrupt header"),
+    ):
         err = assert_one_error_line(with_file(tmp_path, clean, "st", data))
         assert msg in err, err
 
@@ -174,10 +193,12 @@ def test_non_float_weight_is_refused(tmp_path, clean):
     """A header whose dtype says integers (e.g. a flipped 'F32' -> 'I32') is refused by name."""
     raw = clean["st_bytes"]
     n = header_length(raw)
-    header = json.loads(raw[8:8 + n])
+    header = json.loads(raw[8 : 8 + n])
     header["encoder.layer.0.attention.self.key.weight"]["dtype"] = "I32"
     text = json.dumps(header).encode()
-    err = assert_one_error_line(with_file(tmp_path, clean, "st", struct.pack("<Q", len(text)) + text + raw[8 + n:]))
+    err = assert_one_error_line(
+        with_file(tmp_path, clean, "st", struct.pack("<Q", len(text)) + text + raw[8 + n :])
+    )
     assert "attention.self.key.weight" in err and "I32" in err
 
 
@@ -237,12 +258,15 @@ def test_malicious_pickle_is_never_executed(tmp_path, clean, writer):
     assert not marker.exists()
 
 
-@pytest.mark.parametrize("obj, msg", [
-    ([torch.zeros(2)], "holds a list"),
-    ({"a": torch.zeros(2), "b": 3}, "entry 'b' of type int"),
-    ({"state_dict": {"a": torch.zeros(2)}}, "entry 'state_dict' of type dict"),
-    (torch.zeros(3), "holds a Tensor"),
-])
+@pytest.mark.parametrize(
+    "obj, msg",
+    [
+        ([torch.zeros(2)], "holds a list"),
+        ({"a": torch.zeros(2), "b": 3}, "entry 'b' of type int"),
+        ({"state_dict": {"a": torch.zeros(2)}}, "entry 'state_dict' of type dict"),
+        (torch.zeros(3), "holds a Tensor"),
+    ],
+)
 def test_bin_holding_non_tensors(tmp_path, clean, obj, msg):
     folder = with_file(tmp_path, clean, "bin", b"")
     torch.save(obj, folder / "pytorch_model.bin")
@@ -268,21 +292,33 @@ def test_sharded_index_problems(tmp_path):
     err = assert_one_error_line(d)
     assert "model-layer-00001.safetensors" in err and "does not exist" in err
     (d / "moved.safetensors").rename(d / "model-layer-00001.safetensors")
-    bad = dict(index, weight_map={**index["weight_map"],
-                                  "encoder.layer.0.output.dense.weight": "../../outside.safetensors"})
+    bad = dict(
+        index,
+        weight_map={
+            **index["weight_map"],
+            "encoder.layer.0.output.dense.weight": "../../outside.safetensors",
+        },
+    )
     (d / "model.safetensors.index.json").write_text(json.dumps(bad))
     assert "outside the checkpoint folder" in assert_one_error_line(d)
     (d / "model.safetensors.index.json").write_text(json.dumps({"metadata": {}}))
     assert "weight_map" in assert_one_error_line(d)
     (d / "model.safetensors.index.json").write_text("{")
     assert "not valid JSON" in assert_one_error_line(d)
-    wrong = dict(index, weight_map={**index["weight_map"],
-                                    "encoder.layer.0.output.dense.weight": "model-layer-00001.safetensors"})
+    wrong = dict(
+        index,
+        weight_map={
+            **index["weight_map"],
+            "encoder.layer.0.output.dense.weight": "model-layer-00001.safetensors",
+        },
+    )
     (d / "model.safetensors.index.json").write_text(json.dumps(wrong))
     assert "lacks" in assert_one_error_line(d)
 
 
-@pytest.mark.parametrize("key", ["hidden_size", "num_attention_heads", "intermediate_size", "num_hidden_layers"])
+@pytest.mark.parametrize(
+    "key", ["hidden_size", "num_attention_heads", "intermediate_size", "num_hidden_layers"]
+)
 @pytest.mark.parametrize("value", [2.5, 0, -1, "12", True, 8.0, [8]])
 def test_config_sizes_must_be_positive_integers(tmp_path, clean, key, value):
     folder = with_file(tmp_path, clean, "st", clean["st_bytes"])
@@ -293,8 +329,15 @@ def test_config_sizes_must_be_positive_integers(tmp_path, clean, key, value):
     assert key in err and "positive integer" in err
 
 
-@pytest.mark.parametrize("text, msg", [("", "is empty"), ("{", "not valid JSON"), ("[1, 2]", "JSON object"),
-                                       (b"\xff\xfe{}", "not UTF-8")])
+@pytest.mark.parametrize(
+    "text, msg",
+    [
+        ("", "is empty"),
+        ("{", "not valid JSON"),
+        ("[1, 2]", "JSON object"),
+        (b"\xff\xfe{}", "not UTF-8"),
+    ],
+)
 def test_bad_config_files(tmp_path, clean, text, msg):
     folder = with_file(tmp_path, clean, "st", clean["st_bytes"])
     p = folder / "config.json"
@@ -321,10 +364,19 @@ def test_console_command_exit_code_and_one_line(tmp_path, clean):
     root = Path(__file__).resolve().parents[1]
     env = {"OMP_NUM_THREADS": "1", "PATH": "/usr/bin:/bin", "PYTHONPATH": str(root)}
     for case in cases:
-        out = subprocess.run([sys.executable, "-m", "genbound.cli", "analyze", str(case), "--json"],
-                             capture_output=True, text=True, env=env, timeout=300)
+        out = subprocess.run(
+            [sys.executable, "-m", "genbound.cli", "analyze", str(case), "--json"],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=300,
+        )
         assert out.returncode == 2, out.stderr
-        assert out.stdout == "" and out.stderr.startswith("genbound: error: ") and out.stderr.count("\n") == 1, out.stderr
+        assert (
+            out.stdout == ""
+            and out.stderr.startswith("genbound: error: ")
+            and out.stderr.count("\n") == 1
+        ), out.stderr
     assert not marker.exists()
 
 

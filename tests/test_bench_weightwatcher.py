@@ -14,7 +14,20 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = ROOT / "benchmarks" / "bench_weightwatcher.py"
-TINY = ["--layers", "2", "--heads", "2", "--hidden", "32", "--d-ff", "64", "--repeat", "1", "--threads", "1"]
+TINY = [
+    "--layers",
+    "2",
+    "--heads",
+    "2",
+    "--hidden",
+    "32",
+    "--d-ff",
+    "64",
+    "--repeat",
+    "1",
+    "--threads",
+    "1",
+]
 
 
 @pytest.fixture(scope="module")
@@ -29,8 +42,9 @@ def _script(*args, pythonpath=None):
     env = {"PATH": "/usr/bin:/bin", "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1"}
     if pythonpath:
         env["PYTHONPATH"] = pythonpath
-    return subprocess.run([sys.executable, str(SCRIPT), *args], capture_output=True, text=True, timeout=300,
-                          env=env)
+    return subprocess.run(
+        [sys.executable, str(SCRIPT), *args], capture_output=True, text=True, timeout=300, env=env
+    )
 
 
 def test_doctests(bench):
@@ -38,10 +52,23 @@ def test_doctests(bench):
 
 
 def _ff_pair(layer=1, smax=3.0, fro=5.0):
-    g = {"kind": "M_out", "layer": layer, "head": None, "sigma_max": smax, "frobenius": fro,
-         "stable_rank": fro**2 / smax**2, "rank": 7}
-    w = {"name": f"encoder.layer.{layer}.output.dense", "sv_max": smax, "lambda_max": smax**2, "norm": fro**2,
-         "stable_rank": fro**2 / smax**2, "matrix_rank": 7.0}
+    g = {
+        "kind": "M_out",
+        "layer": layer,
+        "head": None,
+        "sigma_max": smax,
+        "frobenius": fro,
+        "stable_rank": fro**2 / smax**2,
+        "rank": 7,
+    }
+    w = {
+        "name": f"encoder.layer.{layer}.output.dense",
+        "sv_max": smax,
+        "lambda_max": smax**2,
+        "norm": fro**2,
+        "stable_rank": fro**2 / smax**2,
+        "matrix_rank": 7.0,
+    }
     return g, w
 
 
@@ -51,14 +78,19 @@ def test_agreement_pairs_the_feed_forward_matrices_by_name(bench):
     adapter = dict(decoy, name="encoder.layer.1.output.dense.lora_A")
     assert bench.agreement([g], [decoy, adapter, w])["max"] == 0.0
     g2, w2 = _ff_pair(layer=2, smax=4.0)
-    assert bench.agreement([g, g2], [w, dict(w2, norm=w2["norm"] * 2)])["max_rel_diff"]["norm"] == 0.5
+    assert (
+        bench.agreement([g, g2], [w, dict(w2, norm=w2["norm"] * 2)])["max_rel_diff"]["norm"] == 0.5
+    )
     off = dict(w, sv_max=3.0 * (1 + 1e-6))
     a = bench.agreement([g], [decoy, off])
-    assert a["max_rel_diff"]["sv_max"] == pytest.approx(1e-6 / (1 + 1e-6), rel=1e-9) and a["max_rel_diff"]["norm"] == 0.0
+    assert (
+        a["max_rel_diff"]["sv_max"] == pytest.approx(1e-6 / (1 + 1e-6), rel=1e-9)
+        and a["max_rel_diff"]["norm"] == 0.0
+    )
     with pytest.raises(bench.BenchError, match="different feed-forward matrices"):
-        bench.agreement([g], [decoy])                      # attention.output.dense is not M_out
+        bench.agreement([g], [decoy])  # attention.output.dense is not M_out
     with pytest.raises(bench.BenchError, match="different feed-forward matrices"):
-        bench.agreement([g, _ff_pair(layer=2)[0]], [w])    # a layer only genbound has
+        bench.agreement([g, _ff_pair(layer=2)[0]], [w])  # a layer only genbound has
 
 
 def test_refuses_in_one_line_without_weightwatcher(tmp_path):
@@ -66,14 +98,23 @@ def test_refuses_in_one_line_without_weightwatcher(tmp_path):
         pytest.skip("weightwatcher is importable here")
     out = _script(*TINY)
     assert out.returncode == 2 and out.stdout == ""
-    assert out.stderr.count("\n") == 1 and out.stderr.startswith("bench_weightwatcher: error: weightwatcher is not")
+    assert out.stderr.count("\n") == 1 and out.stderr.startswith(
+        "bench_weightwatcher: error: weightwatcher is not"
+    )
 
 
 def test_refuses_bad_arguments_in_one_line(tmp_path):
-    for args, word in ((["--sides", "genbound,nope"], "--sides"), (["--repeat", "0"], "--repeat"),
-                       (["--path", str(tmp_path)], "config.json")):
+    for args, word in (
+        (["--sides", "genbound,nope"], "--sides"),
+        (["--repeat", "0"], "--repeat"),
+        (["--path", str(tmp_path)], "config.json"),
+    ):
         out = _script(*args)
-        assert out.returncode == 2 and out.stderr.startswith("bench_weightwatcher: error:") and word in out.stderr
+        assert (
+            out.returncode == 2
+            and out.stderr.startswith("bench_weightwatcher: error:")
+            and word in out.stderr
+        )
         assert "Traceback" not in out.stderr
 
 
@@ -92,5 +133,11 @@ def test_whole_process_run_at_tiny_size():
     if spec is not None:
         a = d["agreement"]["ww-analyze"]
         assert a["n_matrices"] == 2 * 2 and a["max"] <= 1e-12
-        assert set(a["max_rel_diff"]) == {"sv_max", "lambda_max", "norm", "stable_rank", "matrix_rank"}
+        assert set(a["max_rel_diff"]) == {
+            "sv_max",
+            "lambda_max",
+            "norm",
+            "stable_rank",
+            "matrix_rank",
+        }
         assert d["ratios"]["ww-analyze"]["wall"] > 0

@@ -24,20 +24,36 @@ import notebooks as nbtool  # noqa: E402
 
 SITE = ROOT / "_build" / "html"
 BASE = "http://127.0.0.1:8000/"
-HEADER = "---\njupytext:\n  text_representation: {extension: .md}\nkernelspec: {name: python3}\n---\n"
+HEADER = (
+    "---\njupytext:\n  text_representation: {extension: .md}\nkernelspec: {name: python3}\n---\n"
+)
 
 
 def _nb(path: pathlib.Path, outputs: int, executed: bool = True, cells: int = 1) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    cell = {"cell_type": "code", "source": "1", "metadata": {}, "execution_count": 1 if executed else None,
-            "outputs": [{"output_type": "stream", "name": "stdout", "text": "1\n"}] * outputs}
-    path.write_text(json.dumps({"cells": [cell] * cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 5}))
+    cell = {
+        "cell_type": "code",
+        "source": "1",
+        "metadata": {},
+        "execution_count": 1 if executed else None,
+        "outputs": [{"output_type": "stream", "name": "stdout", "text": "1\n"}] * outputs,
+    }
+    path.write_text(
+        json.dumps({"cells": [cell] * cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 5})
+    )
 
 
 # ---- tools/check_browser.py -----------------------------------------------------------------------
 
+
 def test_site_pages_skip_theme_and_copies(tmp_path):
-    for rel in ("index.html", "book/a.html", "_static/x.html", "_sources/book/a.html", "_notebooks/x.html"):
+    for rel in (
+        "index.html",
+        "book/a.html",
+        "_static/x.html",
+        "_sources/book/a.html",
+        "_notebooks/x.html",
+    ):
         (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / rel).write_text("<html></html>")
     assert cb.site_pages(tmp_path) == ["book/a.html", "index.html"]
@@ -61,8 +77,10 @@ def test_check_links_finds_missing_pages_and_anchors(tmp_path):
         (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / rel).write_text("x")
     results = {
-        "book/a.html": _result(["book/b.html#here", "book/b.html#gone", "book/c.html", "_notebooks/book/a.ipynb"],
-                               ids=["top"]),
+        "book/a.html": _result(
+            ["book/b.html#here", "book/b.html#gone", "book/c.html", "_notebooks/book/a.ipynb"],
+            ids=["top"],
+        ),
         "book/b.html": _result(["book/a.html#top"], ids=["here"]),
     }
     problems = cb.check_links(results, tmp_path, BASE)
@@ -73,15 +91,21 @@ def test_check_links_finds_missing_pages_and_anchors(tmp_path):
 
 
 def test_check_links_ignores_other_hosts(tmp_path):
-    results = {"book/a.html": {"links": [{"href": "https://example.org/x#y", "raw": "x", "text": ""}],
-                               "ids": []}}
+    results = {
+        "book/a.html": {
+            "links": [{"href": "https://example.org/x#y", "raw": "x", "text": ""}],
+            "ids": [],
+        }
+    }
     assert cb.check_links(results, tmp_path, BASE) == {}
 
 
 def test_check_notebook_links(tmp_path):
     """Criterion: executed (every code cell has an execution count), outputs where the page shows them."""
     _nb(tmp_path / "_notebooks/book/part1/good.ipynb", outputs=2)
-    _nb(tmp_path / "_notebooks/book/part1/silent.ipynb", outputs=0)  # executed; its cells print nothing
+    _nb(
+        tmp_path / "_notebooks/book/part1/silent.ipynb", outputs=0
+    )  # executed; its cells print nothing
     _nb(tmp_path / "_notebooks/book/part1/unrun.ipynb", outputs=0, executed=False)
     _nb(tmp_path / "_notebooks/book/part1/lost.ipynb", outputs=0)
     _nb(tmp_path / "_notebooks/book/part1/other.ipynb", outputs=1, cells=3)
@@ -97,13 +121,19 @@ def test_check_notebook_links(tmp_path):
         "book/part1/silent.html": page("silent", [False]),
         "book/part1/unrun.html": page("unrun", [False]),
         "book/part1/lost.html": page("lost", [True]),  # the page shows an output the notebook lacks
-        "book/part1/other.html": page("other", [True]),  # one cell on the page, three in the notebook
+        "book/part1/other.html": page(
+            "other", [True]
+        ),  # one cell on the page, three in the notebook
         "book/part1/none.html": _result(["book/intro.html"]),
         "book/intro.html": _result([]),  # not a chapter: no notebook needed
     }
     problems = cb.check_notebook_links(results, tmp_path, BASE)
-    assert set(problems) == {"book/part1/unrun.html", "book/part1/lost.html", "book/part1/other.html",
-                             "book/part1/none.html"}
+    assert set(problems) == {
+        "book/part1/unrun.html",
+        "book/part1/lost.html",
+        "book/part1/other.html",
+        "book/part1/none.html",
+    }
     assert "not executed" in problems["book/part1/unrun.html"][0]
     assert "show an output on the page but have none" in problems["book/part1/lost.html"][0]
     assert "shows 1 code cells, the notebook has 3" in problems["book/part1/other.html"][0]
@@ -112,11 +142,23 @@ def test_check_notebook_links(tmp_path):
 
 def test_notebook_problems_skips_removed_cells(tmp_path):
     nb = tmp_path / "a.ipynb"
-    cells = [{"cell_type": "code", "source": "x", "metadata": {"tags": ["remove-cell"]}, "execution_count": 1,
-              "outputs": []},
-             {"cell_type": "markdown", "source": "text", "metadata": {}},
-             {"cell_type": "code", "source": "y", "metadata": {}, "execution_count": 2,
-              "outputs": [{"output_type": "stream", "name": "stdout", "text": "1\n"}]}]
+    cells = [
+        {
+            "cell_type": "code",
+            "source": "x",
+            "metadata": {"tags": ["remove-cell"]},
+            "execution_count": 1,
+            "outputs": [],
+        },
+        {"cell_type": "markdown", "source": "text", "metadata": {}},
+        {
+            "cell_type": "code",
+            "source": "y",
+            "metadata": {},
+            "execution_count": 2,
+            "outputs": [{"output_type": "stream", "name": "stdout", "text": "1\n"}],
+        },
+    ]
     nb.write_text(json.dumps({"cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 5}))
     assert cb.notebook_problems(nb, [{"input": True, "output": True}]) == []
     assert "missing" in cb.notebook_problems(tmp_path / "gone.ipynb")[0]
@@ -130,9 +172,12 @@ def test_notebook_outputs_counts_code_cell_outputs(tmp_path):
 
 # ---- tools/notebooks.py ---------------------------------------------------------------------------
 
+
 def _mini_book(root: pathlib.Path) -> None:
     (root / "book/part1").mkdir(parents=True)
-    (root / "_toc.yml").write_text("format: jb-book\nroot: book/intro\nchapters:\n  - file: book/part1/a\n")
+    (root / "_toc.yml").write_text(
+        "format: jb-book\nroot: book/intro\nchapters:\n  - file: book/part1/a\n"
+    )
     (root / "book/intro.md").write_text("# Intro\n")
     (root / "book/part1/a.md").write_text(HEADER + "# A\n")
 
@@ -165,7 +210,9 @@ def test_make_notebooks_refuses_unexecuted_notebooks(tmp_path):
 
 # ---- the claims index -----------------------------------------------------------------------------
 
-API_MODULES = set(re.findall(r"automodule:: (\S+)", (ROOT / "book/api.md").read_text(encoding="utf-8")))
+API_MODULES = set(
+    re.findall(r"automodule:: (\S+)", (ROOT / "book/api.md").read_text(encoding="utf-8"))
+)
 
 
 @pytest.mark.parametrize("claim", claims.all_claims(), ids=lambda c: c.label)
@@ -174,10 +221,14 @@ def test_claim_links_point_to_existing_targets(claim):
     page, anchor = href.split("#")
     source = ROOT / "book" / page.replace(".html", ".md")
     assert source.is_file() and anchor == claim.label
-    assert re.search(rf"^:label:\s*{re.escape(claim.label)}\s*$", source.read_text(encoding="utf-8"), re.M)
+    assert re.search(
+        rf"^:label:\s*{re.escape(claim.label)}\s*$", source.read_text(encoding="utf-8"), re.M
+    )
     for qualname, is_module in implementing_objects(claim.label):
         module = qualname if is_module else qualname.rsplit(".", 1)[0]
-        assert module in API_MODULES, f"{qualname} is linked from the index but {module} is not in book/api.md"
+        assert module in API_MODULES, (
+            f"{qualname} is linked from the index but {module} is not in book/api.md"
+        )
 
 
 def test_most_claims_link_an_implementing_function():
@@ -189,17 +240,29 @@ def test_most_claims_link_an_implementing_function():
 def test_claims_index_html_escapes_and_keeps_extra_columns():
     import pandas as pd
 
-    t = pd.DataFrame([{"label": "lem-massart", "chapter": "book/part1/rademacher.md", "note": "a<b",
-                       "worst_ratio": 0.25}])
+    t = pd.DataFrame(
+        [
+            {
+                "label": "lem-massart",
+                "chapter": "book/part1/rademacher.md",
+                "note": "a<b",
+                "worst_ratio": 0.25,
+            }
+        ]
+    )
     out = claims_index_html(t, formats={"worst_ratio": "{:.3f}"}, numeric=("worst_ratio",))
     assert "<th>note</th>" in out and "a&lt;b" in out and '<td class="num">0.250</td>' in out
-    assert "<th>chapter</th>" not in out and 'href="api.html#genbound.rademacher.massart_bound"' in out
+    assert (
+        "<th>chapter</th>" not in out and 'href="api.html#genbound.rademacher.massart_bound"' in out
+    )
 
 
 # ---- the built book (skipped without one) ----------------------------------------------------------
 
-needs_build = pytest.mark.skipif(not (SITE / "book" / "claims_index.html").is_file(),
-                                 reason="no built book in _build/html (run make book)")
+needs_build = pytest.mark.skipif(
+    not (SITE / "book" / "claims_index.html").is_file(),
+    reason="no built book in _build/html (run make book)",
+)
 
 
 @needs_build
@@ -224,6 +287,7 @@ def test_claims_index_links_every_label_to_its_statement():
 
 # ---- tools/genbound_sphinx.py: notebooks served from the jupyter-cache ------------------------------
 
+
 def test_executed_copy_takes_outputs_from_the_cache(tmp_path):
     """MyST-NB writes a cache hit's notebook without outputs; the copy the pages link gets them back."""
     nbformat = pytest.importorskip("nbformat")
@@ -232,7 +296,11 @@ def test_executed_copy_takes_outputs_from_the_cache(tmp_path):
 
     def nb(executed: bool):
         n = nbformat.v4.new_notebook()
-        n.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+        n.metadata["kernelspec"] = {
+            "name": "python3",
+            "display_name": "Python 3",
+            "language": "python",
+        }
         cell = nbformat.v4.new_code_cell("print(1)", metadata={"tags": ["hide-input"]})
         if executed:
             cell.execution_count = 1

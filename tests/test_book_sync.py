@@ -37,8 +37,11 @@ def test_every_claim_has_a_book_lemma():
 
 def test_claim_chapter_matches_book_file():
     blocks = _book_blocks()
-    wrong = {c.label: (c.chapter, blocks[c.label]) for c in claims.all_claims()
-             if c.label in blocks and c.chapter != blocks[c.label]}
+    wrong = {
+        c.label: (c.chapter, blocks[c.label])
+        for c in claims.all_claims()
+        if c.label in blocks and c.chapter != blocks[c.label]
+    }
     assert not wrong, f"claim.chapter differs from the file that states it: {wrong}"
 
 
@@ -66,7 +69,9 @@ def test_glue_roles_refer_to_glued_keys():
     for path in BOOK.rglob("*.md"):
         text = path.read_text(encoding="utf-8")
         glued = set(re.findall(r"glue(?:_figure)?\(\s*f?[\"']([^\"'{]+)", text))
-        glued |= {k.split("{")[0] for k in re.findall(r"glue(?:_figure)?\(\s*f[\"']([^\"']+)", text)}
+        glued |= {
+            k.split("{")[0] for k in re.findall(r"glue(?:_figure)?\(\s*f[\"']([^\"']+)", text)
+        }
         # genbound.chapter.show_claim (imported as show) glues {label}-summary and {label}-ratio
         for label in re.findall(r"\bshow(?:_claim)?\(\s*[\"']([^\"']+)[\"']", text):
             glued |= {f"{label}-summary", f"{label}-ratio"}
@@ -75,20 +80,26 @@ def test_glue_roles_refer_to_glued_keys():
         for key in used:
             if "::" in key or ".md" in key:
                 continue  # cross-page glue, checked by the -W build
-            assert any(key == g or key.startswith(g) for g in glued), f"{path.name}: glue key {key!r} never glued"
+            assert any(key == g or key.startswith(g) for g in glued), (
+                f"{path.name}: glue key {key!r} never glued"
+            )
 
 
 def test_no_glue_inside_math():
     for path in BOOK.rglob("*.md"):
         for span in re.findall(r"\$[^$\n]+\$", path.read_text(encoding="utf-8")):
-            assert "{glue" not in span, f"{path.name}: glue role inside math is not expanded: {span}"
+            assert "{glue" not in span, (
+                f"{path.name}: glue role inside math is not expanded: {span}"
+            )
 
 
 CITE_RE = re.compile(r"\{cite(?::[a-z]+)?\}`([^`]+)`")
 
 
 def _bib_keys():
-    return re.findall(r"^@\w+\{([^,\s]+),", (BOOK / "references.bib").read_text(encoding="utf-8"), re.M)
+    return re.findall(
+        r"^@\w+\{([^,\s]+),", (BOOK / "references.bib").read_text(encoding="utf-8"), re.M
+    )
 
 
 def _cited_keys():
@@ -102,5 +113,9 @@ def _cited_keys():
 def test_every_citation_has_a_bib_entry_and_every_entry_is_cited():
     bib, cited = _bib_keys(), _cited_keys()
     assert len(bib) == len(set(bib)), "a bib key is defined twice"
-    assert not sorted(cited - set(bib)), f"cited but not in references.bib: {sorted(cited - set(bib))}"
-    assert not sorted(set(bib) - cited), f"in references.bib but never cited: {sorted(set(bib) - cited)}"
+    assert not sorted(cited - set(bib)), (
+        f"cited but not in references.bib: {sorted(cited - set(bib))}"
+    )
+    assert not sorted(set(bib) - cited), (
+        f"in references.bib but never cited: {sorted(set(bib) - cited)}"
+    )

@@ -40,8 +40,12 @@ def public_classes(package=genbound.bounds):
 
 def result_classes(classes):
     """The bound results among ``classes``: subclasses of BoundResult and every ``*Bound``/``*Report``/``*Result``."""
-    return [c for c in classes if c is not BoundResult
-            and (issubclass(c, BoundResult) or c.__name__.endswith(RESULT_SUFFIXES))]
+    return [
+        c
+        for c in classes
+        if c is not BoundResult
+        and (issubclass(c, BoundResult) or c.__name__.endswith(RESULT_SUFFIXES))
+    ]
 
 
 def class_violations(cls) -> list[str]:
@@ -74,10 +78,10 @@ def test_discovery_finds_the_known_results():
 
 
 def test_discovery_catches_a_class_off_the_protocol():
-    class FakeBound:          # a new bound written without the protocol
+    class FakeBound:  # a new bound written without the protocol
         value = 0.5
 
-    class HalfBound(BoundResult):   # on the protocol but redefining samples_needed and without hooks
+    class HalfBound(BoundResult):  # on the protocol but redefining samples_needed and without hooks
         def samples_needed(self, target=0.5):
             return 1
 
@@ -93,7 +97,9 @@ def test_class_conforms(cls):
     ex = examples(cls)
     assert len(ex) >= 2 and all(isinstance(r, cls) for r in ex)
     decided = [r.trivial for r in ex if r.trivial is not None]
-    assert True in decided and False in decided, "examples() must include a trivial and a non-trivial instance"
+    assert True in decided and False in decided, (
+        "examples() must include a trivial and a non-trivial instance"
+    )
 
 
 def _check_fields(r):
@@ -126,13 +132,19 @@ def _meets(r, target, tol, M, limit=SAMPLES_LIMIT):
 
 
 def _check_samples_needed(r):
-    assert r.samples_needed() == r.samples_needed(LOSS_RANGE)        # one default: the loss range
-    for t, tol in ((LOSS_RANGE, 0.3), (0.5, 0.0), (0.1, 0.5)):      # exact once (bisection steps cost a bound each)
+    assert r.samples_needed() == r.samples_needed(LOSS_RANGE)  # one default: the loss range
+    for t, tol in (
+        (LOSS_RANGE, 0.3),
+        (0.5, 0.0),
+        (0.1, 0.5),
+    ):  # exact once (bisection steps cost a bound each)
         M = r.samples_needed(t, tol=tol)
         assert _meets(r, t, tol, M), (t, tol, M)
         if tol == 0 and M != math.inf and M > 2:
             assert r.samples_needed(t, limit=M - 1) == math.inf
-            assert r.samples_needed(t, tol=1.0, limit=M) == M      # every point below M fails: hi stays M
+            assert (
+                r.samples_needed(t, tol=1.0, limit=M) == M
+            )  # every point below M fails: hi stays M
     for bad in (0.0, -1.0, 1.5, float("nan"), float("inf")):
         with pytest.raises(GenboundError):
             r.samples_needed(bad)
@@ -151,13 +163,17 @@ def _leaves(obj):
 
 def _check_to_dict(r):
     d = r.to_dict()
-    json.dumps(d, allow_nan=False)                                    # strict JSON
+    json.dumps(d, allow_nan=False)  # strict JSON
     assert all(k in d for k in SHARED_KEYS) and d["bound"] == type(r).__name__
-    for leaf in _leaves(d):                                           # one non-finite policy: None
+    for leaf in _leaves(d):  # one non-finite policy: None
         assert not (isinstance(leaf, float) and not math.isfinite(leaf))
         assert leaf not in ("inf", "-inf", "nan")
     assert d["value"] == json_float(r.value) and d["capacity"] == json_float(r.capacity)
-    assert d["trivial"] == r.trivial and d["trivial_reason"] == r.trivial_reason and d["n_samples"] == r.n_samples
+    assert (
+        d["trivial"] == r.trivial
+        and d["trivial_reason"] == r.trivial_reason
+        and d["n_samples"] == r.n_samples
+    )
     assert "samples_needed" not in d
     d = r.to_dict(target=0.5, tol=0.3)
     json.dumps(d, allow_nan=False)
@@ -187,8 +203,11 @@ def _closed_form_agrees(r, t, limit):
     return abs(closed - bisect) == 1 and ((r.gap_at(lo) <= t) == (lo == bisect))
 
 
-@pytest.mark.parametrize("cls", [c for c in RESULTS if c._smallest_n is not BoundResult._smallest_n],
-                         ids=lambda c: c.__name__)
+@pytest.mark.parametrize(
+    "cls",
+    [c for c in RESULTS if c._smallest_n is not BoundResult._smallest_n],
+    ids=lambda c: c.__name__,
+)
 def test_closed_form_override_matches_the_bisection(cls):
     import random
 

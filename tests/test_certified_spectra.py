@@ -20,8 +20,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from genbound.errors import InputError, ParameterError
-from genbound.spectra import (DEFAULT_CERT_RTOL, EIGH_BACKWARD_FACTOR, certified_singular_values, gram_certificate,
-                              gram_error_bound, gram_matrix)
+from genbound.spectra import (
+    DEFAULT_CERT_RTOL,
+    EIGH_BACKWARD_FACTOR,
+    certified_singular_values,
+    gram_certificate,
+    gram_error_bound,
+    gram_matrix,
+)
 from genbound.testing import make_bert_checkpoint
 from genbound.weights import TransformerWeights, load_weights
 
@@ -42,13 +48,18 @@ def qr_svd(M):
 
 
 @settings(max_examples=25, deadline=None)
-@given(m=st.integers(1, 40), n=st.integers(1, 12), chunk=st.integers(1, 16), seed=st.integers(0, 2**16),
-       log_scale=st.floats(-20, 20))
+@given(
+    m=st.integers(1, 40),
+    n=st.integers(1, 12),
+    chunk=st.integers(1, 16),
+    seed=st.integers(0, 2**16),
+    log_scale=st.floats(-20, 20),
+)
 def test_gram_rounding_bound_holds(m, n, chunk, seed, log_scale):
     """|fl(A^T A) - A^T A| entrywise, against an 80-bit extended-precision Gram matrix, is within
     gram_error_bound, which bounds the spectral norm of the error."""
     g = torch.Generator().manual_seed(seed)
-    A = torch.randn(m, n, generator=g, dtype=torch.float64) * 10.0 ** log_scale
+    A = torch.randn(m, n, generator=g, dtype=torch.float64) * 10.0**log_scale
     G = gram_matrix(A, chunk=chunk)
     Al = A.numpy().astype(np.longdouble)
     exact = Al.T @ Al
@@ -66,18 +77,29 @@ def test_eigensolver_backward_constant_is_conservative():
     worst = 0.0
     for seed, n in ((0, 16), (1, 24)):
         graded = known_spectrum(3 * n, n, torch.logspace(0, -3, n, dtype=torch.float64), seed)
-        rand = torch.randn(3 * n, n, generator=torch.Generator().manual_seed(seed), dtype=torch.float64)
+        rand = torch.randn(
+            3 * n, n, generator=torch.Generator().manual_seed(seed), dtype=torch.float64
+        )
         for A in (graded, rand):
             G = A.T @ A
             lam = torch.linalg.eigvalsh(G).numpy()
-            exact = np.array(sorted(float(x) for x in mpmath.eigsy(mpmath.matrix(G.tolist()), eigvals_only=True)))
-            err = np.abs(lam - exact).max() / (EPS * float(np.abs(exact).max()))  # in units of eps ||G||
+            exact = np.array(
+                sorted(float(x) for x in mpmath.eigsy(mpmath.matrix(G.tolist()), eigvals_only=True))
+            )
+            err = np.abs(lam - exact).max() / (
+                EPS * float(np.abs(exact).max())
+            )  # in units of eps ||G||
             worst = max(worst, err / (EIGH_BACKWARD_FACTOR * n))
     assert 0 < worst <= 0.25
 
 
 @settings(max_examples=30, deadline=None)
-@given(m=st.integers(2, 60), n=st.integers(1, 30), log_kappa=st.floats(0, 12), seed=st.integers(0, 2**16))
+@given(
+    m=st.integers(2, 60),
+    n=st.integers(1, 30),
+    log_kappa=st.floats(0, 12),
+    seed=st.integers(0, 2**16),
+)
 def test_certificate_is_an_upper_bound(m, n, log_kappa, seed):
     """Whenever the Gram route certifies, its error against the backward-stable route is within the bound
     (plus the backward-stable route's own error, eps kappa)."""
@@ -90,7 +112,9 @@ def test_certificate_is_an_upper_bound(m, n, log_kappa, seed):
     if math.isfinite(c.rel_err_bound):
         assert rel <= c.rel_err_bound + 10 * n * EPS * float(ref[0] / ref[-1])
     auto = certified_singular_values(M)
-    assert auto.route == ("gram" if c.rel_err_bound <= DEFAULT_CERT_RTOL else "qr-svd" if m > n else "svd")
+    assert auto.route == (
+        "gram" if c.rel_err_bound <= DEFAULT_CERT_RTOL else "qr-svd" if m > n else "svd"
+    )
 
 
 def test_graded_spectrum_falls_back():
@@ -169,8 +193,11 @@ def test_routes_in_the_table():
 
     s = torch.logspace(0, -12, 6, dtype=torch.float64)
     graded = known_spectrum(10, 6, s, 5)  # d_ff x N: M_out
-    w = TransformerWeights.from_proxy_matrices(torch.eye(6, dtype=torch.float64).expand(1, 1, 6, 6),
-                                               torch.eye(6, dtype=torch.float64).expand(1, 1, 6, 6),
-                                               torch.randn(1, 6, 10, dtype=torch.float64), graded.unsqueeze(0))
+    w = TransformerWeights.from_proxy_matrices(
+        torch.eye(6, dtype=torch.float64).expand(1, 1, 6, 6),
+        torch.eye(6, dtype=torch.float64).expand(1, 1, 6, 6),
+        torch.randn(1, 6, 10, dtype=torch.float64),
+        graded.unsqueeze(0),
+    )
     t = spectral_adaptive_bound(w).table
     assert t["route"].tolist() == ["dense-svd", "dense-svd", "gram", "qr-svd"]

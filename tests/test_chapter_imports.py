@@ -30,15 +30,21 @@ def chapters(book: Path = BOOK) -> list[Path]:
     """The chapters under ``book``: MyST notebooks (a ``.md`` with a jupytext header), ``.ipynb`` files and
     ``.py`` files (jupytext percent format)."""
     md = [p for p in book.rglob("*.md") if "jupytext" in p.read_text(encoding="utf-8")[:300]]
-    other = [p for p in (*book.rglob("*.ipynb"), *book.rglob("*.py")) if ".ipynb_checkpoints" not in p.parts
-             and "_build" not in p.parts]
+    other = [
+        p
+        for p in (*book.rglob("*.ipynb"), *book.rglob("*.py"))
+        if ".ipynb_checkpoints" not in p.parts and "_build" not in p.parts
+    ]
     return sorted(md + other)
 
 
 def _doctest_source(block: str) -> str:
     """The code of the ``>>>``/``...`` lines of a shown example (empty when it has none)."""
-    lines = [ln.strip()[4:] for ln in block.splitlines() if ln.strip().startswith((">>> ", "... "))
-             or ln.strip() in (">>>", "...")]
+    lines = [
+        ln.strip()[4:]
+        for ln in block.splitlines()
+        if ln.strip().startswith((">>> ", "... ")) or ln.strip() in (">>>", "...")
+    ]
     return "\n".join(lines)
 
 
@@ -47,7 +53,9 @@ def code_pieces(path: Path) -> list[str]:
     text = path.read_text(encoding="utf-8")
     if path.suffix == ".ipynb":
         cells = [c for c in json.loads(text).get("cells", []) if c.get("cell_type") == "code"]
-        raw = ["".join(c["source"]) if isinstance(c["source"], list) else c["source"] for c in cells]
+        raw = [
+            "".join(c["source"]) if isinstance(c["source"], list) else c["source"] for c in cells
+        ]
     elif path.suffix == ".py":
         raw = [text]
     else:
@@ -81,7 +89,7 @@ def underscored_uses(src: str) -> list[str]:
                     bad.append(f"{node.module}.{a.name}")
                 aliases.add(a.asname or a.name)
     changed = True
-    while changed:                     # x = alias.something (or alias.f(...)): x reaches genbound too
+    while changed:  # x = alias.something (or alias.f(...)): x reaches genbound too
         changed = False
         for node in ast.walk(tree):
             if isinstance(node, ast.Assign) and _base_name(node.value) in aliases:
@@ -91,14 +99,24 @@ def underscored_uses(src: str) -> list[str]:
                             aliases.add(n.id)
                             changed = True
     for node in ast.walk(tree):
-        if isinstance(node, ast.Attribute) and node.attr.startswith("_") and not node.attr.startswith("__"):
+        if (
+            isinstance(node, ast.Attribute)
+            and node.attr.startswith("_")
+            and not node.attr.startswith("__")
+        ):
             base = _base_name(node.value)
             if base in aliases:
                 bad.append(f"{base}...{node.attr}")
-        elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "getattr"
-              and len(node.args) >= 2 and isinstance(node.args[1], ast.Constant)
-              and str(node.args[1].value).startswith("_") and not str(node.args[1].value).startswith("__")
-              and _base_name(node.args[0]) in aliases):
+        elif (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id == "getattr"
+            and len(node.args) >= 2
+            and isinstance(node.args[1], ast.Constant)
+            and str(node.args[1].value).startswith("_")
+            and not str(node.args[1].value).startswith("__")
+            and _base_name(node.args[0]) in aliases
+        ):
             bad.append(f"getattr({_base_name(node.args[0])}, {node.args[1].value!r})")
     return bad
 
@@ -110,7 +128,9 @@ def chapter_violations(path: Path) -> list[str]:
         try:
             out += underscored_uses(src)
         except SyntaxError as e:
-            out.append(f"piece {i} does not parse ({e.msg}, line {e.lineno}): the scan cannot read it")
+            out.append(
+                f"piece {i} does not parse ({e.msg}, line {e.lineno}): the scan cannot read it"
+            )
     return out
 
 
@@ -131,7 +151,7 @@ def test_chapter_imports_public_names_only(chapter):
     assert not bad, f"{chapter.relative_to(ROOT)} uses underscored genbound names: {bad}"
 
 
-_PLANTED_MD = '''---
+_PLANTED_MD = """---
 jupytext:
   text_representation:
     format_name: myst
@@ -162,22 +182,35 @@ Shown, not run:
 >>> import math; math._private_looking_but_not_genbound = 1
 
 ```
-'''
+"""
 
 
 def _planted(tmp_path: Path) -> Path:
     book = tmp_path / "book" / "part9"
     book.mkdir(parents=True)
     (book / "planted.md").write_text(_PLANTED_MD, encoding="utf-8")
-    nb = {"cells": [{"cell_type": "markdown", "source": ["from genbound import _x"]},
-                    {"cell_type": "code", "source": ["from genbound.claims import part3_deep as cl\n",
-                                                     "s = cl._ball\n"]}],
-          "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+    nb = {
+        "cells": [
+            {"cell_type": "markdown", "source": ["from genbound import _x"]},
+            {
+                "cell_type": "code",
+                "source": ["from genbound.claims import part3_deep as cl\n", "s = cl._ball\n"],
+            },
+        ],
+        "metadata": {},
+        "nbformat": 4,
+        "nbformat_minor": 5,
+    }
     (book / "planted.ipynb").write_text(json.dumps(nb), encoding="utf-8")
-    (book / "planted.py").write_text("# %%\nimport genbound.claims._core as core\n", encoding="utf-8")
-    (book / "broken.md").write_text(_PLANTED_MD.replace("ok = cl.att_make(8)", "ok = (cl.att_make(8"),
-                                    encoding="utf-8")
-    (book / "prose.md").write_text("# Not a chapter\n\n`from genbound import _x` in prose\n", encoding="utf-8")
+    (book / "planted.py").write_text(
+        "# %%\nimport genbound.claims._core as core\n", encoding="utf-8"
+    )
+    (book / "broken.md").write_text(
+        _PLANTED_MD.replace("ok = cl.att_make(8)", "ok = (cl.att_make(8"), encoding="utf-8"
+    )
+    (book / "prose.md").write_text(
+        "# Not a chapter\n\n`from genbound import _x` in prose\n", encoding="utf-8"
+    )
     return tmp_path / "book"
 
 
@@ -187,16 +220,26 @@ def test_the_scan_fails_on_planted_chapters(tmp_path):
     book = _planted(tmp_path)
     found = {p.name: p for p in chapters(book)}
     assert sorted(found) == ["broken.md", "planted.ipynb", "planted.md", "planted.py"]
-    assert sorted(chapter_violations(found["planted.md"])) == sorted([
-        "genbound.claims.part1_rademacher._signs", "genbound._validate", "genbound.bounds._result",
-        "cl..._TINY", "gb..._private", "mod..._REGISTRY", "getattr(cl, '_rel_ratio')",
-        "genbound.claims.part3_deep._ball"])
+    assert sorted(chapter_violations(found["planted.md"])) == sorted(
+        [
+            "genbound.claims.part1_rademacher._signs",
+            "genbound._validate",
+            "genbound.bounds._result",
+            "cl..._TINY",
+            "gb..._private",
+            "mod..._REGISTRY",
+            "getattr(cl, '_rel_ratio')",
+            "genbound.claims.part3_deep._ball",
+        ]
+    )
     assert chapter_violations(found["planted.ipynb"]) == ["cl..._ball"]
     assert chapter_violations(found["planted.py"]) == ["genbound.claims._core"]
     assert any("does not parse" in v for v in chapter_violations(found["broken.md"]))
 
 
 def test_public_uses_pass():
-    src = ("import genbound as gb\nfrom genbound.claims import part1_rademacher as cl\nimport math\n"
-           "a = cl.M_MAX + gb.norms.stable_rank(1) + math._x\nb = cl.__doc__\n")
+    src = (
+        "import genbound as gb\nfrom genbound.claims import part1_rademacher as cl\nimport math\n"
+        "a = cl.M_MAX + gb.norms.stable_rank(1) + math._x\nb = cl.__doc__\n"
+    )
     assert underscored_uses(src) == []

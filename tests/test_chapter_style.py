@@ -26,7 +26,15 @@ PENDING: set[str] = set()
 CELL_RE = re.compile(r"^```\{code-cell\}[^\n]*\n(.*?)^```", re.S | re.M)
 OPTION_RE = re.compile(r"^:(\w[\w-]*):\s*(.*)$")
 # calls whose value is None: a trailing call to one of them shows nothing
-SILENT_CALLS = {"glue", "glue_figure", "close", "set_num_threads", "single_thread", "use_style", "manual_seed"}
+SILENT_CALLS = {
+    "glue",
+    "glue_figure",
+    "close",
+    "set_num_threads",
+    "single_thread",
+    "use_style",
+    "manual_seed",
+}
 # calls that close the figure they are given (genbound.chapter.glue_figure glues, then closes)
 CLOSING_CALLS = {"close", "glue_figure"}
 FIGURE_CALLS = {"new_axes", "subplots", "figure"}
@@ -95,41 +103,62 @@ def shows_output(source: str) -> bool:
 
 
 def _params():
-    return [pytest.param(c, marks=pytest.mark.xfail(reason="rule applied with the rewrite", strict=True))
-            if c in PENDING else c for c in chapters()]
+    return [
+        pytest.param(
+            c, marks=pytest.mark.xfail(reason="rule applied with the rewrite", strict=True)
+        )
+        if c in PENDING
+        else c
+        for c in chapters()
+    ]
 
 
 @pytest.mark.parametrize("chapter", _params())
 def test_code_lines_fit_the_page(chapter):
     text = (ROOT / chapter).read_text(encoding="utf-8")
-    long = [f"{chapter}:{line + k}: {len(s)} chars" for line, _, src in code_cells(text)
-            for k, s in enumerate(src.splitlines()) if len(s) > MAX_LINE]
+    long = [
+        f"{chapter}:{line + k}: {len(s)} chars"
+        for line, _, src in code_cells(text)
+        for k, s in enumerate(src.splitlines())
+        if len(s) > MAX_LINE
+    ]
     assert not long, f"code lines longer than {MAX_LINE} characters:\n" + "\n".join(long)
 
 
 @pytest.mark.parametrize("chapter", _params())
 def test_cells_without_output_are_folded(chapter):
     text = (ROOT / chapter).read_text(encoding="utf-8")
-    bare = [f"{chapter}:{line}: {src.splitlines()[0] if src else ''}" for line, tags, src in code_cells(text)
-            if not (tags & HIDING_TAGS) and not shows_output(src)]
-    assert not bare, ("cells that show nothing on the page must carry :tags: [hide-input] "
-                      "(see CONTRIBUTING.md):\n" + "\n".join(bare))
+    bare = [
+        f"{chapter}:{line}: {src.splitlines()[0] if src else ''}"
+        for line, tags, src in code_cells(text)
+        if not (tags & HIDING_TAGS) and not shows_output(src)
+    ]
+    assert not bare, (
+        "cells that show nothing on the page must carry :tags: [hide-input] "
+        "(see CONTRIBUTING.md):\n" + "\n".join(bare)
+    )
 
 
-@pytest.mark.parametrize("source,expected", [
-    ("import math\nfrom myst_nb import glue\nglue('k', 1, display=False)", False),
-    ("show('lem-a')\nshow('lem-b');", False),
-    ("r = show('lem-a')", False),
-    ("display(1)", True),
-    ("glue('fig', fig)", True),
-    ("fig, ax = plt.subplots()\nax.plot([1])\nglue('f', fig, display=False)\nplt.close(fig)", False),
-    ("for k in ks:\n    display(k)", True),
-    ("table.style.hide(axis='index')", True),
-    ("plt.close(fig)", False),
-    ("fig, ax = plotting.new_axes()\nax.plot([1])\nglue_figure('f', fig)", False),
-    ("fig, ax = plotting.new_axes()\nax.plot([1])", True),
-    ("x = 1  # a comment;\nx", True),
-])
+@pytest.mark.parametrize(
+    "source,expected",
+    [
+        ("import math\nfrom myst_nb import glue\nglue('k', 1, display=False)", False),
+        ("show('lem-a')\nshow('lem-b');", False),
+        ("r = show('lem-a')", False),
+        ("display(1)", True),
+        ("glue('fig', fig)", True),
+        (
+            "fig, ax = plt.subplots()\nax.plot([1])\nglue('f', fig, display=False)\nplt.close(fig)",
+            False,
+        ),
+        ("for k in ks:\n    display(k)", True),
+        ("table.style.hide(axis='index')", True),
+        ("plt.close(fig)", False),
+        ("fig, ax = plotting.new_axes()\nax.plot([1])\nglue_figure('f', fig)", False),
+        ("fig, ax = plotting.new_axes()\nax.plot([1])", True),
+        ("x = 1  # a comment;\nx", True),
+    ],
+)
 def test_shows_output_matches_examples(source, expected):
     assert shows_output(source) is expected
 

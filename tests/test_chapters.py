@@ -9,8 +9,9 @@ import nbclient
 import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
-CHAPTERS = sorted(p for p in (ROOT / "book").rglob("*.md")
-                  if "jupytext" in p.read_text(encoding="utf-8")[:300])
+CHAPTERS = sorted(
+    p for p in (ROOT / "book").rglob("*.md") if "jupytext" in p.read_text(encoding="utf-8")[:300]
+)
 
 
 @pytest.mark.chapter
@@ -20,6 +21,7 @@ def test_chapter_executes(path, record_property):
         pytest.skip("GENBOUND_SKIP_CHAPTERS is set (CI executes chapters in the -W book build)")
     nb = jupytext.read(path)
     t0 = time.perf_counter()
-    nbclient.NotebookClient(nb, timeout=900, kernel_name="python3",
-                            resources={"metadata": {"path": str(path.parent)}}).execute()
+    nbclient.NotebookClient(
+        nb, timeout=900, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}}
+    ).execute()
     record_property("seconds", time.perf_counter() - t0)

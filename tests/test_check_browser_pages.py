@@ -17,8 +17,13 @@ sys.path.insert(0, str(ROOT / "tools"))
 import check_browser as cb  # noqa: E402
 
 pytest.importorskip("playwright.sync_api")
-CHROMIUM = next((c for c in cb.CHROMIUM_CANDIDATES if Path(c).is_file()), None) or shutil.which("chromium")
-pytestmark = [pytest.mark.browser, pytest.mark.skipif(CHROMIUM is None, reason="no chromium installed")]
+CHROMIUM = next((c for c in cb.CHROMIUM_CANDIDATES if Path(c).is_file()), None) or shutil.which(
+    "chromium"
+)
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.skipif(CHROMIUM is None, reason="no chromium installed"),
+]
 
 PAGE = """<!doctype html><html><head><meta charset="utf-8"><style>
 body {{ margin: 0; font: 16px sans-serif; }}
@@ -30,21 +35,30 @@ td, th {{ white-space: nowrap; padding: 2px 6px; }}
 {body}
 </article></main></body></html>"""
 
-WIDE_TABLE = ("<div class='cell'><div class='cell_input'><pre>show</pre></div><div class='cell_output'>"
-              "<table><caption>a caption that is long but wraps</caption><tr>"
-              + "".join(f"<th>column_number_{i}</th>" for i in range(12))
-              + "</tr><tr>" + "".join(f"<td>+0.{i:03d}</td>" for i in range(12)) + "</tr></table></div></div>")
-NARROW_TABLE = ("<div class='cell_output'><table><tr><th>measure</th><th>tau</th></tr>"
-                "<tr><td>tt_bound</td><td>+0.12</td></tr></table></div>")
-NAN_TABLE = ("<div class='cell_output'><table><tr><th>measure</th><th>psi</th><th>nanoseconds</th></tr>"
-             "<tr><td>tt_bound</td><td>+nan</td><td>3</td></tr></table></div>")
+WIDE_TABLE = (
+    "<div class='cell'><div class='cell_input'><pre>show</pre></div><div class='cell_output'>"
+    "<table><caption>a caption that is long but wraps</caption><tr>"
+    + "".join(f"<th>column_number_{i}</th>" for i in range(12))
+    + "</tr><tr>"
+    + "".join(f"<td>+0.{i:03d}</td>" for i in range(12))
+    + "</tr></table></div></div>"
+)
+NARROW_TABLE = (
+    "<div class='cell_output'><table><tr><th>measure</th><th>tau</th></tr>"
+    "<tr><td>tt_bound</td><td>+0.12</td></tr></table></div>"
+)
+NAN_TABLE = (
+    "<div class='cell_output'><table><tr><th>measure</th><th>psi</th><th>nanoseconds</th></tr>"
+    "<tr><td>tt_bound</td><td>+nan</td><td>3</td></tr></table></div>"
+)
 
 
 def _site(tmp_path, pages: dict[str, str]) -> Path:
     site = tmp_path / "html"
     site.mkdir()
-    (site / "index.html").write_text('<html><head><meta http-equiv="refresh" content="0; url=book/ok.html">'
-                                     "</head></html>")
+    (site / "index.html").write_text(
+        '<html><head><meta http-equiv="refresh" content="0; url=book/ok.html"></head></html>'
+    )
     for rel, body in pages.items():
         (site / rel).parent.mkdir(parents=True, exist_ok=True)
         (site / rel).write_text(PAGE.format(body=body))
@@ -54,8 +68,14 @@ def _site(tmp_path, pages: dict[str, str]) -> Path:
 @pytest.fixture(scope="module")
 def checked(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("site")
-    site = _site(tmp, {"book/ok.html": "<p>fine</p>" + NARROW_TABLE, "book/wide.html": WIDE_TABLE,
-                       "book/nan.html": NAN_TABLE})
+    site = _site(
+        tmp,
+        {
+            "book/ok.html": "<p>fine</p>" + NARROW_TABLE,
+            "book/wide.html": WIDE_TABLE,
+            "book/nan.html": NAN_TABLE,
+        },
+    )
     results, problems = cb.render_all(site, tmp / "screens", CHROMIUM, False)
     return results, problems
 

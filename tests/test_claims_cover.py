@@ -87,7 +87,9 @@ def chapter_calls(path: Path) -> dict[str, object]:
             if isinstance(node, ast.Import):
                 for a in node.names:
                     if a.name.startswith("genbound"):
-                        aliases[a.asname or a.name.split(".")[0]] = a.name if a.asname else a.name.split(".")[0]
+                        aliases[a.asname or a.name.split(".")[0]] = (
+                            a.name if a.asname else a.name.split(".")[0]
+                        )
             elif isinstance(node, ast.ImportFrom):
                 mod = node.module or ""
                 if node.level:
@@ -137,8 +139,10 @@ def test_covers_resolve():
 def test_chapter_numbers_come_from_claimed_functions(chapter):
     covered = covered_functions()
     uncovered = sorted(name for name, fn in chapter_calls(chapter).items() if fn not in covered)
-    assert not uncovered, (f"{chapter.relative_to(ROOT)} calls numeric-core functions that no claim "
-                           f"covers: {uncovered}")
+    assert not uncovered, (
+        f"{chapter.relative_to(ROOT)} calls numeric-core functions that no claim "
+        f"covers: {uncovered}"
+    )
 
 
 @pytest.mark.parametrize("module", EXPERIMENTS, ids=lambda p: str(p.relative_to(ROOT / "genbound")))
@@ -146,8 +150,9 @@ def test_experiment_numbers_come_from_claimed_functions(module):
     """The experiments (Parts II and V) compute their bound columns by calling the numeric core."""
     covered = covered_functions()
     uncovered = sorted(name for name, fn in chapter_calls(module).items() if fn not in covered)
-    assert not uncovered, (f"{module.relative_to(ROOT)} calls numeric-core functions that no claim "
-                           f"covers: {uncovered}")
+    assert not uncovered, (
+        f"{module.relative_to(ROOT)} calls numeric-core functions that no claim covers: {uncovered}"
+    )
 
 
 def test_scanner_sees_calls(tmp_path):
@@ -155,7 +160,8 @@ def test_scanner_sees_calls(tmp_path):
     import textwrap
 
     tmp = tmp_path / "probe.md"
-    tmp.write_text(textwrap.dedent("""\
+    tmp.write_text(
+        textwrap.dedent("""\
         ```{code-cell} ipython3
         :tags: [hide-input]
         import genbound as gb
@@ -163,13 +169,20 @@ def test_scanner_sees_calls(tmp_path):
         from genbound.norms import stable_rank as sr
         gb.spectral_norm([1.0]); norms.frobenius_norm([1.0]); sr([1.0])
         ```
-        """))
+        """)
+    )
     calls = chapter_calls(tmp)
-    assert set(calls) == {"genbound.spectral_norm", "genbound.norms.frobenius_norm", "genbound.norms.stable_rank"}
+    assert set(calls) == {
+        "genbound.spectral_norm",
+        "genbound.norms.frobenius_norm",
+        "genbound.norms.stable_rank",
+    }
 
 
 def test_numeric_core_names_modules_that_exist():
     for name in NUMERIC_CORE:
-        assert importlib.util.find_spec(name) is not None, f"NUMERIC_CORE names {name}, which is no module"
+        assert importlib.util.find_spec(name) is not None, (
+            f"NUMERIC_CORE names {name}, which is no module"
+        )
     files = claims.numeric_core_files()
     assert "genbound/bounds/_result.py" in files and all((ROOT / f).is_file() for f in files)

@@ -41,7 +41,10 @@ def module_of_chapter(chapter: str) -> str:
 
 
 def claims_modules() -> dict[str, object]:
-    return {m.name: importlib.import_module(f"genbound.claims.{m.name}") for m in pkgutil.iter_modules(C.__path__)}
+    return {
+        m.name: importlib.import_module(f"genbound.claims.{m.name}")
+        for m in pkgutil.iter_modules(C.__path__)
+    }
 
 
 def layout_problems(modules: dict[str, object]) -> tuple[list[str], dict[str, str]]:
@@ -58,7 +61,9 @@ def layout_problems(modules: dict[str, object]) -> tuple[list[str], dict[str, st
             bad.append(f"{name} covers {len(chapters)} chapters: {sorted(chapters)}")
         for ch in sorted(chapters):
             if module_of_chapter(ch) != name:
-                bad.append(f"{name} registers claims of {ch}: they belong in {module_of_chapter(ch)}")
+                bad.append(
+                    f"{name} registers claims of {ch}: they belong in {module_of_chapter(ch)}"
+                )
         for label in labels:
             if label in made:
                 bad.append(f"{label} made in {made[label]} and {name}")
@@ -88,18 +93,32 @@ def test_the_check_fails_on_planted_modules(tmp_path):
             setattr(mod, k, v)
         return mod
 
-    two = fake("part2_tt_covers", 'register(Claim(label="a", chapter=CH))\n'
-                                  'register(Claim(label="b", chapter="book/part2/single_layer.md"))\n',
-               CH="book/part2/tt_covers.md")
-    misnamed = fake("trauger_tewari", 'register(Claim(label="c", chapter=CH_SINGLE))\n',
-                    CH_SINGLE="book/part2/single_layer.md")
+    two = fake(
+        "part2_tt_covers",
+        'register(Claim(label="a", chapter=CH))\n'
+        'register(Claim(label="b", chapter="book/part2/single_layer.md"))\n',
+        CH="book/part2/tt_covers.md",
+    )
+    misnamed = fake(
+        "trauger_tewari",
+        'register(Claim(label="c", chapter=CH_SINGLE))\n',
+        CH_SINGLE="book/part2/single_layer.md",
+    )
     shared = fake("_part2", 'register(Claim(label="d", chapter="book/part2/tt_covers.md"))\n')
-    again = fake("part2_single_layer", 'register(Claim(label="a", chapter="book/part2/single_layer.md"))\n')
+    again = fake(
+        "part2_single_layer", 'register(Claim(label="a", chapter="book/part2/single_layer.md"))\n'
+    )
     bad, made = layout_problems({m.__name__: m for m in (two, misnamed, shared, again)})
-    assert sorted(bad) == ["_part2 (shared) registers ['d']",
-                   "a made in part2_single_layer and part2_tt_covers",
-                   "part2_tt_covers covers 2 chapters: ['book/part2/single_layer.md', 'book/part2/tt_covers.md']",
-                   "part2_tt_covers registers claims of book/part2/single_layer.md: they belong in part2_single_layer",
-                   "trauger_tewari registers claims of book/part2/single_layer.md: they belong in part2_single_layer"]
-    good = fake("part2_single_layer", 'register(Claim(label="e", chapter=CH))\n', CH="book/part2/single_layer.md")
+    assert sorted(bad) == [
+        "_part2 (shared) registers ['d']",
+        "a made in part2_single_layer and part2_tt_covers",
+        "part2_tt_covers covers 2 chapters: ['book/part2/single_layer.md', 'book/part2/tt_covers.md']",
+        "part2_tt_covers registers claims of book/part2/single_layer.md: they belong in part2_single_layer",
+        "trauger_tewari registers claims of book/part2/single_layer.md: they belong in part2_single_layer",
+    ]
+    good = fake(
+        "part2_single_layer",
+        'register(Claim(label="e", chapter=CH))\n',
+        CH="book/part2/single_layer.md",
+    )
     assert layout_problems({"part2_single_layer": good}) == ([], {"e": "part2_single_layer"})

@@ -22,8 +22,16 @@ ALL = os.environ.get("GENBOUND_ALL_MUTANTS") == "1"
 LABELS = claims.labels()
 #: One cheap claim per module and kind of mutant (constant, function of the package, right side of the
 #: claim module, a mutant that patches sympy's constant), run in the fast suite.
-SAMPLE = ["lem-mcdiarmid", "lem-softmax-linf-l1", "lem-tt-cover-extreme", "thm-tt-single-layer",
-          "lem-sa-matrix-sensitivity", "lem-spectral-counting", "lem-zhang-cover", "thm-edelman-type"]
+SAMPLE = [
+    "lem-mcdiarmid",
+    "lem-softmax-linf-l1",
+    "lem-tt-cover-extreme",
+    "thm-tt-single-layer",
+    "lem-sa-matrix-sensitivity",
+    "lem-spectral-counting",
+    "lem-zhang-cover",
+    "thm-edelman-type",
+]
 
 
 def test_every_claim_has_a_provenance_and_mutants():
@@ -62,6 +70,7 @@ def test_a_surviving_mutant_is_reported():
     def boom(old):
         def f(*a, **k):
             raise RuntimeError("boom")
+
         return f
 
     crash = Mutant("crash", "raises", ((rad, "mcdiarmid_tail", boom),))
@@ -74,7 +83,9 @@ def test_a_surviving_mutant_is_reported():
 @pytest.mark.parametrize("label", SAMPLE)
 def test_sample_of_mutants_is_killed(label):
     for r in claims.check_mutants(label):
-        assert r.killed, f"{label}: mutant {r.name} ({r.what}) survived, worst ratio {r.worst_ratio}"
+        assert r.killed, (
+            f"{label}: mutant {r.name} ({r.what}) survived, worst ratio {r.worst_ratio}"
+        )
 
 
 @pytest.mark.skipif(not ALL, reason="set GENBOUND_ALL_MUTANTS=1 to run every mutant (CI does)")
@@ -83,7 +94,9 @@ def test_every_mutant_is_killed(label):
     r = claims.check(label)
     assert r.passed, r
     for m in claims.check_mutants(label):
-        assert m.killed, f"{label}: mutant {m.name} ({m.what}) survived, worst ratio {m.worst_ratio}: {m.note}"
+        assert m.killed, (
+            f"{label}: mutant {m.name} ({m.what}) survived, worst ratio {m.worst_ratio}: {m.note}"
+        )
 
 
 @pytest.mark.skipif(not ALL, reason="set GENBOUND_ALL_MUTANTS=1 to run every claim (CI does)")
@@ -93,8 +106,12 @@ def test_tightness_rule():
     for k, r in results.items():
         c = claims.get(k)
         if r.worst_ratio < LOOSE_THRESHOLD:
-            assert c.loose_reason and c.loose_reason.strip(), f"{k}: worst ratio {r.worst_ratio:.3f}, no loose_reason"
-    assert len(tight) >= math.ceil(0.85 * len(results)), f"only {len(tight)} of {len(results)} claims are tight"
+            assert c.loose_reason and c.loose_reason.strip(), (
+                f"{k}: worst ratio {r.worst_ratio:.3f}, no loose_reason"
+            )
+    assert len(tight) >= math.ceil(0.85 * len(results)), (
+        f"only {len(tight)} of {len(results)} claims are tight"
+    )
     assert results["thm-rademacher-generalization"].worst_ratio >= LOOSE_THRESHOLD
 
 

@@ -21,14 +21,14 @@ _PATHLIKE = re.compile(r"`([\w./<>-]+)`")
 def developing_section() -> str:
     start = CONTRIBUTING.index("\n## Developing")
     nxt = CONTRIBUTING.find("\n## ", start + 5)
-    return CONTRIBUTING[start: nxt if nxt > 0 else None]
+    return CONTRIBUTING[start : nxt if nxt > 0 else None]
 
 
 def recipe(title: str) -> str:
     sec = developing_section()
     start = sec.index(f"### {title}")
     nxt = sec.find("\n### ", start + 5)
-    return sec[start: nxt if nxt > 0 else None]
+    return sec[start : nxt if nxt > 0 else None]
 
 
 def named_paths(text: str) -> list[str]:
@@ -53,14 +53,18 @@ def _exists(tok: str) -> bool:
 def test_recipe_names_files_that_exist(title):
     text = recipe(title)
     paths = named_paths(text)
-    assert any(p.startswith("tests/test_") for p in paths), f"recipe {title!r} names no test that holds you to it"
+    assert any(p.startswith("tests/test_") for p in paths), (
+        f"recipe {title!r} names no test that holds you to it"
+    )
     missing = [p for p in paths if not _exists(p)]
     assert not missing, f"recipe {title!r} names files that do not exist: {missing}"
 
 
 def test_named_paths_reads_placeholders():
-    assert named_paths("`genbound/bounds/<paper>.py` and `x` and `_toc.yml`") == ["genbound/bounds/<paper>.py",
-                                                                                  "_toc.yml"]
+    assert named_paths("`genbound/bounds/<paper>.py` and `x` and `_toc.yml`") == [
+        "genbound/bounds/<paper>.py",
+        "_toc.yml",
+    ]
     assert _exists("genbound/bounds/<paper>.py") and not _exists("genbound/nowhere/<paper>.py")
 
 
@@ -72,14 +76,14 @@ _ENTRY = re.compile(r"^( *)((?:[\w.-]+(?:\.py|/)(?: (?=[\w.-]+(?:\.py|/)))?)+)(?
 def readme_layout() -> list[str]:
     """The paths the README's ``genbound/`` block names (``genbound/bounds/_result.py``, ``genbound/weights/``...)."""
     start = README.index("```\ngenbound/\n")
-    block = README[start + 4: README.index("```", start + 4)].splitlines()
-    out, stack = [], []                   # stack of (indent, folder)
+    block = README[start + 4 : README.index("```", start + 4)].splitlines()
+    out, stack = [], []  # stack of (indent, folder)
     for line in block:
         m = _ENTRY.match(line)
         if not m:
             continue
         indent, names = len(m.group(1)), m.group(2).split(" ")
-        if indent >= 30:                  # a continuation of the description column
+        if indent >= 30:  # a continuation of the description column
             continue
         while stack and stack[-1][0] >= indent:
             stack.pop()
@@ -141,8 +145,10 @@ def long_modules() -> dict[str, str]:
 
 def test_long_modules_name_their_concept():
     unnamed = [p for p, doc in long_modules().items() if "One concept:" not in doc]
-    assert not unnamed, (f"modules over {MODULE_LINES} lines whose docstring does not say "
-                         f"'One concept: ...': {unnamed}")
+    assert not unnamed, (
+        f"modules over {MODULE_LINES} lines whose docstring does not say "
+        f"'One concept: ...': {unnamed}"
+    )
 
 
 def test_long_modules_sees_a_long_file(tmp_path, monkeypatch):

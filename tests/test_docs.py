@@ -20,8 +20,10 @@ def _refs(pattern):
 
 @pytest.mark.parametrize("where,ref", sorted(set(_refs(r"(?<!prf):ref:`(?:[^`<]*<)?([\w-]+)>?`"))))
 def test_ref_targets_exist(where, ref):
-    assert ref in ANCHORS, (f"{where} refers to :ref:`{ref}`, which is not a section anchor in book/"
-                            + (" (a prf label: use :prf:ref:)" if ref in PRF_LABELS else ""))
+    assert ref in ANCHORS, (
+        f"{where} refers to :ref:`{ref}`, which is not a section anchor in book/"
+        + (" (a prf label: use :prf:ref:)" if ref in PRF_LABELS else "")
+    )
 
 
 @pytest.mark.parametrize("where,ref", sorted(set(_refs(r":prf:ref:`([\w-]+)`"))))

@@ -31,7 +31,7 @@ def test_chapter_ends_with_exercises_and_dropdown_solutions(path):
     text, sec = _exercise_section(path)
     part = path.parent.name
     assert sec, f"{path.name}: no final '## Exercises' section"
-    assert "\n## " not in sec[len("\n## Exercises\n"):], "the exercises must be the last section"
+    assert "\n## " not in sec[len("\n## Exercises\n") :], "the exercises must be the last section"
     labels = EX_RE.findall(sec)
     assert len(labels) >= MIN_EXERCISES[part], labels
     assert EX_RE.findall(text) == labels  # none outside the section
@@ -75,7 +75,11 @@ def _num(s) -> float:
 
 
 def _close(glued, key, expected, rel=2e-3):
-    assert math.isclose(_num(glued[key]), expected, rel_tol=rel, abs_tol=1e-4), (key, glued[key], expected)
+    assert math.isclose(_num(glued[key]), expected, rel_tol=rel, abs_tol=1e-4), (
+        key,
+        glued[key],
+        expected,
+    )
 
 
 def test_every_glued_key_is_used_in_a_solution():
@@ -162,14 +166,17 @@ def test_schatten():
     g = _glued("schatten")
     assert g["ex-sch-powers"] == "2, 7, 25"
     _close(g, "ex-sch-srank", 25 / 16)
-    assert [_num(v) for v in g["ex-sch-chain"].split("<=")] == pytest.approx([4, 5, 7, 5 * math.sqrt(2)],
-                                                                          rel=1e-4)
+    assert [_num(v) for v in g["ex-sch-chain"].split("<=")] == pytest.approx(
+        [4, 5, 7, 5 * math.sqrt(2)], rel=1e-4
+    )
 
 
 def test_entropy():
     g = _glued("entropy")
     cp = lambda p: (p + 2) / p * (p / 2) ** (2 / (p + 2))  # noqa: E731
-    assert [_num(v) for v in g["ex-ent-cps"].split(",")] == pytest.approx([cp(0.01), cp(1), cp(2)], rel=1e-3)
+    assert [_num(v) for v in g["ex-ent-cps"].split(",")] == pytest.approx(
+        [cp(0.01), cp(1), cp(2)], rel=1e-3
+    )
     tau = (math.sqrt(64) / 32) ** (2 / 3)
     _close(g, "ex-ent-tau", tau)
     _close(g, "ex-ent-val", 8 / math.sqrt(tau) + 16 * tau)  # the objective at tau*
@@ -205,13 +212,16 @@ def test_trained_total_is_what_analyze_prints_for_minilm():
     from genbound import spectral_adaptive_bound
 
     g = _glued("trained")
-    assert g["ex-tr-total"].strip("'") == f"{spectral_adaptive_bound(gt.get_model_path(), device='cpu').value:,.0f}"
+    assert (
+        g["ex-tr-total"].strip("'")
+        == f"{spectral_adaptive_bound(gt.get_model_path(), device='cpu').value:,.0f}"
+    )
 
 
 def test_predict_gap():
     g = _glued("predict_gap")
     _close(g, "ex-pg-tau", (5 - 1) / 6)
-    _close(g, "ex-pg-tau-ties", 5 / 6)                   # ties contribute 0 (Jiang et al.'s tau)
+    _close(g, "ex-pg-tau-ties", 5 / 6)  # ties contribute 0 (Jiang et al.'s tau)
 
 
 def test_part6_solution_numbers():

@@ -37,15 +37,53 @@ def _configs():
     T = transformers
     common = dict(vocab_size=20, max_position_embeddings=16)
     return {
-        "bert": (T.BertConfig(hidden_size=N, num_hidden_layers=L, num_attention_heads=H, intermediate_size=F, **common),
-                 T.BertModel),
-        "roberta": (T.RobertaConfig(hidden_size=N, num_hidden_layers=L, num_attention_heads=H, intermediate_size=F,
-                                    **common), T.RobertaForMaskedLM),
-        "electra": (T.ElectraConfig(hidden_size=N, embedding_size=4, num_hidden_layers=L, num_attention_heads=H,
-                                    intermediate_size=F, **common), T.ElectraForPreTraining),
-        "distilbert": (T.DistilBertConfig(dim=N, n_layers=L, n_heads=H, hidden_dim=F, **common), T.DistilBertModel),
-        "gpt2": (T.GPT2Config(n_embd=N, n_layer=L, n_head=H, vocab_size=20, n_positions=16, bos_token_id=0,
-                              eos_token_id=0), T.GPT2LMHeadModel),
+        "bert": (
+            T.BertConfig(
+                hidden_size=N,
+                num_hidden_layers=L,
+                num_attention_heads=H,
+                intermediate_size=F,
+                **common,
+            ),
+            T.BertModel,
+        ),
+        "roberta": (
+            T.RobertaConfig(
+                hidden_size=N,
+                num_hidden_layers=L,
+                num_attention_heads=H,
+                intermediate_size=F,
+                **common,
+            ),
+            T.RobertaForMaskedLM,
+        ),
+        "electra": (
+            T.ElectraConfig(
+                hidden_size=N,
+                embedding_size=4,
+                num_hidden_layers=L,
+                num_attention_heads=H,
+                intermediate_size=F,
+                **common,
+            ),
+            T.ElectraForPreTraining,
+        ),
+        "distilbert": (
+            T.DistilBertConfig(dim=N, n_layers=L, n_heads=H, hidden_dim=F, **common),
+            T.DistilBertModel,
+        ),
+        "gpt2": (
+            T.GPT2Config(
+                n_embd=N,
+                n_layer=L,
+                n_head=H,
+                vocab_size=20,
+                n_positions=16,
+                bos_token_id=0,
+                eos_token_id=0,
+            ),
+            T.GPT2LMHeadModel,
+        ),
     }
 
 
@@ -58,7 +96,9 @@ def make_model(arch: str, seed: int = 0, **overrides):
         setattr(cfg, k, v)
     torch.manual_seed(seed)
     model = cls(cfg)
-    with torch.no_grad():  # initialisers give tiny or zero weights; spread them so every spectrum is generic
+    with (
+        torch.no_grad()
+    ):  # initialisers give tiny or zero weights; spread them so every spectrum is generic
         for p in model.parameters():
             p.normal_(0.0, 0.4)
     return model.eval()
@@ -83,15 +123,46 @@ def _blocks(model, arch: str):
             att = blk.attn
             N = att.embed_dim
             qkv = lambda x, c=att.c_attn: c(x)  # noqa: E731
-            out.append((att, lambda x, f=qkv, n=N: f(x)[:, :n], lambda x, f=qkv, n=N: f(x)[:, n:2 * n],
-                        lambda x, f=qkv, n=N: f(x)[:, 2 * n:], att.c_proj, blk.mlp.c_fc, blk.mlp.c_proj))
+            out.append(
+                (
+                    att,
+                    lambda x, f=qkv, n=N: f(x)[:, :n],
+                    lambda x, f=qkv, n=N: f(x)[:, n : 2 * n],
+                    lambda x, f=qkv, n=N: f(x)[:, 2 * n :],
+                    att.c_proj,
+                    blk.mlp.c_fc,
+                    blk.mlp.c_proj,
+                )
+            )
         return out
     if arch == "distilbert":
-        return [(b.attention, b.attention.q_lin, b.attention.k_lin, b.attention.v_lin, b.attention.out_lin,
-                 b.ffn.lin1, b.ffn.lin2) for b in model.transformer.layer]
-    base = {"bert": lambda m: m, "roberta": lambda m: m.roberta, "electra": lambda m: m.electra}[arch](model)
-    return [(b.attention.self, b.attention.self.query, b.attention.self.key, b.attention.self.value,
-             b.attention.output.dense, b.intermediate.dense, b.output.dense) for b in base.encoder.layer]
+        return [
+            (
+                b.attention,
+                b.attention.q_lin,
+                b.attention.k_lin,
+                b.attention.v_lin,
+                b.attention.out_lin,
+                b.ffn.lin1,
+                b.ffn.lin2,
+            )
+            for b in model.transformer.layer
+        ]
+    base = {"bert": lambda m: m, "roberta": lambda m: m.roberta, "electra": lambda m: m.electra}[
+        arch
+    ](model)
+    return [
+        (
+            b.attention.self,
+            b.attention.self.query,
+            b.attention.self.key,
+            b.attention.self.value,
+            b.attention.output.dense,
+            b.intermediate.dense,
+            b.output.dense,
+        )
+        for b in base.encoder.layer
+    ]
 
 
 def probed_matrices(model, arch: str, attention_scale: bool = False):
@@ -146,7 +217,11 @@ def test_analyze_matches_the_modules(saved, arch):
     ref = reference_proxies(probed_matrices(model, arch), SIZES["N"])
     out = analyze_json(path)
     expected_family = {"roberta": "bert", "electra": "bert"}.get(arch, arch)
-    assert out["family"] == expected_family and out["layers"] == SIZES["L"] and out["heads"] == SIZES["H"]
+    assert (
+        out["family"] == expected_family
+        and out["layers"] == SIZES["L"]
+        and out["heads"] == SIZES["H"]
+    )
     assert rel(out["spectral_adaptive"], ref["ours"]) <= RTOL
     assert rel(out["edelman_log"], ref["edelman_log"]) <= RTOL
     assert rel(out["edelman"], np.exp(ref["edelman_log"])) <= RTOL
@@ -167,7 +242,10 @@ def test_attention_scale_is_the_modules_scaling(saved, arch):
     ref = reference_proxies(probed_matrices(model, arch, attention_scale=True), SIZES["N"])
     out = analyze_json(path, "--attention-scale")
     assert out["attention_scale"] is True
-    assert rel(out["spectral_adaptive"], ref["ours"]) <= RTOL and rel(out["edelman_log"], ref["edelman_log"]) <= RTOL
+    assert (
+        rel(out["spectral_adaptive"], ref["ours"]) <= RTOL
+        and rel(out["edelman_log"], ref["edelman_log"]) <= RTOL
+    )
 
 
 def test_gpt2_inverse_layer_scaling(tmp_path):
@@ -178,7 +256,10 @@ def test_gpt2_inverse_layer_scaling(tmp_path):
     assert scalings[1] == pytest.approx(scalings[0] / 2)
     ref = reference_proxies(probed_matrices(model, "gpt2", attention_scale=True), SIZES["N"])
     out = analyze_json(tmp_path, "--attention-scale")
-    assert rel(out["spectral_adaptive"], ref["ours"]) <= RTOL and rel(out["edelman_log"], ref["edelman_log"]) <= RTOL
+    assert (
+        rel(out["spectral_adaptive"], ref["ours"]) <= RTOL
+        and rel(out["edelman_log"], ref["edelman_log"]) <= RTOL
+    )
 
 
 def test_pytorch_model_bin_and_float32(tmp_path):
@@ -193,7 +274,10 @@ def test_pytorch_model_bin_and_float32(tmp_path):
     ref = reference_proxies(probed_matrices(model.double(), "distilbert"), SIZES["N"])
     for path in (a, b):
         out = analyze_json(path)
-        assert rel(out["spectral_adaptive"], ref["ours"]) <= RTOL and rel(out["edelman_log"], ref["edelman_log"]) <= RTOL
+        assert (
+            rel(out["spectral_adaptive"], ref["ours"]) <= RTOL
+            and rel(out["edelman_log"], ref["edelman_log"]) <= RTOL
+        )
 
 
 # --------------------------------------------------------------------------------------------------
@@ -210,23 +294,49 @@ def _one_line_error(path, capsys) -> str:
 
 def test_cross_attention_is_refused_by_name(tmp_path, capsys):
     T = transformers
-    bert = T.BertModel(T.BertConfig(hidden_size=8, num_hidden_layers=1, num_attention_heads=2, intermediate_size=12,
-                                    vocab_size=20, is_decoder=True, add_cross_attention=True))
+    bert = T.BertModel(
+        T.BertConfig(
+            hidden_size=8,
+            num_hidden_layers=1,
+            num_attention_heads=2,
+            intermediate_size=12,
+            vocab_size=20,
+            is_decoder=True,
+            add_cross_attention=True,
+        )
+    )
     bert.save_pretrained(tmp_path / "bert")
     assert "crossattention" in _one_line_error(tmp_path / "bert", capsys)
     with pytest.raises(ArchitectureError, match="crossattention"):
         load_weights(bert)
-    gpt = T.GPT2Model(T.GPT2Config(n_embd=8, n_layer=1, n_head=2, vocab_size=20, add_cross_attention=True,
-                                   bos_token_id=0, eos_token_id=0))
+    gpt = T.GPT2Model(
+        T.GPT2Config(
+            n_embd=8,
+            n_layer=1,
+            n_head=2,
+            vocab_size=20,
+            add_cross_attention=True,
+            bos_token_id=0,
+            eos_token_id=0,
+        )
+    )
     gpt.save_pretrained(tmp_path / "gpt2")
     assert "crossattention" in _one_line_error(tmp_path / "gpt2", capsys)
 
 
 def test_longformer_global_projections_are_refused(tmp_path, capsys):
     T = transformers
-    lf = T.LongformerModel(T.LongformerConfig(hidden_size=8, num_hidden_layers=1, num_attention_heads=2,
-                                              intermediate_size=12, attention_window=4, vocab_size=20,
-                                              max_position_embeddings=20))
+    lf = T.LongformerModel(
+        T.LongformerConfig(
+            hidden_size=8,
+            num_hidden_layers=1,
+            num_attention_heads=2,
+            intermediate_size=12,
+            attention_window=4,
+            vocab_size=20,
+            max_position_embeddings=20,
+        )
+    )
     lf.save_pretrained(tmp_path)
     err = _one_line_error(tmp_path, capsys)
     assert "_global" in err and "Longformer" in err
@@ -234,8 +344,16 @@ def test_longformer_global_projections_are_refused(tmp_path, capsys):
 
 def test_llama_is_refused_with_the_reason(tmp_path, capsys):
     T = transformers
-    ll = T.LlamaForCausalLM(T.LlamaConfig(hidden_size=8, num_hidden_layers=1, num_attention_heads=2,
-                                          num_key_value_heads=1, intermediate_size=12, vocab_size=20))
+    ll = T.LlamaForCausalLM(
+        T.LlamaConfig(
+            hidden_size=8,
+            num_hidden_layers=1,
+            num_attention_heads=2,
+            num_key_value_heads=1,
+            intermediate_size=12,
+            vocab_size=20,
+        )
+    )
     ll.save_pretrained(tmp_path)
     err = _one_line_error(tmp_path, capsys)
     assert "Llama" in err and "rotary" in err and "gated" in err

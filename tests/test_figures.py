@@ -58,7 +58,9 @@ def test_plot_schatten_curve():
     fig, ax = plotting.new_axes()
     g = torch.Generator().manual_seed(0)
     for name, scale in [("fast decay", 0.5), ("flat", 1.0)]:
-        s = torch.sort(torch.rand(40, generator=g, dtype=torch.float64) ** (1 / scale), descending=True).values
+        s = torch.sort(
+            torch.rand(40, generator=g, dtype=torch.float64) ** (1 / scale), descending=True
+        ).values
         plotting.plot_schatten_curve(s, ax=ax, label=name)
     ax.legend()
     fig.tight_layout()
@@ -81,7 +83,7 @@ def test_plot_sweep_on_the_saved_sweep():
     """The sparse-majority chapter's figure, from its saved data, in the shared 2 x 2 column layout."""
     from genbound.experiments import sparse_majority as sm
 
-    df = sm.read_csv()                       # the saved sweep, through the results-file reader
+    df = sm.read_csv()  # the saved sweep, through the results-file reader
     fitted = df[df["fitted"]]
     fig, axes = plotting.new_axes(2, 2, height=5.6)
     sm.plot_sweep(fitted, axes.ravel(), m=300)

@@ -20,20 +20,32 @@ from genbound.claims import NUMERIC_CORE
 
 ROOT = Path(__file__).resolve().parents[1]
 API = (ROOT / "book" / "api.md").read_text(encoding="utf-8")
-EXTRA = ("genbound.checkpoint_bounds", "genbound.analyze", "genbound.experiments.fullbatch",
-         "genbound.experiments.bert_grid", "genbound.experiments.sparse_majority.config",
-         "genbound.experiments.predict_gap.family")
+EXTRA = (
+    "genbound.checkpoint_bounds",
+    "genbound.analyze",
+    "genbound.experiments.fullbatch",
+    "genbound.experiments.bert_grid",
+    "genbound.experiments.sparse_majority.config",
+    "genbound.experiments.predict_gap.family",
+)
 
 #: The functions whose sample size is still the chapters' symbol ``m`` (Parts I-II).
 SAMPLE_SIZE_M = {
-    "genbound.rademacher.generalization_gap_bound", "genbound.rademacher.dudley_objective",
-    "genbound.rademacher.dudley_bound", "genbound.rademacher.dudley_inverse_square",
-    "genbound.rademacher.inverse_square_log_factor", "genbound.rademacher.dudley_parametric",
-    "genbound.bounds.edelman.edelman_log_cover", "genbound.bounds.edelman.EdelmanBound.at",
-    "genbound.bounds.edelman.edelman_bound", "genbound.bounds.edelman.edelman_bound_from_model",
-    "genbound.bounds.trauger_tewari.TTBound.at", "genbound.bounds.trauger_tewari.trauger_tewari_bound",
+    "genbound.rademacher.generalization_gap_bound",
+    "genbound.rademacher.dudley_objective",
+    "genbound.rademacher.dudley_bound",
+    "genbound.rademacher.dudley_inverse_square",
+    "genbound.rademacher.inverse_square_log_factor",
+    "genbound.rademacher.dudley_parametric",
+    "genbound.bounds.edelman.edelman_log_cover",
+    "genbound.bounds.edelman.EdelmanBound.at",
+    "genbound.bounds.edelman.edelman_bound",
+    "genbound.bounds.edelman.edelman_bound_from_model",
+    "genbound.bounds.trauger_tewari.TTBound.at",
+    "genbound.bounds.trauger_tewari.trauger_tewari_bound",
     "genbound.bounds.trauger_tewari.trauger_tewari_bound_from_model",
-    "genbound.bounds.trauger_tewari.TTBound", "genbound.bounds.edelman.EdelmanBound",     # the field m (n_samples: a property)
+    "genbound.bounds.trauger_tewari.TTBound",
+    "genbound.bounds.edelman.EdelmanBound",  # the field m (n_samples: a property)
     "genbound.rademacher.DudleyResult",
 }
 
@@ -48,8 +60,13 @@ def glossary() -> list[dict]:
             continue
         cells = [c.strip() for c in line.strip().strip("|").split("|")]
         quantity, name, also, never = cells
-        rows.append({"quantity": quantity, "name": re.findall(r"`([\w*]+)`", name),
-                     "never": re.findall(r"`([\w*]+)`", never)})
+        rows.append(
+            {
+                "quantity": quantity,
+                "name": re.findall(r"`([\w*]+)`", name),
+                "never": re.findall(r"`([\w*]+)`", never),
+            }
+        )
     return rows
 
 
@@ -60,7 +77,10 @@ def _modules():
         mod = importlib.import_module(name)
         out.append(mod)
         if hasattr(mod, "__path__"):
-            out += [importlib.import_module(i.name) for i in pkgutil.iter_modules(mod.__path__, name + ".")]
+            out += [
+                importlib.import_module(i.name)
+                for i in pkgutil.iter_modules(mod.__path__, name + ".")
+            ]
     return out
 
 
@@ -77,7 +97,10 @@ def public_parameters() -> dict[str, set[str]]:
                 out[f"{mod.__name__}.{nm}"] = set(getattr(obj, "__dataclass_fields__", {}))
                 for k, v in vars(obj).items():
                     if inspect.isfunction(v) and not k.startswith("_"):
-                        out[f"{mod.__name__}.{nm}.{k}"] = set(inspect.signature(v).parameters) - {"self", "cls"}
+                        out[f"{mod.__name__}.{nm}.{k}"] = set(inspect.signature(v).parameters) - {
+                            "self",
+                            "cls",
+                        }
     return out
 
 
@@ -97,11 +120,15 @@ def test_every_chosen_name_is_used():
 
 def test_no_forbidden_name_is_used():
     for row in glossary():
-        bad = {q: sorted(ps & set(row["never"])) for q, ps in PARAMS.items() if ps & set(row["never"])}
+        bad = {
+            q: sorted(ps & set(row["never"])) for q, ps in PARAMS.items() if ps & set(row["never"])
+        }
         assert not bad, f"{row['quantity']}: {bad}"
 
 
 def test_sample_size_m_only_where_listed():
     with_m = {q for q, ps in PARAMS.items() if "m" in ps}
-    assert with_m - SAMPLE_SIZE_M == set(), "new public signatures call the sample size m: use n_samples"
+    assert with_m - SAMPLE_SIZE_M == set(), (
+        "new public signatures call the sample size m: use n_samples"
+    )
     assert SAMPLE_SIZE_M - with_m == set(), "renamed to n_samples? delete them from SAMPLE_SIZE_M"

@@ -11,12 +11,12 @@ ROOT = Path(__file__).resolve().parents[1]
 def _tool():
     spec = importlib.util.spec_from_file_location("mutation_tool", ROOT / "tools" / "mutation.py")
     mod = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = mod          # dataclasses look their module up
+    sys.modules[spec.name] = mod  # dataclasses look their module up
     spec.loader.exec_module(mod)
     return mod
 
 
-SOURCE = '''
+SOURCE = """
 import math
 
 
@@ -34,7 +34,7 @@ class Result:
     @classmethod
     def examples(cls):
         return [value(4.0) * 3.0]
-'''
+"""
 
 
 def test_sites_skip_guards_and_fixtures(tmp_path, monkeypatch):
@@ -46,8 +46,8 @@ def test_sites_skip_guards_and_fixtures(tmp_path, monkeypatch):
     lines = {s.line for s in sites}
     body = SOURCE.splitlines()
     value_line = next(i for i, t in enumerate(body, 1) if "math.sqrt(x)" in t)
-    assert value_line in lines                                   # the computation is drawn from
+    assert value_line in lines  # the computation is drawn from
     fixture_lines = {i for i, t in enumerate(body, 1) if "seed" in t or "value(4.0)" in t}
     assert not (lines & fixture_lines), "a conformance fixture was drawn from"
     guard_line = next(i for i, t in enumerate(body, 1) if "if x < 0" in t)
-    assert guard_line not in lines                                # `if bad: raise` is validation
+    assert guard_line not in lines  # `if bad: raise` is validation

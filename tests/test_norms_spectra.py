@@ -29,6 +29,7 @@ def orthogonal(n, seed):
 
 # --- spectra -------------------------------------------------------------------------------------
 
+
 def test_singular_values_descending_and_batched():
     g = torch.Generator().manual_seed(1)
     W = torch.randn(5, 6, 4, generator=g, dtype=torch.float64)
@@ -67,7 +68,9 @@ def test_numerical_rank_threshold_rule():
     # threshold = 1e-10 * 3 * max(2, 1) = 6e-10
     assert int(gb.numerical_rank(s)) == 2
     assert int(gb.numerical_rank(s, rank_tol=1e-8)) == 1
-    small = torch.tensor([1e-3, 1e-12], dtype=torch.float64)  # max(sigma_1, 1) = 1 keeps the threshold absolute
+    small = torch.tensor(
+        [1e-3, 1e-12], dtype=torch.float64
+    )  # max(sigma_1, 1) = 1 keeps the threshold absolute
     assert int(gb.numerical_rank(small)) == 1
 
 
@@ -76,12 +79,18 @@ def test_rank_threshold_uses_the_dtype_epsilon():
     from genbound.spectra import effective_rank_tol
 
     g = torch.Generator().manual_seed(0)
-    A = torch.randn(40, 4, generator=g, dtype=torch.float64) @ torch.randn(4, 40, generator=g, dtype=torch.float64)
+    A = torch.randn(40, 4, generator=g, dtype=torch.float64) @ torch.randn(
+        4, 40, generator=g, dtype=torch.float64
+    )
     s32 = gb.singular_values(A.float(), dtype="float32")  # rank 4, then float32 round-off
     s64 = gb.singular_values(A)
-    assert float(s32[4:].max()) > 1e-10 * 40 * float(s32[0])  # the floor sits above the float64 tolerance
+    assert float(s32[4:].max()) > 1e-10 * 40 * float(
+        s32[0]
+    )  # the floor sits above the float64 tolerance
     assert int(gb.numerical_rank(s32)) == 4 and int(gb.numerical_rank(s64)) == 4
-    assert int(gb.numerical_rank(s32.double())) > 4  # the same numbers, read as float64, would inflate the rank
+    assert (
+        int(gb.numerical_rank(s32.double())) > 4
+    )  # the same numbers, read as float64, would inflate the rank
     assert effective_rank_tol(1e-10, torch.float32) == torch.finfo(torch.float32).eps
     assert effective_rank_tol(1e-3, torch.float32) == 1e-3  # a larger tolerance is kept
     assert float(gb.rank_threshold(s32, rank_tol=0.0)) == 0.0  # rank_tol = 0: no threshold at all
@@ -94,13 +103,16 @@ def test_negative_tolerance_rejected():
         gb.numerical_rank(torch.ones(3), rank_tol=-1)
 
 
-@pytest.mark.parametrize("bad,err,msg", [
-    (torch.tensor([[1.0, float("nan")]]), NonFiniteError, "non-finite"),
-    (torch.tensor([[1.0, float("inf")]]), NonFiniteError, "non-finite"),
-    (torch.ones(3), ShapeError, "at least 2 dimensions"),
-    (torch.ones(0, 3), ShapeError, "empty"),
-    ([["a", "b"]], InputError, "numeric"),
-])
+@pytest.mark.parametrize(
+    "bad,err,msg",
+    [
+        (torch.tensor([[1.0, float("nan")]]), NonFiniteError, "non-finite"),
+        (torch.tensor([[1.0, float("inf")]]), NonFiniteError, "non-finite"),
+        (torch.ones(3), ShapeError, "at least 2 dimensions"),
+        (torch.ones(0, 3), ShapeError, "empty"),
+        ([["a", "b"]], InputError, "numeric"),
+    ],
+)
 def test_bad_matrices(bad, err, msg):
     with pytest.raises(err, match=msg):
         gb.singular_values(bad)
@@ -115,11 +127,16 @@ def test_unknown_device():
 def test_cpu_and_gpu_agree():
     g = torch.Generator().manual_seed(3)
     W = torch.randn(8, 64, 48, generator=g, dtype=torch.float64)
-    torch.testing.assert_close(gb.singular_values(W, device="cuda").cpu(), gb.singular_values(W, device="cpu"),
-                               rtol=1e-9, atol=1e-12)
+    torch.testing.assert_close(
+        gb.singular_values(W, device="cuda").cpu(),
+        gb.singular_values(W, device="cpu"),
+        rtol=1e-9,
+        atol=1e-12,
+    )
 
 
 # --- norms ---------------------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("p", [-0.1, 2.5, float("nan"), float("inf")])
 def test_p_out_of_range(p):
@@ -143,7 +160,9 @@ def test_grid_matches_scalar_calls():
 
 def test_log_space_does_not_overflow():
     s = torch.tensor([1e300, 1e300], dtype=torch.float64)
-    assert math.isclose(gb.log_schatten_power(s, 2).item(), math.log(2) + 600 * math.log(10), rel_tol=1e-12)
+    assert math.isclose(
+        gb.log_schatten_power(s, 2).item(), math.log(2) + 600 * math.log(10), rel_tol=1e-12
+    )
 
 
 def test_zero_matrix():
@@ -166,9 +185,15 @@ def test_group_norm_column_convention():
 @given(matrices())
 def test_s2_is_frobenius_and_s1_is_nuclear(W):
     s = gb.singular_values(W)
-    np.testing.assert_allclose(gb.schatten_norm(s, 2).item(), torch.linalg.norm(W).item(), rtol=1e-9, atol=1e-9)
-    np.testing.assert_allclose(gb.schatten_power(s, 1, rank_tol=0).item(),
-                               torch.linalg.matrix_norm(W, "nuc").item(), rtol=1e-9, atol=1e-9)
+    np.testing.assert_allclose(
+        gb.schatten_norm(s, 2).item(), torch.linalg.norm(W).item(), rtol=1e-9, atol=1e-9
+    )
+    np.testing.assert_allclose(
+        gb.schatten_power(s, 1, rank_tol=0).item(),
+        torch.linalg.matrix_norm(W, "nuc").item(),
+        rtol=1e-9,
+        atol=1e-9,
+    )
 
 
 @settings(max_examples=60, deadline=None)
@@ -193,8 +218,9 @@ def test_unitary_invariance(W, seed, p):
     a, b = W.shape
     U, V = orthogonal(a, seed), orthogonal(b, seed + 1)
     s1, s2 = gb.singular_values(W), gb.singular_values(U @ W @ V)
-    np.testing.assert_allclose(gb.schatten_power(s2, p).item(), gb.schatten_power(s1, p).item(),
-                               rtol=1e-8, atol=1e-8)
+    np.testing.assert_allclose(
+        gb.schatten_power(s2, p).item(), gb.schatten_power(s1, p).item(), rtol=1e-8, atol=1e-8
+    )
 
 
 @settings(max_examples=40, deadline=None)
@@ -203,12 +229,16 @@ def test_homogeneity(W, c):
     # rank_tol=0: the numerical-rank threshold is absolute below sigma_1 = 1, so not scale invariant
     s = gb.singular_values(W)
     for p in (0.5, 1.0, 2.0):
-        np.testing.assert_allclose(gb.schatten_power(c * s, p, rank_tol=0).item(),
-                                   c**p * gb.schatten_power(s, p, rank_tol=0).item(),
-                                   rtol=1e-9, atol=1e-9)
+        np.testing.assert_allclose(
+            gb.schatten_power(c * s, p, rank_tol=0).item(),
+            c**p * gb.schatten_power(s, p, rank_tol=0).item(),
+            rtol=1e-9,
+            atol=1e-9,
+        )
 
 
 # --------------------------------------------------------------------------- one index per matrix
+
 
 def test_per_matrix_index_equals_the_grid_diagonal():
     from genbound import norms
@@ -216,28 +246,34 @@ def test_per_matrix_index_equals_the_grid_diagonal():
     g = torch.Generator().manual_seed(3)
     s = torch.rand(5, 7, generator=g, dtype=torch.float64).sort(-1, descending=True).values
     p = torch.tensor([0.0, 0.3, 1.0, 1.7, 2.0], dtype=torch.float64)
-    grid = norms.log_schatten_power(s, p)             # (5, 5): every matrix at every index
-    at = norms.log_schatten_power_at(s, p)             # (5,): matrix i at index i
+    grid = norms.log_schatten_power(s, p)  # (5, 5): every matrix at every index
+    at = norms.log_schatten_power_at(s, p)  # (5,): matrix i at index i
     assert torch.allclose(at, grid.diagonal(), rtol=0, atol=1e-14)
     assert torch.allclose(norms.schatten_power_at(s, p), grid.diagonal().exp(), rtol=1e-14)
-    assert torch.allclose(norms.schatten_norm_at(s, p), norms.schatten_norm(s, p).diagonal(), rtol=1e-14)
+    assert torch.allclose(
+        norms.schatten_norm_at(s, p), norms.schatten_norm(s, p).diagonal(), rtol=1e-14
+    )
 
 
 def test_size_enters_the_rank_threshold():
     from genbound import norms
 
     s = torch.tensor([1.0, 5e-10], dtype=torch.float64)
-    assert gb.schatten_power(s, 0).item() == 2.0                  # threshold 2e-10
-    assert norms.schatten_power(s, 0, size=10).item() == 1.0      # threshold 1e-9
+    assert gb.schatten_power(s, 0).item() == 2.0  # threshold 2e-10
+    assert norms.schatten_power(s, 0, size=10).item() == 1.0  # threshold 1e-9
 
 
 def test_per_matrix_index_bad_input():
     from genbound import norms
 
     with pytest.raises(ParameterError, match="p"):
-        norms.log_schatten_power_at(torch.ones(2, 3, dtype=torch.float64), torch.tensor([0.5, 2.5], dtype=torch.float64))
+        norms.log_schatten_power_at(
+            torch.ones(2, 3, dtype=torch.float64), torch.tensor([0.5, 2.5], dtype=torch.float64)
+        )
     with pytest.raises(ParameterError, match="p"):
-        norms.schatten_norm_at(torch.ones(1, 3, dtype=torch.float64), torch.tensor([float("nan")], dtype=torch.float64))
+        norms.schatten_norm_at(
+            torch.ones(1, 3, dtype=torch.float64), torch.tensor([float("nan")], dtype=torch.float64)
+        )
     with pytest.raises(InputError, match="svals"):
         norms.log_schatten_power_at(torch.tensor([[1.0, -1.0]]), torch.tensor([1.0]))
     with pytest.raises(ParameterError, match="rank_tol"):

@@ -12,8 +12,13 @@ from genbound.experiments import sparse_majority as sm
 from genbound.nets import ACTIVATIONS, ReferenceTransformer, row_projection, stack_parameters
 
 
-def _frozen_cls_logits(params: dict[str, torch.Tensor], bits: torch.Tensor, embeddings: torch.Tensor,
-               encoding: torch.Tensor, score_scale: float) -> torch.Tensor:
+def _frozen_cls_logits(
+    params: dict[str, torch.Tensor],
+    bits: torch.Tensor,
+    embeddings: torch.Tensor,
+    encoding: torch.Tensor,
+    score_scale: float,
+) -> torch.Tensor:
     """``sparse_majority.cls_logits`` as it was before it moved into genbound.nets (commit 05fa97e),
     frozen here as the reference of the bitwise check."""
     P = params
@@ -22,31 +27,33 @@ def _frozen_cls_logits(params: dict[str, torch.Tensor], bits: torch.Tensor, embe
     E = embeddings.to(dt)
     pe = encoding.to(dt)
     K, n, T = b.shape
-    x_cls = E[:, 2] + pe[-1]                                                       # (K, d)
-    q = torch.einsum("kd,khde->khe", x_cls, P["W_Q"]) + P["b_Q"]                   # (K, H, dh)
-    u = score_scale * torch.einsum("khe,khde->khd", q, P["W_K"])                   # (K, H, d)
-    eu = torch.einsum("kjd,khd->khj", E, u)                                        # (K, H, 3)
-    pu = torch.einsum("td,khd->kht", pe, u)                                        # (K, H, T+1)
-    delta = eu[..., 1] - eu[..., 0]                                                # (K, H)
+    x_cls = E[:, 2] + pe[-1]  # (K, d)
+    q = torch.einsum("kd,khde->khe", x_cls, P["W_Q"]) + P["b_Q"]  # (K, H, dh)
+    u = score_scale * torch.einsum("khe,khde->khd", q, P["W_K"])  # (K, H, d)
+    eu = torch.einsum("kjd,khd->khj", E, u)  # (K, H, 3)
+    pu = torch.einsum("td,khd->kht", pe, u)  # (K, H, T+1)
+    delta = eu[..., 1] - eu[..., 0]  # (K, H)
     dplus = torch.clamp(delta, min=0.0)
-    s_cls = eu[..., 2] + pu[..., T]                                                # (K, H)
+    s_cls = eu[..., 2] + pu[..., T]  # (K, H)
     top = pu[..., :T].max(-1).values + eu[..., 0] + dplus
     shift = torch.maximum(top, s_cls).detach()
-    w = torch.exp(pu[..., :T] + (eu[..., 0] + dplus - shift)[..., None])           # (K, H, T)
-    c = torch.exp(s_cls - shift)                                                   # (K, H)
-    a0, a1 = torch.exp(-dplus), torch.exp(delta - dplus)                           # (K, H)
+    w = torch.exp(pu[..., :T] + (eu[..., 0] + dplus - shift)[..., None])  # (K, H, T)
+    c = torch.exp(s_cls - shift)  # (K, H)
+    a0, a1 = torch.exp(-dplus), torch.exp(delta - dplus)  # (K, H)
     # sum_t w_t alpha_{b_t} x_t = alpha_0 sum_t (1 - b_t) w_t (e_0 + PE_t) + alpha_1 sum_t b_t w_t (e_1 + PE_t):
     # two sums of nonnegative weights, no cancellation (the normaliser rides along as a last column)
     H, d = w.shape[1], pe.shape[1]
-    cols = [torch.cat([w[..., None] * (E[:, None, j, None, :] + pe[:T]), w[..., None]], dim=-1)
-            for j in (0, 1)]                                                       # 2 x (K, H, T, d+1)
+    cols = [
+        torch.cat([w[..., None] * (E[:, None, j, None, :] + pe[:T]), w[..., None]], dim=-1)
+        for j in (0, 1)
+    ]  # 2 x (K, H, T, d+1)
     flat = [cj.permute(0, 2, 1, 3).reshape(K, T, H * (d + 1)) for cj in cols]
-    s0 = torch.bmm(1 - b, flat[0]).view(K, n, H, d + 1)                           # tokens equal to 0
-    s1 = torch.bmm(b, flat[1]).view(K, n, H, d + 1)                               # tokens equal to 1
-    x_cls_h = c[..., None] * (E[:, None, 2] + pe[T])                               # (K, H, d)
-    num = a0[:, None, :, None] * s0 + a1[:, None, :, None] * s1                   # (K, n, H, d+1)
-    Z = num[..., d] + c[:, None]                                                   # (K, n, H)
-    xbar = (num[..., :d] + x_cls_h[:, None]) / Z[..., None]                        # (K, n, H, d)
+    s0 = torch.bmm(1 - b, flat[0]).view(K, n, H, d + 1)  # tokens equal to 0
+    s1 = torch.bmm(b, flat[1]).view(K, n, H, d + 1)  # tokens equal to 1
+    x_cls_h = c[..., None] * (E[:, None, 2] + pe[T])  # (K, H, d)
+    num = a0[:, None, :, None] * s0 + a1[:, None, :, None] * s1  # (K, n, H, d+1)
+    Z = num[..., d] + c[:, None]  # (K, n, H)
+    xbar = (num[..., :d] + x_cls_h[:, None]) / Z[..., None]  # (K, n, H, d)
     v = torch.einsum("knhd,khde->knhe", xbar, P["W_V"]) + P["b_V"][:, None]
     o = torch.einsum("knhe,khef->knf", v, P["W_O"]) + P["b_O"][:, None]
     y = torch.einsum("knf,kfg->kng", torch.relu(o), P["W_C"]) + P["b_C"][:, None]
@@ -56,7 +63,7 @@ def _frozen_cls_logits(params: dict[str, torch.Tensor], bits: torch.Tensor, embe
 def _random_model(seed, **kw):
     net = ReferenceTransformer(kw.pop("d", 6), seed=seed, **kw)
     g = torch.Generator().manual_seed(1000 + seed)
-    with torch.no_grad():                   # off the init: nonzero biases, larger maps
+    with torch.no_grad():  # off the init: nonzero biases, larger maps
         for p in net.parameters():
             p.add_(0.4 * torch.randn(p.shape, generator=g, dtype=p.dtype))
     return net
@@ -90,11 +97,13 @@ def _naive_forward(net, X):
     return torch.stack(outs)
 
 
-ARCHS = [dict(n_layers=1, n_heads=2, bias=True),
-         dict(n_layers=2, n_heads=2, bias=True, row_norm=True, out_dim=2),
-         dict(n_layers=3, n_heads=3, d_head=2, bias=False, activation="tanh"),
-         dict(n_layers=2, n_heads=1, dense=False, bias=True, activation="leaky_relu", cls_index=0),
-         dict(n_layers=4, n_heads=2, bias=True, out_dim=3, score_scale=0.7)]
+ARCHS = [
+    dict(n_layers=1, n_heads=2, bias=True),
+    dict(n_layers=2, n_heads=2, bias=True, row_norm=True, out_dim=2),
+    dict(n_layers=3, n_heads=3, d_head=2, bias=False, activation="tanh"),
+    dict(n_layers=2, n_heads=1, dense=False, bias=True, activation="leaky_relu", cls_index=0),
+    dict(n_layers=4, n_heads=2, bias=True, out_dim=3, score_scale=0.7),
+]
 
 
 def _rel(a, b):
@@ -124,14 +133,23 @@ def test_stacked_mode_equals_forward_model_by_model(kw):
 
 
 @pytest.mark.parametrize("depth", [1, 2, 3])
-@pytest.mark.parametrize("variant", [dict(bias=True), dict(bias=False, activation="tanh"),
-                                     dict(bias=True, row_norm=True, out_dim=2)])
+@pytest.mark.parametrize(
+    "variant",
+    [
+        dict(bias=True),
+        dict(bias=False, activation="tanh"),
+        dict(bias=True, row_norm=True, out_dim=2),
+    ],
+)
 def test_structured_token_mode_equals_forward_at_every_depth(depth, variant):
     """Inputs e_{b_t} + PE_t with [CLS] last: the structured mode equals the plain forward (float64,
     relative 1e-12) on random models of depth 1-3."""
     d, T = 8, 13
     g = torch.Generator().manual_seed(depth)
-    nets = [_random_model(10 * depth + s, d=d, n_layers=depth, n_heads=2, **dict(variant)) for s in (0, 1)]
+    nets = [
+        _random_model(10 * depth + s, d=d, n_layers=depth, n_heads=2, **dict(variant))
+        for s in (0, 1)
+    ]
     tokens = torch.randn(2, 3, d, dtype=torch.float64, generator=g)
     enc = sm.sinusoidal_encoding(T + 1, d)
     bits = torch.randint(0, 2, (2, 6, T), generator=g, dtype=torch.uint8)
@@ -167,7 +185,7 @@ def test_structured_mode_is_bit_identical_to_the_old_cls_logits(seed, scale):
     assert new.dtype == torch.float32 and torch.equal(new, old)
     g_new = torch.autograd.grad(sm.bce_one_hot(new, y).sum(), list(P.values()), allow_unused=True)
     g_old = torch.autograd.grad(sm.bce_one_hot(old, y).sum(), list(P.values()), allow_unused=True)
-    assert [a is None for a in g_new] == [b is None for b in g_old]        # the key bias b_K: unused
+    assert [a is None for a in g_new] == [b is None for b in g_old]  # the key bias b_K: unused
     assert sum(a is not None for a in g_new) == 11
     assert all(a is None or torch.equal(a, b) for a, b in zip(g_new, g_old))
 
@@ -193,7 +211,9 @@ def test_predict_gap_trains_with_the_stacked_mode():
     with torch.no_grad():
         z = nets[0].forward_stacked(P, X)
         assert all(torch.allclose(z[k], nets[k](X[k]), rtol=1e-12, atol=1e-12) for k in range(2))
-    assert "arch.forward_stacked" in inspect.getsource(training.train_stack)   # train_setting trains through it
+    assert "arch.forward_stacked" in inspect.getsource(
+        training.train_stack
+    )  # train_setting trains through it
     assert "train_stack(" in inspect.getsource(training.train_setting)
 
 

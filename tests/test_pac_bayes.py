@@ -53,7 +53,9 @@ def binomial_reference(k: int, n: int, delta: float) -> mpmath.mpf:
         lo, hi, d = mpmath.mpf(0), mpmath.mpf(1), mpmath.mpf(delta)
         for _ in range(64):
             mid = (lo + hi) / 2
-            cdf = mpmath.fsum(mpmath.binomial(n, i) * mid**i * (1 - mid) ** (n - i) for i in range(k + 1))
+            cdf = mpmath.fsum(
+                mpmath.binomial(n, i) * mid**i * (1 - mid) ** (n - i) for i in range(k + 1)
+            )
             if cdf >= d:
                 lo = mid
             else:
@@ -65,7 +67,7 @@ def binomial_reference(k: int, n: int, delta: float) -> mpmath.mpf:
 def test_binomial_bound_matches_mpmath_and_is_never_below(n):
     ks = sorted({0, 1, n // 10, n // 2, n - 1, n} & set(range(n + 1)))
     for k in ks:
-        if n == 2000 and k > 200:           # the direct reference sum is slow there; covered below
+        if n == 2000 and k > 200:  # the direct reference sum is slow there; covered below
             continue
         for delta in (0.01, 0.05, 0.5):
             got = pb.binomial_test_bound(k, n, delta).value
@@ -85,8 +87,10 @@ def test_binomial_bound_large_n_against_incomplete_beta():
 
 def maurer_reference(n: int) -> mpmath.mpf:
     with mpmath.workdps(40):
-        return mpmath.fsum(mpmath.binomial(n, k) * (mpmath.mpf(k) / n) ** k * (1 - mpmath.mpf(k) / n) ** (n - k)
-                           for k in range(n + 1))
+        return mpmath.fsum(
+            mpmath.binomial(n, k) * (mpmath.mpf(k) / n) ** k * (1 - mpmath.mpf(k) / n) ** (n - k)
+            for k in range(n + 1)
+        )
 
 
 @pytest.mark.parametrize("n", [1, 2, 3, 8, 15, 16, 17, 100, 1000])
@@ -107,8 +111,10 @@ def test_kl_diag_gaussians_against_closed_form_and_isotropic_optimum():
     mq, sq, mp = (torch.randn(50, generator=g, dtype=torch.float64) for _ in range(3))
     sq = sq.abs() + 0.1
     for sp in (0.3, 1.0, 2.5):
-        want = sum(0.5 * (s**2 / sp**2 + (a - b) ** 2 / sp**2 - 1 + 2 * math.log(sp / s))
-                   for a, s, b in zip(mq.tolist(), sq.tolist(), mp.tolist()))
+        want = sum(
+            0.5 * (s**2 / sp**2 + (a - b) ** 2 / sp**2 - 1 + 2 * math.log(sp / s))
+            for a, s, b in zip(mq.tolist(), sq.tolist(), mp.tolist())
+        )
         assert abs(float(pb.kl_diag_gaussians(mq, sq, mp, sp)) - want) <= 1e-12 * want
     s2 = pb.isotropic_prior_variance(mq, sq, mp)
     best = float(pb.kl_diag_gaussians(mq, sq, mp, math.sqrt(s2)))
@@ -124,12 +130,19 @@ def test_grid_certificate_spends_delta_once():
     assert cert.value > pb.pac_bayes_kl_bound(up, 2.0, 500, 0.05)
 
 
-@pytest.mark.parametrize("call", [
-    lambda: pb.kl_inverse_upper(-0.1, 1.0), lambda: pb.kl_inverse_upper(0.5, -1.0),
-    lambda: pb.binomial_test_bound(5, 4, 0.05), lambda: pb.binomial_test_bound(1, 4, 1.0),
-    lambda: pb.maurer_xi(0), lambda: pb.pac_bayes_kl_bound(0.1, 1.0, 10, 0.0),
-    lambda: pb.pac_bayes_grid_certificate(0.1, 10, [], 10, 0.1, 0.1),
-    lambda: pb.kl_diag_gaussians(torch.zeros(2), torch.zeros(2), torch.zeros(2), 1.0)])
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda: pb.kl_inverse_upper(-0.1, 1.0),
+        lambda: pb.kl_inverse_upper(0.5, -1.0),
+        lambda: pb.binomial_test_bound(5, 4, 0.05),
+        lambda: pb.binomial_test_bound(1, 4, 1.0),
+        lambda: pb.maurer_xi(0),
+        lambda: pb.pac_bayes_kl_bound(0.1, 1.0, 10, 0.0),
+        lambda: pb.pac_bayes_grid_certificate(0.1, 10, [], 10, 0.1, 0.1),
+        lambda: pb.kl_diag_gaussians(torch.zeros(2), torch.zeros(2), torch.zeros(2), 1.0),
+    ],
+)
 def test_bad_input_is_a_parameter_error(call):
     with pytest.raises(ParameterError):
         call()

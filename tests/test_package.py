@@ -12,9 +12,11 @@ from genbound.cli import main
 
 
 def test_import_does_not_pull_jupyter_or_matplotlib():
-    code = ("import sys, genbound; genbound.schatten_power([1.0], 1); "
-            "bad = [m for m in ('matplotlib', 'jupyter_client', 'IPython', 'myst_nb') if m in sys.modules]; "
-            "print(bad)")
+    code = (
+        "import sys, genbound; genbound.schatten_power([1.0], 1); "
+        "bad = [m for m in ('matplotlib', 'jupyter_client', 'IPython', 'myst_nb') if m in sys.modules]; "
+        "print(bad)"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
 
@@ -27,7 +29,9 @@ def test_cli_help_lists_claims(capsys):
 
 
 def test_console_script_runs():
-    out = subprocess.run([sys.executable, "-m", "genbound.cli", "--version"], capture_output=True, text=True)
+    out = subprocess.run(
+        [sys.executable, "-m", "genbound.cli", "--version"], capture_output=True, text=True
+    )
     assert out.returncode == 0 and genbound.__version__ in out.stdout
 
 
@@ -64,8 +68,16 @@ def test_a_false_inequality_is_caught():
     def sample(g, n):
         return {"s": torch.rand(n, 4, generator=g, dtype=torch.float64) + 0.1}
 
-    bad = Claim("lem-false", "||W||_F <= ||W||_2", "none", "standard",
-                numeric=InequalityCheck(sample, lambda s: (s**2).sum(-1).sqrt() / s.max(-1).values,
-                                        lambda x: {"s": x["s"].abs()}))
+    bad = Claim(
+        "lem-false",
+        "||W||_F <= ||W||_2",
+        "none",
+        "standard",
+        numeric=InequalityCheck(
+            sample,
+            lambda s: (s**2).sum(-1).sqrt() / s.max(-1).values,
+            lambda x: {"s": x["s"].abs()},
+        ),
+    )
     r = bad.check()
     assert not r.passed and r.worst_ratio > 1.5

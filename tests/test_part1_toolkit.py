@@ -25,11 +25,19 @@ PART1 = [c.label for c in claims.all_claims() if c.chapter.startswith("book/part
 # numeric code == sympy derivation
 # --------------------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("R,m,delta,b", [(0.0, 10, 0.05, 1.0), (0.3, 1000, 0.01, 2.5), (1.2, 7, 0.5, 0.1)])
+
+@pytest.mark.parametrize(
+    "R,m,delta,b", [(0.0, 10, 0.05, 1.0), (0.3, 1000, 0.01, 2.5), (1.2, 7, 0.5, 0.1)]
+)
 def test_generalization_gap_matches_sympy(R, m, delta, b):
     expr = sr.generalization_gap().subs({sr.R: R, sr.m: m, sr.delta: delta, sr.b: b})
-    assert rad.generalization_gap_bound(R, m=m, delta=delta, b=b) == pytest.approx(float(expr), rel=1e-12)
-    assert tuple(float(x) for x in sr.gap_coefficients()) == (rad.GAP_RADEMACHER_COEF, rad.GAP_CONFIDENCE_COEF)
+    assert rad.generalization_gap_bound(R, m=m, delta=delta, b=b) == pytest.approx(
+        float(expr), rel=1e-12
+    )
+    assert tuple(float(x) for x in sr.gap_coefficients()) == (
+        rad.GAP_RADEMACHER_COEF,
+        rad.GAP_CONFIDENCE_COEF,
+    )
 
 
 def test_dudley_constants_match_sympy():
@@ -50,19 +58,30 @@ def test_closed_form_alphas_are_the_minimisers():
     for A, L, m, c in [(1.0, 0.0, 10_000, 1.0), (0.3, 2.0, 5_000, 3.0), (0.01, 0.5, 100_000, 0.5)]:
         r = rad.dudley_inverse_square(A, L, m=m, diameter=c)
         for f in (0.9, 1.1):
-            alt = float(_relaxed_objective(torch.tensor(r.alpha * f, dtype=torch.float64), A, L, m, c))
+            alt = float(
+                _relaxed_objective(torch.tensor(r.alpha * f, dtype=torch.float64), A, L, m, c)
+            )
             assert alt > r.value
 
 
-@pytest.mark.parametrize("A,L,m,c", [(1.0, 0.0, 10_000, 1.0), (0.3, 2.0, 5_000, 3.0), (4.0, 0.5, 200, 10.0),
-                                     (0.01, 0.0, 1_000_000, 0.5)])
+@pytest.mark.parametrize(
+    "A,L,m,c",
+    [
+        (1.0, 0.0, 10_000, 1.0),
+        (0.3, 2.0, 5_000, 3.0),
+        (4.0, 0.5, 200, 10.0),
+        (0.01, 0.0, 1_000_000, 0.5),
+    ],
+)
 def test_inverse_square_alpha_and_value_match_sympy(A, L, m, c):
     subs = {sd.A: A, sd.Lam: L, sd.m: m, sd.c: c}
     a_star = float(sd.inverse_square_alpha().subs(subs))
     r = rad.dudley_inverse_square(A, L, m=m, diameter=c)
     assert a_star < c / 2  # the interior case for these inputs
     assert r.alpha == pytest.approx(a_star, rel=1e-12)
-    assert r.value == pytest.approx(float(sd.inverse_square_objective().subs(subs).subs(sd.alpha, a_star)), rel=1e-12)
+    assert r.value == pytest.approx(
+        float(sd.inverse_square_objective().subs(subs).subs(sd.alpha, a_star)), rel=1e-12
+    )
 
 
 def test_inverse_square_clipped_and_degenerate_cases():
@@ -73,14 +92,17 @@ def test_inverse_square_clipped_and_degenerate_cases():
     assert r0.alpha == 0.0 and r0.value == pytest.approx(12 / 10 * 1.0)
 
 
-@pytest.mark.parametrize("k,C,m,c", [(1.0, 1.0, 9, 2.0), (10.0, 0.5, 1000, 3.0), (3.0, 5.0, 100, 1.0)])
+@pytest.mark.parametrize(
+    "k,C,m,c", [(1.0, 1.0, 9, 2.0), (10.0, 0.5, 1000, 3.0), (3.0, 5.0, 100, 1.0)]
+)
 def test_parametric_alpha_and_value_match_sympy(k, C, m, c):
     subs = {sd.k: k, sd.C: C, sd.m: m, sd.c: c}
     a_star = float(sd.parametric_alpha().subs(subs))
     r = rad.dudley_parametric(k, C, m=m, diameter=c)
     assert r.alpha == pytest.approx(a_star, rel=1e-12)
-    assert r.value == pytest.approx(float(sd.parametric_objective().subs(subs).subs(sd.alpha, a_star).evalf(30)),
-                                    rel=1e-12)
+    assert r.value == pytest.approx(
+        float(sd.parametric_objective().subs(subs).subs(sd.alpha, a_star).evalf(30)), rel=1e-12
+    )
 
 
 @pytest.mark.parametrize("e,C", [(0.1, 1.0), (0.5, 2.0), (1e-6, 3.0)])
@@ -96,7 +118,9 @@ def test_massart_and_l1_constants_match_sympy():
     X = torch.tensor([[1.0, 2.0], [3.0, -1.0], [0.5, 0.0]], dtype=torch.float64)
     col = float(torch.linalg.vector_norm(X, dim=0).max())
     expr = sr.l1_linear_bound().subs({sr.B: 2.0, sr.colnorm: col, sr.d: 2, sr.m: 3})
-    assert float(rad.l1_linear_massart_bound(X, radius=2.0)) == pytest.approx(float(expr), rel=1e-12)
+    assert float(rad.l1_linear_massart_bound(X, radius=2.0)) == pytest.approx(
+        float(expr), rel=1e-12
+    )
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
@@ -106,14 +130,19 @@ def test_allocation_matches_sympy(seed):
     a = (torch.rand(3, generator=g, dtype=torch.float64) * 2 + 0.1).tolist()
     eps = 0.7
     assert tuple(float(x) for x in sa.ALLOCATION_EXPONENTS) == (
-        cov.ALLOCATION_COST_EXPONENT, cov.ALLOCATION_WEIGHT_EXPONENT, cov.ALLOCATION_OUTER_POWER)
+        cov.ALLOCATION_COST_EXPONENT,
+        cov.ALLOCATION_WEIGHT_EXPONENT,
+        cov.ALLOCATION_OUTER_POWER,
+    )
     cs, as_, sol = sa.lagrange_solution(3)
     subs = {**dict(zip(cs, c)), **dict(zip(as_, a)), sa.eps: eps}
     e_j, value = cov.allocate_scales(c, eps, weights=a)
     assert value == pytest.approx(float(sa.optimal_value(3).subs(subs)), rel=1e-12)
     for ej, expr in zip(e_j.tolist(), sol.values()):
         assert ej == pytest.approx(float(expr.subs(subs)), rel=1e-12)
-    assert float((torch.tensor(a, dtype=torch.float64) * e_j).sum()) == pytest.approx(eps, rel=1e-12)
+    assert float((torch.tensor(a, dtype=torch.float64) * e_j).sum()) == pytest.approx(
+        eps, rel=1e-12
+    )
 
 
 def test_allocation_beats_a_numerical_minimiser():
@@ -131,25 +160,38 @@ def test_allocation_beats_a_numerical_minimiser():
     assert value <= res.fun * (1 + 1e-12)
 
 
-@pytest.mark.parametrize("B,a,eps,n", [(1.0, 1.0, 0.5, 10), (2.0, 0.3, 0.1, 1000), (0.7, 1.5, 0.9, 3)])
+@pytest.mark.parametrize(
+    "B,a,eps,n", [(1.0, 1.0, 0.5, 10), (2.0, 0.3, 0.1, 1000), (0.7, 1.5, 0.9, 3)]
+)
 def test_sup_norm_atoms_match_sympy(B, a, eps, n):
     n_, a_, e_ = sp.symbols("n a epsilon", positive=True)
     K_star = float(sr.sup_norm_atoms().subs({sr.B: B, n_: n, a_: a, e_: eps}))
     d = 7
-    assert cov.sup_norm_maurey_log_cover(B, a, eps, n, d) == pytest.approx((math.floor(K_star) + 1) * math.log(2 * d))
+    assert cov.sup_norm_maurey_log_cover(B, a, eps, n, d) == pytest.approx(
+        (math.floor(K_star) + 1) * math.log(2 * d)
+    )
     assert sr.verify_sup_norm_atoms()
 
 
 def test_softmax_constants():
     assert ss.KAPPA_LINF_L1 == 1 and ss.KAPPA_L2 == sp.Rational(1, 2) and ss.KAPPA_EDELMAN == 2
-    assert ss.softmax_triangle_constant() == ss.KAPPA_EDELMAN and ss.score_occurrences() == ss.SCORE_OCCURRENCES == 2
+    assert (
+        ss.softmax_triangle_constant() == ss.KAPPA_EDELMAN
+        and ss.score_occurrences() == ss.SCORE_OCCURRENCES == 2
+    )
     # the Part II code charges the same head constant as the derivation
     from genbound.bounds.trauger_tewari import KAPPA_DEFAULT, LayerRadii, tt_layer_lipschitz
 
     assert KAPPA_DEFAULT == float(ss.KAPPA_LINF_L1)
     for S_v, S_qk, B in [(1.0, 1.0, 1.0), (0.3, 2.0, 1.7)]:
-        want = float(ss.attention_lipschitz().subs({ss.S_V: S_v, ss.S_QK: S_qk, ss.B: B, ss.kappa: KAPPA_DEFAULT}))
-        assert tt_layer_lipschitz(LayerRadii((1.0,), (S_qk,), (1.0,), (S_v,)), B) == pytest.approx(want, rel=1e-12)
+        want = float(
+            ss.attention_lipschitz().subs(
+                {ss.S_V: S_v, ss.S_QK: S_qk, ss.B: B, ss.kappa: KAPPA_DEFAULT}
+            )
+        )
+        assert tt_layer_lipschitz(LayerRadii((1.0,), (S_qk,), (1.0,), (S_v,)), B) == pytest.approx(
+            want, rel=1e-12
+        )
     from genbound.claims.part1_softmax_attention import attention_lipschitz_constant
 
     for S_v, S_qk, B in [(1.0, 1.0, 1.0), (0.3, 2.0, 1.7)]:
@@ -160,6 +202,7 @@ def test_softmax_constants():
 # --------------------------------------------------------------------------------------------------
 # behaviour
 # --------------------------------------------------------------------------------------------------
+
 
 def test_dudley_numeric_agrees_with_closed_forms():
     r_num = rad.dudley_bound(lambda e: 2.0 / e**2, m=5000, diameter=2.0)
@@ -200,15 +243,21 @@ def test_empirical_rademacher_exact_and_monte_carlo_agree_and_respect_bounds():
     X = torch.randn(2, 12, 5, generator=g, dtype=torch.float64)
     for norm, bound in [("l1", rad.l1_linear_massart_bound), ("l2", rad.l2_linear_bound)]:
         ex = rad.empirical_rademacher_linear(X, radius=1.5, norm=norm, n_draws=None, device="cpu")
-        mc = rad.empirical_rademacher_linear(X, radius=1.5, norm=norm, n_draws=20000, seed=1, device="cpu")
+        mc = rad.empirical_rademacher_linear(
+            X, radius=1.5, norm=norm, n_draws=20000, seed=1, device="cpu"
+        )
         assert ex.exact and not mc.exact and ex.value.shape == (2,)
         assert torch.all((mc.value - ex.value).abs() <= 5 * mc.stderr)
         assert torch.all(ex.value <= bound(X, radius=1.5))
     # the linf ball: dual l1 norm, exactly E ||X^T sigma||_1
     ex = rad.empirical_rademacher_linear(X[0], norm="linf", n_draws=None)
     direct = rad.rademacher_finite_exact(
-        torch.tensor([[1.0 if (i >> j) & 1 else -1.0 for j in range(5)] for i in range(32)],
-                     dtype=torch.float64) @ X[0].T)
+        torch.tensor(
+            [[1.0 if (i >> j) & 1 else -1.0 for j in range(5)] for i in range(32)],
+            dtype=torch.float64,
+        )
+        @ X[0].T
+    )
     assert float(ex.value) == pytest.approx(float(direct), rel=1e-12)
 
 
@@ -235,7 +284,9 @@ def test_maurey_log_cover_values_and_monotonicity():
     vals = [cov.maurey_log_cover(2.0, 1.5, e, 8, 8) for e in (0.1, 0.2, 0.4, 0.8)]
     assert vals == sorted(vals, reverse=True)
     assert cov.zhang_log_cover(1.0, 1.0, 0.1, 10_000) > cov.zhang_log_cover(1.0, 1.0, 0.1, 10)
-    assert cov.sup_norm_maurey_log_cover(1.0, 1.0, 0.1, 10_000, 5) > cov.sup_norm_maurey_log_cover(1.0, 1.0, 0.1, 10, 5)
+    assert cov.sup_norm_maurey_log_cover(1.0, 1.0, 0.1, 10_000, 5) > cov.sup_norm_maurey_log_cover(
+        1.0, 1.0, 0.1, 10, 5
+    )
 
 
 def test_public_names_are_exported():
@@ -248,26 +299,30 @@ def test_public_names_are_exported():
 # bad input
 # --------------------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("call,match", [
-    (lambda: rad.generalization_gap_bound(-0.1, m=10, delta=0.1), "rademacher"),
-    (lambda: rad.generalization_gap_bound(0.1, m=0, delta=0.1), "m must be"),
-    (lambda: rad.generalization_gap_bound(0.1, m=10, delta=1.0), "delta"),
-    (lambda: rad.generalization_gap_bound(float("nan"), m=10, delta=0.1), "finite"),
-    (lambda: rad.dudley_bound(lambda e: 1.0, m=10, diameter=0.0), "diameter"),
-    (lambda: rad.dudley_bound(3.0, m=10, diameter=1.0), "callable"),
-    (lambda: rad.dudley_bound(lambda e: float("nan"), m=10, diameter=1.0), "non-finite"),
-    (lambda: rad.dudley_inverse_square(-1.0, 0.0, m=10, diameter=1.0), "A must"),
-    (lambda: rad.dudley_parametric(1.0, 0.0, m=10, diameter=1.0), "C must"),
-    (lambda: rad.empirical_rademacher_linear(torch.ones(3, 2), norm="l7"), "norm must"),
-    (lambda: rad.empirical_rademacher_linear(torch.ones(30, 2), n_draws=None), "m <= 20"),
-    (lambda: rad.ramp_loss(torch.ones(3), 0.0), "gamma"),
-    (lambda: cov.allocate_scales([1.0, -1.0], 1.0), "nonnegative"),
-    (lambda: cov.allocate_scales([1.0, 1.0], 1.0, weights=[1.0, 0.0]), "positive"),
-    (lambda: cov.allocate_scales([1.0, 1.0], 0.0), "eps"),
-    (lambda: cov.maurey_log_cover(1.0, 1.0, 0.1, 0, 3), "d_in"),
-    (lambda: cov.maurey_sparsify(torch.ones(2, 2), 1.0, 3), "exceeds the radius"),
-    (lambda: cov.zhang_log_cover(1.0, 1.0, -0.1, 5), "eps"),
-])
+
+@pytest.mark.parametrize(
+    "call,match",
+    [
+        (lambda: rad.generalization_gap_bound(-0.1, m=10, delta=0.1), "rademacher"),
+        (lambda: rad.generalization_gap_bound(0.1, m=0, delta=0.1), "m must be"),
+        (lambda: rad.generalization_gap_bound(0.1, m=10, delta=1.0), "delta"),
+        (lambda: rad.generalization_gap_bound(float("nan"), m=10, delta=0.1), "finite"),
+        (lambda: rad.dudley_bound(lambda e: 1.0, m=10, diameter=0.0), "diameter"),
+        (lambda: rad.dudley_bound(3.0, m=10, diameter=1.0), "callable"),
+        (lambda: rad.dudley_bound(lambda e: float("nan"), m=10, diameter=1.0), "non-finite"),
+        (lambda: rad.dudley_inverse_square(-1.0, 0.0, m=10, diameter=1.0), "A must"),
+        (lambda: rad.dudley_parametric(1.0, 0.0, m=10, diameter=1.0), "C must"),
+        (lambda: rad.empirical_rademacher_linear(torch.ones(3, 2), norm="l7"), "norm must"),
+        (lambda: rad.empirical_rademacher_linear(torch.ones(30, 2), n_draws=None), "m <= 20"),
+        (lambda: rad.ramp_loss(torch.ones(3), 0.0), "gamma"),
+        (lambda: cov.allocate_scales([1.0, -1.0], 1.0), "nonnegative"),
+        (lambda: cov.allocate_scales([1.0, 1.0], 1.0, weights=[1.0, 0.0]), "positive"),
+        (lambda: cov.allocate_scales([1.0, 1.0], 0.0), "eps"),
+        (lambda: cov.maurey_log_cover(1.0, 1.0, 0.1, 0, 3), "d_in"),
+        (lambda: cov.maurey_sparsify(torch.ones(2, 2), 1.0, 3), "exceeds the radius"),
+        (lambda: cov.zhang_log_cover(1.0, 1.0, -0.1, 5), "eps"),
+    ],
+)
 def test_bad_input_raises_named_errors(call, match):
     with pytest.raises(GenboundError, match=match):
         call()
@@ -289,6 +344,7 @@ def test_shape_and_nonfinite_errors():
 # --------------------------------------------------------------------------------------------------
 # claims
 # --------------------------------------------------------------------------------------------------
+
 
 def test_part1_has_enough_claims_with_symbolic_checks():
     assert len(PART1) >= 12
@@ -317,10 +373,14 @@ def test_monte_carlo_l1_rademacher_below_massart(kind):
         X = (torch.rand(m, d, generator=g, dtype=torch.float64) < 0.05).double()
     elif kind == "heavy":
         X = X / torch.rand(m, d, generator=g, dtype=torch.float64).clamp(min=1e-3)
-    r = rad.empirical_rademacher_linear(X, radius=2.0, norm="l1", n_draws=2000, seed=5, device="cpu")
+    r = rad.empirical_rademacher_linear(
+        X, radius=2.0, norm="l1", n_draws=2000, seed=5, device="cpu"
+    )
     assert float(r.value + 3 * r.stderr) <= float(rad.l1_linear_massart_bound(X, radius=2.0))
     # and the l1 class is smaller than the l2 class of the same radius (the l1 ball lies inside the l2 ball)
-    r2 = rad.empirical_rademacher_linear(X, radius=2.0, norm="l2", n_draws=2000, seed=5, device="cpu")
+    r2 = rad.empirical_rademacher_linear(
+        X, radius=2.0, norm="l2", n_draws=2000, seed=5, device="cpu"
+    )
     assert torch.all(r.value <= r2.value)
 
 
@@ -330,14 +390,21 @@ def test_allocation_split_equals_allocate_scales():
 
     g = torch.Generator().manual_seed(5)
     for _ in range(20):
-        C = (torch.rand(6, generator=g, dtype=torch.float64) * 10 ** (4 * torch.rand(1, generator=g) - 2)).tolist()
+        C = (
+            torch.rand(6, generator=g, dtype=torch.float64)
+            * 10 ** (4 * torch.rand(1, generator=g) - 2)
+        ).tolist()
         eps = float(torch.rand(1, generator=g)) + 0.01
         fast = allocation_split({str(i): c for i, c in enumerate(C)}, eps)
         exact, _ = allocate_scales([c * c for c in C], eps)
         assert max(abs(a - b) for a, b in zip(fast.values(), exact.tolist())) <= 1e-12 * eps
     assert allocation_split({"a": 0.0, "b": 0.0}, 1.0) == {"a": 0.5, "b": 0.5}
-    for radii, eps, msg in [({"a": -1.0}, 1.0, "nonnegative"), ({"a": float("nan")}, 1.0, "finite"),
-                            ({}, 1.0, "empty"), ({"a": 1.0}, 0.0, "eps")]:
+    for radii, eps, msg in [
+        ({"a": -1.0}, 1.0, "nonnegative"),
+        ({"a": float("nan")}, 1.0, "finite"),
+        ({}, 1.0, "empty"),
+        ({"a": 1.0}, 0.0, "eps"),
+    ]:
         with pytest.raises(GenboundError, match=msg):
             allocation_split(radii, eps)
 
@@ -348,8 +415,18 @@ def test_published_right_sides_equal_their_sympy_statements():
 
     for seed in (0, 1):
         eq = eqs.part1_equalities(seed)
-        assert set(eq) >= {"massart", "l1", "l2", "mcdiarmid", "gap", "maurey", "sup_norm", "zhang", "euclid",
-                           "allocation"}
+        assert set(eq) >= {
+            "massart",
+            "l1",
+            "l2",
+            "mcdiarmid",
+            "gap",
+            "maurey",
+            "sup_norm",
+            "zhang",
+            "euclid",
+            "allocation",
+        }
         assert max(eq.values()) <= eqs.EQUALITY_RTOL, eq
 
 
@@ -358,11 +435,14 @@ def test_a_loosened_right_side_fails_its_claim():
     from genbound.claims import Mutant
     from genbound.claims._core import _times
 
-    loose = Mutant("massart-doubled", "massart_bound doubled (a looser, still true, bound)",
-                   ((rademacher, "massart_bound", lambda old: _times(old, 2.0)),))
+    loose = Mutant(
+        "massart-doubled",
+        "massart_bound doubled (a looser, still true, bound)",
+        ((rademacher, "massart_bound", lambda old: _times(old, 2.0)),),
+    )
     with loose.applied():
         r = claims.get("lem-massart").check(0, stop_on_fail=True)
-    assert not r.passed                 # the inequality alone would pass it (ratio 0.41)
+    assert not r.passed  # the inequality alone would pass it (ratio 0.41)
 
 
 def test_smallest_m_bisection_and_bad_target():

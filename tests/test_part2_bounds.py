@@ -22,9 +22,16 @@ def _u(n=1, lo=0.2, hi=3.0):
     return [lo + (hi - lo) * float(v) for v in torch.rand(n, generator=RNG, dtype=torch.float64)]
 
 
-@pytest.mark.parametrize("L,H,dense,bias,row_norm", [(1, 1, False, False, False), (1, 2, True, True, False),
-                                                     (2, 2, True, True, False), (3, 1, True, False, True),
-                                                     (2, 1, False, True, True)])
+@pytest.mark.parametrize(
+    "L,H,dense,bias,row_norm",
+    [
+        (1, 1, False, False, False),
+        (1, 2, True, True, False),
+        (2, 2, True, True, False),
+        (3, 1, True, False, True),
+        (2, 1, False, True, True),
+    ],
+)
 def test_sensitivities_equal_sympy(L, H, dense, bias, row_norm):
     layers_sym, rho_sym = st.unrolled_sensitivities(L, H, dense=dense, bias=bias, row_norm=row_norm)
     for _ in range(3):
@@ -38,26 +45,53 @@ def test_sensitivities_equal_sympy(L, H, dense, bias, row_norm):
             if dense:
                 vals[sc] = SC
             big = 10.0
-            layers.append(LayerRadii(tuple(big for _ in SQ), tuple(SQ), tuple(big for _ in SV), tuple(SV),
-                                     big if dense else None, SC))
-        sens = tt.tt_sensitivities(layers, B_X=vals[st.B_X], B_w=vals[st.B_w], L_sigma=vals[st.L_sigma],
-                                   kappa=vals[st.kappa], bias=bias, row_norm=row_norm)
+            layers.append(
+                LayerRadii(
+                    tuple(big for _ in SQ),
+                    tuple(SQ),
+                    tuple(big for _ in SV),
+                    tuple(SV),
+                    big if dense else None,
+                    SC,
+                )
+            )
+        sens = tt.tt_sensitivities(
+            layers,
+            B_X=vals[st.B_X],
+            B_w=vals[st.B_w],
+            L_sigma=vals[st.L_sigma],
+            kappa=vals[st.kappa],
+            bias=bias,
+            row_norm=row_norm,
+        )
         for l, (sv, sq, eq, ev, sc, ec) in enumerate(layers_sym):
             for h in range(H):
-                assert sens.rho[f"QK[{l + 1},{h + 1}]"] == pytest.approx(float(rho_sym[eq[h]].subs(vals)), rel=1e-12)
-                assert sens.rho[f"V[{l + 1},{h + 1}]"] == pytest.approx(float(rho_sym[ev[h]].subs(vals)), rel=1e-12)
+                assert sens.rho[f"QK[{l + 1},{h + 1}]"] == pytest.approx(
+                    float(rho_sym[eq[h]].subs(vals)), rel=1e-12
+                )
+                assert sens.rho[f"V[{l + 1},{h + 1}]"] == pytest.approx(
+                    float(rho_sym[ev[h]].subs(vals)), rel=1e-12
+                )
             if dense:
-                assert sens.rho[f"C[{l + 1}]"] == pytest.approx(float(rho_sym[ec].subs(vals)), rel=1e-12)
+                assert sens.rho[f"C[{l + 1}]"] == pytest.approx(
+                    float(rho_sym[ec].subs(vals)), rel=1e-12
+                )
         assert sens.rho["w"] == pytest.approx(float(rho_sym["eta_w"].subs(vals)), rel=1e-12)
 
 
 def test_single_layer_complexity_equals_sympy_C1():
-    f = sp.lambdify([st.L_sigma, st.B_w, st.B_X, st.S_V1, st.B_V1, st.B_QK1, st.kappa, st.Lw, st.LV, st.LQK],
-                    st.single_layer_C1_factored())
+    f = sp.lambdify(
+        [st.L_sigma, st.B_w, st.B_X, st.S_V1, st.B_V1, st.B_QK1, st.kappa, st.Lw, st.LV, st.LQK],
+        st.single_layer_C1_factored(),
+    )
     for d in (3, 8, 32):
         Ls, Bw, BX, SV, BV, BQK, ka = _u(7)
-        cover = tt.tt_log_cover([LayerRadii((BQK,), (BQK,), (BV,), (SV,))], B_X=BX, B_w=Bw, d=d, L_sigma=Ls, kappa=ka)
-        C1 = f(Ls, Bw, BX, SV, BV, BQK, ka, math.log(2 * d), math.log(2 * d * d), math.log(2 * d * d))
+        cover = tt.tt_log_cover(
+            [LayerRadii((BQK,), (BQK,), (BV,), (SV,))], B_X=BX, B_w=Bw, d=d, L_sigma=Ls, kappa=ka
+        )
+        C1 = f(
+            Ls, Bw, BX, SV, BV, BQK, ka, math.log(2 * d), math.log(2 * d * d), math.log(2 * d * d)
+        )
         assert math.sqrt(cover.A) == pytest.approx(C1, rel=1e-12)
         assert cover.Lambda == pytest.approx(math.log(2 * d) + 2 * math.log(2 * d * d), rel=1e-12)
 
@@ -65,9 +99,15 @@ def test_single_layer_complexity_equals_sympy_C1():
 def test_edelman_constants_equal_sympy():
     rho_sym = st.edelman_single_layer_sensitivities(2, dense=True, bias=True)
     SV1, SV2, SC, Sw, BX, Ls, ka = _u(7)
-    vals = {sp.Symbol("S_V1_1", positive=True): SV1, sp.Symbol("S_V1_2", positive=True): SV2,
-            sp.Symbol("S_C1", positive=True): SC, sp.Symbol("S_w", positive=True): Sw, st.B_X: BX,
-            st.L_sigma: Ls, st.kappa: ka}
+    vals = {
+        sp.Symbol("S_V1_1", positive=True): SV1,
+        sp.Symbol("S_V1_2", positive=True): SV2,
+        sp.Symbol("S_C1", positive=True): SC,
+        sp.Symbol("S_w", positive=True): Sw,
+        st.B_X: BX,
+        st.L_sigma: Ls,
+        st.kappa: ka,
+    }
     lay = ed.EdelmanLayerRadii((1.0, 1.0), (1.0, 1.0), (SV1, SV2), 1.0, SC)
     num = ed.edelman_sensitivities(lay, B_X=BX, S_w=Sw, L_sigma=Ls, kappa=ka, bias=True)
     for k, v in rho_sym.items():
@@ -81,7 +121,12 @@ def test_edelman_constants_equal_sympy():
 
 
 def test_tt_functions_take_no_sequence_length_and_edelman_ones_do():
-    for fn in (tt.tt_log_cover, tt.trauger_tewari_bound, tt.trauger_tewari_bound_from_model, tt.tt_sensitivities):
+    for fn in (
+        tt.tt_log_cover,
+        tt.trauger_tewari_bound,
+        tt.trauger_tewari_bound_from_model,
+        tt.tt_sensitivities,
+    ):
         assert "T" not in inspect.signature(fn).parameters
     for fn in (ed.edelman_log_cover, ed.edelman_bound, ed.edelman_bound_from_model):
         assert "T" in inspect.signature(fn).parameters
@@ -95,36 +140,59 @@ def test_allocation_split_is_optimal_and_valid():
     assert sum(sc.values()) == pytest.approx(eps, rel=1e-12)
     best = sum(t.c**2 / sc[t.name] ** 2 for t in cover.terms)
     assert best == pytest.approx(cover.A / eps**2, rel=1e-10)
-    for _ in range(20):          # any other split costs more
+    for _ in range(20):  # any other split costs more
         w = torch.rand(len(cover.terms), generator=RNG, dtype=torch.float64) + 0.05
         other = [eps * float(x) / float(w.sum()) for x in w]
         assert sum(t.c**2 / e**2 for t, e in zip(cover.terms, other)) >= best * (1 - 1e-12)
-    assert {t.name: t.factor for t in cover.terms}["C[1]"] == float(st.PROPER_FACTOR)   # S_C < B_C: proper
-    assert {t.name: t.factor for t in cover.terms}["V[2,1]"] == 1.0      # last layer: not needed
+    assert {t.name: t.factor for t in cover.terms}["C[1]"] == float(
+        st.PROPER_FACTOR
+    )  # S_C < B_C: proper
+    assert {t.name: t.factor for t in cover.terms}["V[2,1]"] == 1.0  # last layer: not needed
 
 
 def test_bound_pipeline_and_from_model():
-    net = ReferenceTransformer(6, n_layers=2, n_heads=2, bias=True, row_norm=True, out_dim=3, seed=3)
+    net = ReferenceTransformer(
+        6, n_layers=2, n_heads=2, bias=True, row_norm=True, out_dim=3, seed=3
+    )
     r = tt.trauger_tewari_bound_from_model(net, m=5000, delta=0.1, B_X=2.0, margin=0.5)
     layers = tt.layer_radii_from_model(net)
     B_w = float(net.weight_norms()["w"]["l11"])
-    r2 = tt.trauger_tewari_bound(layers, B_X=2.0, B_w=B_w, d=6, m=5000, delta=0.1, margin=0.5, out_dim=3,
-                                 bias=True, row_norm=True)
+    r2 = tt.trauger_tewari_bound(
+        layers,
+        B_X=2.0,
+        B_w=B_w,
+        d=6,
+        m=5000,
+        delta=0.1,
+        margin=0.5,
+        out_dim=3,
+        bias=True,
+        row_norm=True,
+    )
     assert r.value == r2.value and r.loss_lipschitz == float(st.MARGIN_LIPSCHITZ_MULTICLASS) / 0.5
     d = dudley_inverse_square(16.0 * r.log_cover.A, r.log_cover.Lambda, m=5000, diameter=0.5)
     assert r.rademacher == min(d.value, 0.5)
     assert r.value == pytest.approx(generalization_gap_bound(r.rademacher, m=5000, delta=0.1))
     atoms = {t.name: t.log_atoms for t in r.log_cover.terms}
-    assert atoms["QK[1,1]"] == pytest.approx(math.log(2 * 7 * 7)) and atoms["w"] == pytest.approx(math.log(2 * 7 * 3))
+    assert atoms["QK[1,1]"] == pytest.approx(math.log(2 * 7 * 7)) and atoms["w"] == pytest.approx(
+        math.log(2 * 7 * 3)
+    )
 
 
 def test_bounds_decrease_in_m_and_edelman_grows_with_T():
     lay = LayerRadii((1.0,), (1.0,), (1.0,), (1.0,))
-    vals = [tt.trauger_tewari_bound([lay], B_X=1.0, B_w=1.0, d=4, m=m, delta=0.05).rademacher for m in (10**4, 10**6, 10**8)]
+    vals = [
+        tt.trauger_tewari_bound([lay], B_X=1.0, B_w=1.0, d=4, m=m, delta=0.05).rademacher
+        for m in (10**4, 10**6, 10**8)
+    ]
     assert vals[0] > vals[1] > vals[2]
     el = ed.EdelmanLayerRadii((1.0,), (1.0,), (1.0,))
-    e = [ed.edelman_bound(el, B_X=1.0, B_w21=1.0, S_w=1.0, d=4, m=10**8, T=T, delta=0.05).dudley.value
-         for T in (1, 10**3, 10**9)]
+    e = [
+        ed.edelman_bound(
+            el, B_X=1.0, B_w21=1.0, S_w=1.0, d=4, m=10**8, T=T, delta=0.05
+        ).dudley.value
+        for T in (1, 10**3, 10**9)
+    ]
     assert e[0] < e[1] < e[2]
 
 
@@ -151,10 +219,20 @@ def test_bad_inputs_raise():
     with pytest.raises(ArchitectureError, match="ReferenceTransformer"):
         tt.trauger_tewari_bound_from_model(object(), m=10, delta=0.05, B_X=1.0)
     with pytest.raises(ArchitectureError, match="one layer"):
-        ed.edelman_bound_from_model(ReferenceTransformer(4, n_layers=2), m=10, T=5, delta=0.05, B_X=1.0)
+        ed.edelman_bound_from_model(
+            ReferenceTransformer(4, n_layers=2), m=10, T=5, delta=0.05, B_X=1.0
+        )
     with pytest.raises(ParameterError, match="T"):
-        ed.edelman_bound(ed.EdelmanLayerRadii((1.0,), (1.0,), (1.0,)), B_X=1.0, B_w21=1.0, S_w=1.0, d=4, m=10,
-                         T=0, delta=0.05)
+        ed.edelman_bound(
+            ed.EdelmanLayerRadii((1.0,), (1.0,), (1.0,)),
+            B_X=1.0,
+            B_w21=1.0,
+            S_w=1.0,
+            d=4,
+            m=10,
+            T=0,
+            delta=0.05,
+        )
 
 
 def test_a_wrong_constant_is_caught():
@@ -162,14 +240,20 @@ def test_a_wrong_constant_is_caught():
     from genbound.claims import InequalityCheck
     from genbound.claims import _part2 as ct
 
-    def sample(g, n):      # only the query-key form moves, two tokens: the softmax step is nearly tight
+    def sample(g, n):  # only the query-key form moves, two tokens: the softmax step is nearly tight
         p = ct._net_sample(g, n, L=1, H=1, d=3, T=2, K=1, dense=False, bias=False)
         p["V_hat"], p["w_hat"] = p["V"].clone(), p["w"].clone()
         return p
 
     def check(kappa):
-        return InequalityCheck(sample, lambda **p: ct._perturbation_ratio(p, bias=False, row_norm=False, kappa=kappa),
-                               trials=200, starts=4, steps=30, search=("QK", "QK_hat", "V", "w", "X")).run(3)[0]
+        return InequalityCheck(
+            sample,
+            lambda **p: ct._perturbation_ratio(p, bias=False, row_norm=False, kappa=kappa),
+            trials=200,
+            starts=4,
+            steps=30,
+            search=("QK", "QK_hat", "V", "w", "X"),
+        ).run(3)[0]
 
     assert check(1.0) <= 1.0
     assert check(0.05) > 1.0
@@ -178,8 +262,13 @@ def test_a_wrong_constant_is_caught():
 def test_part2_claims_pass_with_another_seed():
     from genbound import claims
 
-    for label in ("lem-tt-single-perturbation", "lem-tt-multilayer-perturbation", "lem-edelman-perturbation",
-                  "thm-tt-multilayer", "lem-tt-cover-value"):
+    for label in (
+        "lem-tt-single-perturbation",
+        "lem-tt-multilayer-perturbation",
+        "lem-edelman-perturbation",
+        "thm-tt-multilayer",
+        "lem-tt-cover-value",
+    ):
         r = claims.get(label).check(seed=11)
         assert r.passed, r
 
@@ -190,8 +279,11 @@ def test_cls_fast_path_equals_the_class():
 
     p = ct._single_sample(torch.Generator().manual_seed(0), 4)
     X = p["X_long"][:, :300]
-    assert torch.allclose(ct.cls_forward(p["QK"], p["V"], p["w"], X),
-                          forward_effective(p["QK"], p["V"], None, p["w"], X), atol=1e-12)
+    assert torch.allclose(
+        ct.cls_forward(p["QK"], p["V"], p["w"], X),
+        forward_effective(p["QK"], p["V"], None, p["w"], X),
+        atol=1e-12,
+    )
 
 
 def test_edelman_split_is_part1_allocation():
@@ -217,8 +309,12 @@ def test_sensitivities_are_the_derived_head_sensitivities():
     layers, rho = st.unrolled_sensitivities(1, 1, dense=False, bias=False)
     sv, sq, eq, ev, _, _ = layers[0]
     to = {ss.S_V: sv[0], ss.S_QK: sq[0], ss.B: st.B_X, ss.kappa: st.kappa}
-    assert sp.simplify(rho[eq[0]] - st.B_w * st.L_sigma * ss.attention_sensitivity("QK").subs(to)) == 0
-    assert sp.simplify(rho[ev[0]] - st.B_w * st.L_sigma * ss.attention_sensitivity("V").subs(to)) == 0
+    assert (
+        sp.simplify(rho[eq[0]] - st.B_w * st.L_sigma * ss.attention_sensitivity("QK").subs(to)) == 0
+    )
+    assert (
+        sp.simplify(rho[ev[0]] - st.B_w * st.L_sigma * ss.attention_sensitivity("V").subs(to)) == 0
+    )
     lip = st.layer_lipschitz(sv, sq, st.B_X)
     assert sp.simplify(lip - st.L_sigma * ss.attention_lipschitz().subs(to)) == 0
 
@@ -242,7 +338,7 @@ def _issue_case_ed(s, m=300, T=20):
 
 
 def test_issue_case_is_trivial_with_equal_values_and_different_capacity():
-    cap_value = generalization_gap_bound(0.5, m=300, delta=0.05)     # 2 * 1/2 + 3 sqrt(log 40 / 600)
+    cap_value = generalization_gap_bound(0.5, m=300, delta=0.05)  # 2 * 1/2 + 3 sqrt(log 40 / 600)
     for make in (_issue_case, _issue_case_ed):
         rs = {s: make(s) for s in (0.01, 1.0, 100.0)}
         assert {r.value for r in rs.values()} == {cap_value}
@@ -255,7 +351,7 @@ def test_trivial_flag_follows_the_cap():
     r = _issue_case(0.01)
     big = r.at(10**12)
     assert not big.trivial and big.dudley.alpha < big.dudley.diameter / 2 and big.value < 1
-    assert big.capacity == r.capacity                       # m-free
+    assert big.capacity == r.capacity  # m-free
     for m in (10, 10**4, 10**8, 10**12):
         x = r.at(m)
         assert x.trivial == (x.rademacher >= 0.5 or x.value >= 1 or x.dudley.alpha >= 0.125)
@@ -313,8 +409,11 @@ def test_rademacher_below_capacity_and_tight_without_lambda():
 
     for A, m in ((1.0, 10**4), (30.0, 10**9), (1e-3, 10**2)):
         d = dudley_inverse_square(A, 0.0, m=m, diameter=0.5)
-        bound = inverse_square_capacity(A, 0.0, diameter=0.5) * inverse_square_log_factor(
-            A, m=m, diameter=0.5) / math.sqrt(m)
+        bound = (
+            inverse_square_capacity(A, 0.0, diameter=0.5)
+            * inverse_square_log_factor(A, m=m, diameter=0.5)
+            / math.sqrt(m)
+        )
         assert d.value == pytest.approx(bound, rel=1e-12)
 
 
@@ -326,9 +425,11 @@ def test_capacity_constants_equal_sympy():
     assert sd.verify_capacity_bound()
     for A, Lam, c, m in ((2.0, 3.0, 0.5, 10**6), (0.1, 50.0, 2.0, 10**3)):
         assert inverse_square_capacity(A, Lam, diameter=c) == pytest.approx(
-            float(cap.subs({sd.A: A, sd.Lam: Lam, sd.c: c})), rel=1e-14)
+            float(cap.subs({sd.A: A, sd.Lam: Lam, sd.c: c})), rel=1e-14
+        )
         assert inverse_square_log_factor(A, m=m, diameter=c) == pytest.approx(
-            max(1.0, float(ell.subs({sd.A: A, sd.m: m, sd.c: c}))), rel=1e-14)
+            max(1.0, float(ell.subs({sd.A: A, sd.m: m, sd.c: c}))), rel=1e-14
+        )
 
 
 def test_samples_needed_is_the_smallest_m():
@@ -355,7 +456,11 @@ def test_to_dict_is_json_ready():
     r = _issue_case(1.0)
     d = r.to_dict(target=0.5)
     assert d["trivial"] is True and d["value"] == r.value and d["capacity"] == r.capacity
-    assert d["samples_needed"] == r.samples_needed(0.5) and d["m"] == d["n_samples"] == 300 and d["delta"] == 0.05
+    assert (
+        d["samples_needed"] == r.samples_needed(0.5)
+        and d["m"] == d["n_samples"] == 300
+        and d["delta"] == 0.05
+    )
     assert d["trivial_reason"].startswith("the gap bound")
     json.dumps(d, allow_nan=False)
     e = _issue_case_ed(1.0).to_dict()
@@ -373,10 +478,19 @@ def test_bad_radius_names_the_argument(bad):
         EdelmanLayerRadii((bad,), (1.0,), (1.0,))
     with pytest.raises(GenboundError, match="B_X"):
         tt.trauger_tewari_bound(
-            [LayerRadii((1.0,), (1.0,), (1.0,), (1.0,))], B_X=bad, B_w=1.0, d=4, m=10, delta=0.05)
+            [LayerRadii((1.0,), (1.0,), (1.0,), (1.0,))], B_X=bad, B_w=1.0, d=4, m=10, delta=0.05
+        )
     with pytest.raises(GenboundError, match="S_w"):
-        ed.edelman_bound(EdelmanLayerRadii((1.0,), (1.0,), (1.0,)), B_X=1.0, B_w21=1.0, S_w=bad, d=4, m=10, T=5,
-                         delta=0.05)
+        ed.edelman_bound(
+            EdelmanLayerRadii((1.0,), (1.0,), (1.0,)),
+            B_X=1.0,
+            B_w21=1.0,
+            S_w=bad,
+            d=4,
+            m=10,
+            T=5,
+            delta=0.05,
+        )
 
 
 @pytest.mark.parametrize("m", [0, -3])
@@ -393,8 +507,16 @@ def test_bad_delta_names_the_argument(delta):
     with pytest.raises(GenboundError, match="delta"):
         tt.trauger_tewari_bound([lay], B_X=1.0, B_w=1.0, d=4, m=10, delta=delta)
     with pytest.raises(GenboundError, match="delta"):
-        ed.edelman_bound(EdelmanLayerRadii((1.0,), (1.0,), (1.0,)), B_X=1.0, B_w21=1.0, S_w=1.0, d=4, m=10, T=5,
-                         delta=delta)
+        ed.edelman_bound(
+            EdelmanLayerRadii((1.0,), (1.0,), (1.0,)),
+            B_X=1.0,
+            B_w21=1.0,
+            S_w=1.0,
+            d=4,
+            m=10,
+            T=5,
+            delta=delta,
+        )
 
 
 def test_public_names_keep_their_signatures():

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from genbound.errors import ArchitectureError, NonFiniteError, ParameterError, ShapeError
-from genbound.nets import (ReferenceTransformer, forward_effective, matrix_norms, row_projection)
+from genbound.nets import ReferenceTransformer, forward_effective, matrix_norms, row_projection
 
 CONFIGS = [
     dict(),
@@ -33,8 +33,17 @@ def test_module_equals_effective_formula(kw):
     E = net.effective_weights()
     B = X.shape[0]
     ex = lambda t: None if t is None else t.expand(B, *t.shape)
-    f = forward_effective(ex(E.QK), ex(E.V), ex(E.C), ex(E.w), X, bias=E.bias, activation=net.activation,
-                          row_norm=net.row_norm, positions=net.cls_index)
+    f = forward_effective(
+        ex(E.QK),
+        ex(E.V),
+        ex(E.C),
+        ex(E.w),
+        X,
+        bias=E.bias,
+        activation=net.activation,
+        row_norm=net.row_norm,
+        positions=net.cls_index,
+    )
     assert torch.allclose(f, net(X), atol=1e-12)
 
 
@@ -77,7 +86,10 @@ def test_weight_norms_and_bias_absorption():
     for key in ("QK", "V", "C"):
         m = n[key]
         assert bool((m["op"] <= m["fro"] + 1e-12).all() and (m["fro"] <= m["l21"] + 1e-12).all())
-        assert bool((m["l21"] <= m["l11"] + 1e-12).all() and (m["l11"] <= m["sqrt_din"] * m["l21"] + 1e-12).all())
+        assert bool(
+            (m["l21"] <= m["l11"] + 1e-12).all()
+            and (m["l11"] <= m["sqrt_din"] * m["l21"] + 1e-12).all()
+        )
 
 
 def test_matrix_norms_exact():

@@ -15,9 +15,21 @@ from genbound.errors import GenboundError
 from genbound.experiments import predict_gap as pg
 from genbound.experiments import ranking as rk
 
-TINY = pg.FamilyConfig(tasks=("digits",), depths=(1, 2), widths=(12,), lrs=(3e-3,), init_scales=(1.0,),
-                       label_noises=(0.0,), n_train={"digits": (30, 60)}, seeds=2, stack=2, steps=60, warmup=5,
-                       flat_steps=4, flat_draws=2)
+TINY = pg.FamilyConfig(
+    tasks=("digits",),
+    depths=(1, 2),
+    widths=(12,),
+    lrs=(3e-3,),
+    init_scales=(1.0,),
+    label_noises=(0.0,),
+    n_train={"digits": (30, 60)},
+    seeds=2,
+    stack=2,
+    steps=60,
+    warmup=5,
+    flat_steps=4,
+    flat_draws=2,
+)
 
 
 @pytest.mark.parametrize("task", pg.TASKS)
@@ -49,13 +61,15 @@ def test_input_radius_bounds_every_row(task):
 def test_training_sets_are_nested_and_the_test_set_is_shared(task):
     small = pg.make_task_data(task, width=12, n_train=50, seed=3, n_max=120, n_test=200)
     large = pg.make_task_data(task, width=12, n_train=120, seed=3, n_max=120, n_test=200)
-    assert torch.equal(small.X_train, large.X_train[:50]) and torch.equal(small.y_train, large.y_train[:50])
+    assert torch.equal(small.X_train, large.X_train[:50]) and torch.equal(
+        small.y_train, large.y_train[:50]
+    )
     assert torch.equal(small.X_test, large.X_test) and torch.equal(small.y_test, large.y_test)
     other = pg.make_task_data(task, width=12, n_train=50, seed=4, n_max=120, n_test=200)
     assert not torch.equal(small.X_train, other.X_train)
     wide = pg.make_task_data(task, width=16, n_train=50, seed=3, n_max=120, n_test=200)
-    assert torch.equal(wide.y_train, small.y_train)                    # the labels do not depend on the width
-    if task == "digits":                                               # train and test partition the images
+    assert torch.equal(wide.y_train, small.y_train)  # the labels do not depend on the width
+    if task == "digits":  # train and test partition the images
         assert len(large.y_test) == 1797 - 120
 
 
@@ -79,8 +93,18 @@ def _trained_like(depth, scale=1.0, seed=0):
 def _measures(net, depth, m=60):
     d = pg.make_task_data("digits", width=12, n_train=m, seed=0)
     init = pg.build_model(12, 10, depth=depth, seed=0).requires_grad_(False)
-    return pg.measures_for(net, init, X_train=d.X_train, y_train=d.y_train, m=m, seq_len=8, B_X=d.B_X,
-                           delta=0.05, margin=1.0, flat={"steps": 6, "draws": 3})
+    return pg.measures_for(
+        net,
+        init,
+        X_train=d.X_train,
+        y_train=d.y_train,
+        m=m,
+        seq_len=8,
+        B_X=d.B_X,
+        delta=0.05,
+        margin=1.0,
+        flat={"steps": 6, "draws": 3},
+    )
 
 
 @pytest.mark.parametrize("depth", [1, 2])
@@ -97,16 +121,23 @@ def test_measures_forms_and_definitions(depth):
         assert m0[f"{b}_cap_sqrtm"] == pytest.approx(c / math.sqrt(60), rel=1e-12)
         if m0["margin_q"] > 0:
             assert m0[f"{b}_cap_margin"] == pytest.approx(c / m0["margin_q"], rel=1e-12)
-            assert m0[f"{b}_cap_margin_sqrtm"] == pytest.approx(c / m0["margin_q"] / math.sqrt(60), rel=1e-12)
+            assert m0[f"{b}_cap_margin_sqrtm"] == pytest.approx(
+                c / m0["margin_q"] / math.sqrt(60), rel=1e-12
+            )
         else:
             assert math.isnan(m0[f"{b}_cap_margin"])
     assert m0["n_params"] == sum(p.numel() for p in net.parameters())
     from genbound.experiments.predict_gap.measures import _matrices
 
-    mats = _matrices(net)                                 # 4 maps per head, W_C per layer, the readout
-    assert len(mats) == depth * (4 * 2 + 1) + 1 and all(A.ndim == 2 and min(A.shape) >= 6 for A in mats)
+    mats = _matrices(net)  # 4 maps per head, W_C per layer, the readout
+    assert len(mats) == depth * (4 * 2 + 1) + 1 and all(
+        A.ndim == 2 and min(A.shape) >= 6 for A in mats
+    )
     assert m0["fro_sum"] == pytest.approx(sum(float(torch.linalg.matrix_norm(A)) for A in mats))
-    assert m0["spectral_p0"] >= m0["spectral_adaptive"] - 1e-9 and m0["spectral_pmax"] >= m0["spectral_adaptive"] - 1e-9
+    assert (
+        m0["spectral_p0"] >= m0["spectral_adaptive"] - 1e-9
+        and m0["spectral_pmax"] >= m0["spectral_adaptive"] - 1e-9
+    )
     assert m0["mag_flatness"] == pytest.approx(1 / m0["flat_sigma"] ** 2)
     # the measures see the weights: scaling every parameter moves every norm-based capacity
     m1 = _measures(_trained_like(depth, scale=3.0), depth)
@@ -125,7 +156,9 @@ def test_magnitude_flatness_is_a_bisection():
     net = _trained_like(1)
     d = pg.make_task_data("digits", width=12, n_train=80, seed=0)
     assert pg.magnitude_flatness(net, d.X_train, d.y_train, seed=0, max_error=1.0, hi=2.0) == 2.0
-    s = pg.magnitude_flatness(net, d.X_train, d.y_train, seed=0, max_error=0.05, draws=4, steps=10, hi=2.0)
+    s = pg.magnitude_flatness(
+        net, d.X_train, d.y_train, seed=0, max_error=0.05, draws=4, steps=10, hi=2.0
+    )
     assert 0 < s < 2.0
     # the criterion holds at the lower end of the final bracket and fails at its upper end
     w = 2.0 / 2**10 / 2
@@ -137,7 +170,10 @@ def test_magnitude_flatness_is_a_bisection():
 def _noisy_error(net, d, sigma, *, draws):
     params = {n: p.detach().float() for n, p in net.named_parameters()}
     g = torch.Generator().manual_seed(0)
-    eps = {n: torch.randn((draws, *p.shape), generator=g, dtype=torch.float32) for n, p in params.items()}
+    eps = {
+        n: torch.randn((draws, *p.shape), generator=g, dtype=torch.float32)
+        for n, p in params.items()
+    }
     errs = []
     for k in range(draws):
         P = {n: (p * (1 + sigma * eps[n][k]))[None] for n, p in params.items()}
@@ -151,28 +187,73 @@ def test_multiclass_margin():
     assert pg.multiclass_margins(z, torch.tensor([0, 1])).tolist() == [0.5, -5.0]
 
 
-SUMMARY_KEYS = {"kind", "m_free", "n_models", "tau", "tau_ci", "psi", "psi_ci", "psi_without_n_train",
-                "psi_without_n_train_ci", "psi_seed", "psi_seed_ci", "psi_per_axis", "cmi", "sign_error_mean",
-                "sign_error_p90", "sign_error_max", "vs_best_baseline", "beyond_null", "null_subset"}
+SUMMARY_KEYS = {
+    "kind",
+    "m_free",
+    "n_models",
+    "tau",
+    "tau_ci",
+    "psi",
+    "psi_ci",
+    "psi_without_n_train",
+    "psi_without_n_train_ci",
+    "psi_seed",
+    "psi_seed_ci",
+    "psi_per_axis",
+    "cmi",
+    "sign_error_mean",
+    "sign_error_p90",
+    "sign_error_max",
+    "vs_best_baseline",
+    "beyond_null",
+    "null_subset",
+}
 
 
 def test_family_trains_resumes_and_summarises(tmp_path, capsys):
     path = tmp_path / "fam.csv"
     first = pg.run_family(TINY, csv_path=path, progress=False)
     assert len(first) == len(TINY.settings()) * TINY.seeds
-    assert pg.run_family(TINY, csv_path=path, progress=False) == []          # everything done: nothing trained
+    assert (
+        pg.run_family(TINY, csv_path=path, progress=False) == []
+    )  # everything done: nothing trained
     df = pg.read_family(path)
     assert len(df) == len(first) and set(pg.AXES) <= set(df.columns)
     assert (df.loc[df["fitted"], "train_acc"] == 1.0).all()
     assert df.loc[df["depth"] == 2, "edelman_cap"].isna().all()
-    assert cli.main(["experiment", "predict-gap", "--saved", "--json", "--csv", str(path), "--boot", "20",
-                     "--nulls", "10"]) == 0
+    assert (
+        cli.main(
+            [
+                "experiment",
+                "predict-gap",
+                "--saved",
+                "--json",
+                "--csv",
+                str(path),
+                "--boot",
+                "20",
+                "--nulls",
+                "10",
+            ]
+        )
+        == 0
+    )
     out = json.loads(capsys.readouterr().out)
-    assert set(out) == {"n_models", "n_fitted", "tasks", "hyperparameters", "csv", "measures", "baselines",
-                        "null_percentiles"}
+    assert set(out) == {
+        "n_models",
+        "n_fitted",
+        "tasks",
+        "hyperparameters",
+        "csv",
+        "measures",
+        "baselines",
+        "null_percentiles",
+    }
     assert out["n_models"] == len(df) and out["tasks"] == ["digits"]
     assert set(out["measures"]) == set(pg.MEASURES) | set(out["baselines"])
-    assert "hp_oracle" in out["baselines"] and set(out["null_percentiles"]["all"]) == set(pg.NULL_STATS)
+    assert "hp_oracle" in out["baselines"] and set(out["null_percentiles"]["all"]) == set(
+        pg.NULL_STATS
+    )
     assert all(set(v) == SUMMARY_KEYS for v in out["measures"].values())
     # every capacity of every row recomputes exactly from the saved norms and spectra
     cfg = pg.family_config(path)
@@ -181,14 +262,21 @@ def test_family_trains_resumes_and_summarises(tmp_path, capsys):
         assert all(new[k] == r[k] or (math.isnan(new[k]) and math.isnan(r[k])) for k in new)
 
 
-@pytest.mark.parametrize("edit, match", [(lambda df: df.drop(columns=["tt_cap"]), "missing column"),
-                                         (lambda df: df.assign(tt_cap=np.inf), "non-finite"),
-                                         (lambda df: df.assign(n_params=np.nan), "non-finite"),
-                                         (lambda df: df.assign(task="imagenet"), "unknown task"),
-                                         (lambda df: df.iloc[:0], "empty")])
+@pytest.mark.parametrize(
+    "edit, match",
+    [
+        (lambda df: df.drop(columns=["tt_cap"]), "missing column"),
+        (lambda df: df.assign(tt_cap=np.inf), "non-finite"),
+        (lambda df: df.assign(n_params=np.nan), "non-finite"),
+        (lambda df: df.assign(task="imagenet"), "unknown task"),
+        (lambda df: df.iloc[:0], "empty"),
+    ],
+)
 def test_bad_family_csv(tmp_path, edit, match, capsys):
     path = tmp_path / "fam.csv"
-    small = pg.FamilyConfig(**{**TINY.__dict__, "depths": (1,), "seeds": 1, "n_train": {"digits": (30,)}})
+    small = pg.FamilyConfig(
+        **{**TINY.__dict__, "depths": (1,), "seeds": 1, "n_train": {"digits": (30,)}}
+    )
     pg.run_family(small, csv_path=path, progress=False)
     bad = tmp_path / "bad.csv"
     header = "".join(ln for ln in path.read_text().splitlines(keepends=True) if ln.startswith("#"))
@@ -199,17 +287,26 @@ def test_bad_family_csv(tmp_path, edit, match, capsys):
     assert cli.main(["experiment", "predict-gap", "--saved", "--csv", str(bad)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("genbound: error:") and match in err[0]
-    assert bad.read_bytes() == before                         # never truncated or rewritten
+    assert bad.read_bytes() == before  # never truncated or rewritten
 
 
-@pytest.mark.parametrize("argv, match", [(["--tasks", "imagenet"], "unknown task"),
-                                         (["--seeds", "0"], "seeds"), (["--steps", "0"], "steps"),
-                                         (["--lrs", "x"], "comma-separated"), (["--widths", "15"], "even"),
-                                         (["--depths", "0"], "depth"), ([], "--csv"),
-                                         (["--label-noises", "1.0"], "label_noise"),
-                                         (["--input-flips", "1.0"], "input_flip"),
-                                         (["--init-scales", "0"], "init_scale"),
-                                         (["--batches", "-1"], "batch"), (["--shard", "2/2"], "--shard")])
+@pytest.mark.parametrize(
+    "argv, match",
+    [
+        (["--tasks", "imagenet"], "unknown task"),
+        (["--seeds", "0"], "seeds"),
+        (["--steps", "0"], "steps"),
+        (["--lrs", "x"], "comma-separated"),
+        (["--widths", "15"], "even"),
+        (["--depths", "0"], "depth"),
+        ([], "--csv"),
+        (["--label-noises", "1.0"], "label_noise"),
+        (["--input-flips", "1.0"], "input_flip"),
+        (["--init-scales", "0"], "init_scale"),
+        (["--batches", "-1"], "batch"),
+        (["--shard", "2/2"], "--shard"),
+    ],
+)
 def test_cli_training_errors(argv, match, capsys, tmp_path):
     extra = ["--csv", str(tmp_path / "f.csv")] if argv else []
     rc = cli.main(["experiment", "predict-gap", *extra, *argv])
@@ -223,9 +320,32 @@ def test_cli_axes_reach_the_family(tmp_path):
     """The command line's ``--input-flips`` and ``--init-scales`` are the configuration's axes: the file
     records them and its rows carry them."""
     path = tmp_path / "f.csv"
-    rc = cli.main(["experiment", "predict-gap", "--csv", str(path), "--tasks", "digits", "--depths", "1",
-                   "--widths", "12", "--seeds", "1", "--steps", "60", "--label-noises", "0",
-                   "--input-flips", "0.05", "--init-scales", "1.5", "--n-train-digits", "20"])
+    rc = cli.main(
+        [
+            "experiment",
+            "predict-gap",
+            "--csv",
+            str(path),
+            "--tasks",
+            "digits",
+            "--depths",
+            "1",
+            "--widths",
+            "12",
+            "--seeds",
+            "1",
+            "--steps",
+            "60",
+            "--label-noises",
+            "0",
+            "--input-flips",
+            "0.05",
+            "--init-scales",
+            "1.5",
+            "--n-train-digits",
+            "20",
+        ]
+    )
     assert rc == 0
     cfg, df = pg.family_config(path), pg.read_family(path)
     assert cfg.input_flips == (0.05,) and cfg.init_scales == (1.5,)
@@ -238,10 +358,26 @@ def _synthetic(n_seeds=5, seed=0):
     for task in ("x", "y"):
         for L, w, n, s in itertools.product((1, 2), (8, 16), (10, 20, 40), range(n_seeds)):
             g = 0.1 * w / 16 - 0.001 * n + 0.05 * rng.standard_normal()
-            rows.append({"task": task, "depth": L, "width": w, "lr": 0.01, "batch": 0, "weight_decay": 0.0,
-                         "init_scale": 1.0, "label_noise": 0.0, "input_flip": 0.0, "n_train": n, "seed": s,
-                         "fitted": rng.random() > 0.1, "gap": round(g, 2), "test_se": 0.01,
-                         "mu": w + rng.standard_normal(), "n_params": float(w * w * L)})
+            rows.append(
+                {
+                    "task": task,
+                    "depth": L,
+                    "width": w,
+                    "lr": 0.01,
+                    "batch": 0,
+                    "weight_decay": 0.0,
+                    "init_scale": 1.0,
+                    "label_noise": 0.0,
+                    "input_flip": 0.0,
+                    "n_train": n,
+                    "seed": s,
+                    "fitted": rng.random() > 0.1,
+                    "gap": round(g, 2),
+                    "test_se": 0.01,
+                    "mu": w + rng.standard_normal(),
+                    "n_params": float(w * w * L),
+                }
+            )
     return pd.DataFrame(rows)
 
 
@@ -251,15 +387,25 @@ def test_fast_bootstrap_equals_the_cluster_bootstrap_of_the_tables():
     axes = pg.axes_of(fit)
     assert axes == ["depth", "width", "n_train"]
     fast = pg.psi_bootstrap(fit, ["mu"], axes=axes, n_boot=30, seed=4)["mu"]
-    ref = rk.cluster_bootstrap(fit, lambda d: {"psi": rk.psi(d, "mu", axes=axes)["psi"], "tau": rk.tau(d, "mu"),
-                                               "wo": rk.psi(d, "mu", axes=axes)["psi_without"]},
-                               n_boot=30, seed=4)
+    ref = rk.cluster_bootstrap(
+        fit,
+        lambda d: {
+            "psi": rk.psi(d, "mu", axes=axes)["psi"],
+            "tau": rk.tau(d, "mu"),
+            "wo": rk.psi(d, "mu", axes=axes)["psi_without"],
+        },
+        n_boot=30,
+        seed=4,
+    )
     rng = np.random.default_rng(4)
     reps = [rk._resample_seeds(fit, rng) for _ in range(30)]
     assert np.allclose(fast["psi"], [rk.psi(r, "mu", axes=axes)["psi"] for r in reps], atol=1e-12)
     assert np.allclose(fast["tau"], [rk.tau(r, "mu") for r in reps], atol=1e-12)
-    assert np.allclose(fast["psi_without_n_train"], [rk.psi(r, "mu", axes=axes)["psi_without"] for r in reps],
-                       atol=1e-12)
+    assert np.allclose(
+        fast["psi_without_n_train"],
+        [rk.psi(r, "mu", axes=axes)["psi_without"] for r in reps],
+        atol=1e-12,
+    )
     assert np.quantile(fast["psi"], 0.025) == pytest.approx(ref["lo"]["psi"], abs=1e-12)
 
 
@@ -283,16 +429,31 @@ def test_tables_show_a_dash_for_undefined_entries():
     df["const"] = 1.0
     df["undef_sqrtm"] = df["undef"]
     tab, _ = pg.measure_table(df, ["mu", "const", "undef", "undef_sqrtm"], n_boot=10, n_null=5)
-    assert math.isnan(tab.loc["undef_sqrtm", "psi_depth"]) and math.isfinite(tab.loc["undef_sqrtm", "psi"])
+    assert math.isnan(tab.loc["undef_sqrtm", "psi_depth"]) and math.isfinite(
+        tab.loc["undef_sqrtm", "psi"]
+    )
     shown = pd.concat([pg.rank_table(tab), pg.noise_table(tab)], axis=1)
     assert not shown.apply(lambda c: c.str.contains("nan")).any().any()
-    assert tab.loc["const", "psi_wo"] == 0.0                   # all tied: 0, never dropped
+    assert tab.loc["const", "psi_wo"] == 0.0  # all tied: 0, never dropped
     assert pg.fmt(float("nan")) == pg.DASH and pg.fmt(-0.5) == "\u22120.50"
 
 
 def test_paired_gap_changes_by_hand():
-    rows = [{"task": "t", "seed": s, "depth": 1, "width": w, "lr": 0.1, "n_train": 5, "fitted": True,
-             "gap": 0.1 * w + 0.01 * s, "test_se": 0.02} for s in range(3) for w in (1, 2, 4)]
+    rows = [
+        {
+            "task": "t",
+            "seed": s,
+            "depth": 1,
+            "width": w,
+            "lr": 0.1,
+            "n_train": 5,
+            "fitted": True,
+            "gap": 0.1 * w + 0.01 * s,
+            "test_se": 0.02,
+        }
+        for s in range(3)
+        for w in (1, 2, 4)
+    ]
     tab = pg.paired_gap_changes(pd.DataFrame(rows))
     r = tab[(tab.axis == "width") & (tab.task == "all")].iloc[0]
     assert r.n_pairs == 6 and r["mean"] == pytest.approx((0.1 * 3 + 0.2 * 3) / 6)
@@ -308,7 +469,9 @@ def _tau_loops(mu, g):
     n = len(mu)
     if n < 2:
         return math.nan
-    return sum(_sgn(mu[i] - mu[j]) * _sgn(g[i] - g[j]) for i in range(n) for j in range(n) if i != j) / (n * (n - 1))
+    return sum(
+        _sgn(mu[i] - mu[j]) * _sgn(g[i] - g[j]) for i in range(n) for j in range(n) if i != j
+    ) / (n * (n - 1))
 
 
 def _psi_loops(rows, m, axes, leave_out=None):
@@ -320,7 +483,11 @@ def _psi_loops(rows, m, axes, leave_out=None):
         groups = {}
         for r in rows:
             groups.setdefault((r["task"], r["seed"], *[r[b] for b in axes if b != a]), []).append(r)
-        taus = [_tau_loops([r[m] for r in g], [r["gap"] for r in g]) for g in groups.values() if len(g) >= 2]
+        taus = [
+            _tau_loops([r[m] for r in g], [r["gap"] for r in g])
+            for g in groups.values()
+            if len(g) >= 2
+        ]
         if taus:
             per.append(sum(taus) / len(taus))
     return sum(per) / len(per) if per else math.nan
@@ -342,7 +509,10 @@ def _cmi_loops(rows, m, axes):
         n = len(pairs)
         cu, cum = Counter(p[0] for p in pairs), Counter((p[0], p[1]) for p in pairs)
         cug, cumg = Counter((p[0], p[2]) for p in pairs), Counter(pairs)
-        mi = sum(c / n * math.log(c * cu[u] / (cum[(u, mu)] * cug[(u, g)])) for (u, mu, g), c in cumg.items())
+        mi = sum(
+            c / n * math.log(c * cu[u] / (cum[(u, mu)] * cug[(u, g)]))
+            for (u, mu, g), c in cumg.items()
+        )
         h = -sum(c / n * math.log(c / cu[u]) for (u, g), c in cug.items())
         if h > 1e-15:
             best = min(best, mi / h)
@@ -368,7 +538,7 @@ def _sign_error_loops(rows, m, axes):
         if w:
             errs.append(sum(w) / len(w))
     errs.sort()
-    k = 0.9 * (len(errs) - 1)                                      # numpy's linear interpolation
+    k = 0.9 * (len(errs) - 1)  # numpy's linear interpolation
     p90 = errs[int(k)] + (errs[min(int(k) + 1, len(errs) - 1)] - errs[int(k)]) * (k - int(k))
     return sum(errs) / len(errs), p90, errs[-1]
 
@@ -377,7 +547,9 @@ def _psi_seed_loops(rows, m, axes):
     groups = {}
     for r in rows:
         groups.setdefault((r["task"], *[r[a] for a in axes]), []).append(r)
-    taus = [_tau_loops([r[m] for r in g], [r["gap"] for r in g]) for g in groups.values() if len(g) >= 2]
+    taus = [
+        _tau_loops([r[m] for r in g], [r["gap"] for r in g]) for g in groups.values() if len(g) >= 2
+    ]
     return sum(taus) / len(taus) if taus else math.nan
 
 
@@ -397,17 +569,19 @@ def test_saved_family_meets_the_issue(saved):
     assert len(df) >= 1500 and len(df) == len(cfg.settings()) * cfg.seeds
     assert df["seed"].nunique() >= 24 and set(df["task"]) == set(pg.TASKS)
     seeds = df.groupby(["task", *pg.AXES])["seed"].apply(lambda s: tuple(sorted(s)))
-    assert seeds.nunique() == 1 and len(seeds.iloc[0]) == cfg.seeds      # no partial setting
+    assert seeds.nunique() == 1 and len(seeds.iloc[0]) == cfg.seeds  # no partial setting
     non_arch = ("lr", "batch", "weight_decay", "init_scale", "label_noise", "input_flip")
     mv = pg.paired_gap_changes(df).set_index(["axis", "task"])
     strong = [a for a in non_arch if df[a].nunique() >= 2 and mv.loc[(a, "all"), "ratio"] > 2]
-    assert len(strong) >= 2, strong                  # each moves the gap by > 2 test-set SE, paired, pooled
-    assert df["depth"].nunique() >= 2 and df["width"].nunique() >= 2 and df["n_train"].nunique() >= 2
+    assert len(strong) >= 2, strong  # each moves the gap by > 2 test-set SE, paired, pooled
+    assert (
+        df["depth"].nunique() >= 2 and df["width"].nunique() >= 2 and df["n_train"].nunique() >= 2
+    )
     assert (pg.SAVED_FAMILY.with_suffix(".md")).exists()
     fit = df[df["fitted"]]
     for m in pg.CAPACITIES + pg.SPECTRAL:
         if m == "spectral_p0":
-            continue                                  # the rank end: a function of ranks and sizes
+            continue  # the rank end: a function of ranks and sizes
         for _, g in fit.groupby(["task", "n_train"]):
             v = g[m].dropna()
             assert len(v) == 0 or v.nunique() > 1, m
@@ -424,7 +598,11 @@ def test_saved_capacities_recompute_from_the_file(saved):
     bad = []
     for r in sample.to_dict("records"):
         new = pg.recompute_measures(r, cfg)
-        bad += [(k, r[k], v) for k, v in new.items() if not (v == r[k] or (math.isnan(v) and math.isnan(r[k])))]
+        bad += [
+            (k, r[k], v)
+            for k, v in new.items()
+            if not (v == r[k] or (math.isnan(v) and math.isnan(r[k])))
+        ]
     assert len(sample) >= 12 and bad == []
 
 
@@ -443,8 +621,9 @@ def test_saved_statistics_recompute_by_brute_force(saved):
         rows = [r for r in fit.to_dict("records") if math.isfinite(r[m])]
         got = out["measures"][m]
         raxes = [a for a in axes if len({r[a] for r in rows}) >= 2]
-        assert got["psi_without_n_train"] == pytest.approx(_psi_loops(rows, m, raxes, leave_out="n_train"),
-                                                           abs=1e-9)
+        assert got["psi_without_n_train"] == pytest.approx(
+            _psi_loops(rows, m, raxes, leave_out="n_train"), abs=1e-9
+        )
         assert got["psi_seed"] == pytest.approx(_psi_seed_loops(rows, m, raxes), abs=1e-9)
         if got["m_free"]:
             assert got["psi"] is None and got["tau"] is None and got["cmi"] is None
@@ -452,12 +631,19 @@ def test_saved_statistics_recompute_by_brute_force(saved):
         assert got["psi"] == pytest.approx(_psi_loops(rows, m, raxes), abs=1e-9)
         if m not in BRUTE:
             continue
-        per_task = {t: _tau_loops([r[m] for r in rows if r["task"] == t], [r["gap"] for r in rows if r["task"] == t])
-                    for t in sorted({r["task"] for r in rows})}
+        per_task = {
+            t: _tau_loops(
+                [r[m] for r in rows if r["task"] == t], [r["gap"] for r in rows if r["task"] == t]
+            )
+            for t in sorted({r["task"] for r in rows})
+        }
         assert got["tau"] == pytest.approx(sum(per_task.values()) / len(per_task), abs=1e-9)
         mean, p90, mx = _sign_error_loops(rows, m, raxes)
-        assert (got["sign_error_mean"], got["sign_error_p90"], got["sign_error_max"]) == pytest.approx(
-            (mean, p90, mx), abs=1e-9)
+        assert (
+            got["sign_error_mean"],
+            got["sign_error_p90"],
+            got["sign_error_max"],
+        ) == pytest.approx((mean, p90, mx), abs=1e-9)
 
 
 @pytest.mark.parametrize("measure", BRUTE[:3])
@@ -469,20 +655,28 @@ def test_saved_cmi_recomputes_by_brute_force(saved, measure):
     fit = df[df["fitted"]]
     d = fit[np.isfinite(fit[measure])]
     axes = [a for a in out["hyperparameters"] if d[a].nunique() >= 2]
-    assert out["measures"][measure]["cmi"] == pytest.approx(rk.cmi(d, measure, axes=axes)["cmi"], abs=1e-12)
+    assert out["measures"][measure]["cmi"] == pytest.approx(
+        rk.cmi(d, measure, axes=axes)["cmi"], abs=1e-12
+    )
     dg = d[(d["task"] == "digits") & (d["depth"] == 1)]
     sub = dg[dg["n_train"] == dg["n_train"].min()]
     assert len(sub) >= 50
     raxes = [a for a in axes if sub[a].nunique() >= 2]
     rows = sub.to_dict("records")
-    assert rk.cmi(sub, measure, axes=raxes)["cmi"] == pytest.approx(_cmi_loops(rows, measure, raxes), abs=1e-9)
+    assert rk.cmi(sub, measure, axes=raxes)["cmi"] == pytest.approx(
+        _cmi_loops(rows, measure, raxes), abs=1e-9
+    )
 
 
 def _same_machine_kind(recorded: dict) -> list[str]:
     """The fields of the recorded environment that select float32 kernels and differ here."""
     here = pg.family_environment()
     keys = ("cpu_model", "cpu_flags", "aten_capability", "blas", "torch")
-    return [f"{k}: recorded {recorded.get(k)!r}, here {here.get(k)!r}" for k in keys if recorded.get(k) != here.get(k)]
+    return [
+        f"{k}: recorded {recorded.get(k)!r}, here {here.get(k)!r}"
+        for k in keys
+        if recorded.get(k) != here.get(k)
+    ]
 
 
 def test_a_saved_stack_reruns_to_its_rows(saved):
@@ -500,8 +694,15 @@ def test_a_saved_stack_reruns_to_its_rows(saved):
     seeds = list(range(cfg.stack))
     n_max = max(cfg.n_train[setting["task"]])
     for s in seeds[:2]:
-        d = pg.make_task_data(setting["task"], width=setting["width"], n_train=setting["n_train"], seed=s,
-                              n_max=n_max, n_test=cfg.n_test, label_noise=setting["label_noise"])
+        d = pg.make_task_data(
+            setting["task"],
+            width=setting["width"],
+            n_train=setting["n_train"],
+            seed=s,
+            n_max=n_max,
+            n_test=cfg.n_test,
+            label_noise=setting["label_noise"],
+        )
         assert len(d.y_train) == setting["n_train"]
     diffs = _same_machine_kind(read_results(pg.SAVED_FAMILY, pg.SCHEMA).environment)
     if diffs:

@@ -23,12 +23,30 @@ def _family(n_seeds=6, seed=0, missing=0.1):
     rng = np.random.default_rng(seed)
     rows = []
     for task in ("x", "y"):
-        for L, w, q, n, s in itertools.product((1, 2), (12, 32), (0.0, 0.1), (30, 120), range(n_seeds)):
+        for L, w, q, n, s in itertools.product(
+            (1, 2), (12, 32), (0.0, 0.1), (30, 120), range(n_seeds)
+        ):
             g = 0.05 * L - 0.001 * w + 0.5 * q - 0.0005 * n + 0.03 * rng.standard_normal()
-            rows.append({"task": task, "depth": L, "width": w, "lr": 0.01, "batch": 0, "weight_decay": 0.0,
-                         "init_scale": 1.0, "label_noise": q, "input_flip": 0.0, "n_train": n, "seed": s,
-                         "fitted": bool(rng.random() > missing), "gap": round(g, 3), "test_se": 0.01,
-                         "mu": g + 0.05 * rng.standard_normal(), "n_params": float(w * w * L)})
+            rows.append(
+                {
+                    "task": task,
+                    "depth": L,
+                    "width": w,
+                    "lr": 0.01,
+                    "batch": 0,
+                    "weight_decay": 0.0,
+                    "init_scale": 1.0,
+                    "label_noise": q,
+                    "input_flip": 0.0,
+                    "n_train": n,
+                    "seed": s,
+                    "fitted": bool(rng.random() > missing),
+                    "gap": round(g, 3),
+                    "test_se": 0.01,
+                    "mu": g + 0.05 * rng.standard_normal(),
+                    "n_params": float(w * w * L),
+                }
+            )
     return pd.DataFrame(rows)
 
 
@@ -38,14 +56,25 @@ def test_ranking_index_equals_the_published_definitions(seed):
     axes = pg.axes_of(fit)
     index = nulls.RankingIndex(fit, axes=axes)
     rng = np.random.default_rng(seed)
-    for mu in (fit["mu"].to_numpy(), rng.standard_normal(len(fit)), np.round(rng.standard_normal(len(fit)), 1)):
+    for mu in (
+        fit["mu"].to_numpy(),
+        rng.standard_normal(len(fit)),
+        np.round(rng.standard_normal(len(fit)), 1),
+    ):
         d = fit.assign(m=mu)
         got = index.statistics(mu)
         ps = rk.psi(d, "m", axes=axes)
         se = rk.sign_error(d, "m", axes=axes)["all"]
-        want = {"tau": rk.tau(d, "m"), "psi": ps["psi"], "psi_wo": ps["psi_without"],
-                "psi_seed": rk.psi_seed(d, "m", axes=axes)["psi_seed"], "cmi": rk.cmi(d, "m", axes=axes)["cmi"],
-                "se_mean": se["mean"], "se_p90": se["p90"], "se_max": se["max"]}
+        want = {
+            "tau": rk.tau(d, "m"),
+            "psi": ps["psi"],
+            "psi_wo": ps["psi_without"],
+            "psi_seed": rk.psi_seed(d, "m", axes=axes)["psi_seed"],
+            "cmi": rk.cmi(d, "m", axes=axes)["cmi"],
+            "se_mean": se["mean"],
+            "se_p90": se["p90"],
+            "se_max": se["max"],
+        }
         for k, v in want.items():
             assert got[k] == pytest.approx(v, abs=1e-12), k
 
@@ -57,13 +86,21 @@ def test_ranking_index_mutant_is_caught():
     wrong = nulls.RankingIndex._pairs_in_groups(axes, fit, fit["gap"].to_numpy(float))
     mu = fit["mu"].to_numpy()
     assert nulls.RankingIndex._group_mean(mu, wrong) != pytest.approx(
-        rk.psi_seed(fit.assign(m=mu), "m", axes=axes)["psi_seed"], abs=1e-6)
+        rk.psi_seed(fit.assign(m=mu), "m", axes=axes)["psi_seed"], abs=1e-6
+    )
 
 
 def test_psi_seed_by_hand_and_zero_for_setting_constants():
-    df = pd.DataFrame({"task": ["t"] * 6, "seed": [0, 1, 2, 0, 1, 2], "a": [1, 1, 1, 2, 2, 2],
-                       "gap": [0.1, 0.2, 0.3, 0.3, 0.2, 0.1], "mu": [1.0, 2.0, 3.0, 1.0, 2.0, 3.0]})
-    assert rk.psi_seed(df, "mu", axes=["a"]) == {"psi_seed": 0.0, "n_settings": 2}      # +1 and -1
+    df = pd.DataFrame(
+        {
+            "task": ["t"] * 6,
+            "seed": [0, 1, 2, 0, 1, 2],
+            "a": [1, 1, 1, 2, 2, 2],
+            "gap": [0.1, 0.2, 0.3, 0.3, 0.2, 0.1],
+            "mu": [1.0, 2.0, 3.0, 1.0, 2.0, 3.0],
+        }
+    )
+    assert rk.psi_seed(df, "mu", axes=["a"]) == {"psi_seed": 0.0, "n_settings": 2}  # +1 and -1
     assert rk.psi_seed(df.assign(mu=df["a"] * 3.0), "mu", axes=["a"])["psi_seed"] == 0.0
     assert rk.psi_seed(df.iloc[:3], "mu", axes=["a"])["psi_seed"] == 1.0
 
@@ -74,14 +111,16 @@ def test_psi_seed_bootstrap_equals_the_cluster_bootstrap():
     fast = pg.psi_bootstrap(fit, ["mu"], axes=axes, n_boot=15, seed=3)["mu"]["psi_seed"]
     rng = np.random.default_rng(3)
     reps = [rk._resample_seeds(fit, rng) for _ in range(15)]
-    assert np.allclose(fast, [rk.psi_seed(r, "mu", axes=axes)["psi_seed"] for r in reps], atol=1e-12)
+    assert np.allclose(
+        fast, [rk.psi_seed(r, "mu", axes=axes)["psi_seed"] for r in reps], atol=1e-12
+    )
 
 
 def test_holm_and_p_values():
     r = rk.holm({"a": 0.01, "b": 0.04, "c": 0.03, "d": 0.5})
     assert [r[k]["p_holm"] for k in "abcd"] == pytest.approx([0.04, 0.09, 0.09, 0.5])
     assert [r[k]["reject"] for k in "abcd"] == [True, False, False, False]
-    assert rk.holm({"a": 0.6, "b": 0.7})["a"]["p_holm"] == 1.0                      # capped at 1
+    assert rk.holm({"a": 0.6, "b": 0.7})["a"]["p_holm"] == 1.0  # capped at 1
     with pytest.raises(Exception, match="p-value"):
         rk.holm({"a": 1.5})
     assert st.bootstrap_p(np.full(999, 0.1)) == 0.002
@@ -93,8 +132,15 @@ def test_holm_and_p_values():
 def test_crossfitted_baselines_never_see_their_own_gap():
     df = _family(missing=0.0)
     base = bl.hp_baselines(df)
-    assert {"inv_sqrt_m", "n_params_sqrtm", "hp_depth", "hp_width", "hp_label_noise", "hp_n_train",
-            "hp_oracle"} == set(base.columns)
+    assert {
+        "inv_sqrt_m",
+        "n_params_sqrtm",
+        "hp_depth",
+        "hp_width",
+        "hp_label_noise",
+        "hp_n_train",
+        "hp_oracle",
+    } == set(base.columns)
     # changing the gaps of one half of the seed indices leaves that half's predictions unchanged
     lower, upper = bl._halves(df["seed"])
     moved = df.assign(gap=np.where(df["seed"].isin(lower), df["gap"] + 1.0, df["gap"]))
@@ -117,7 +163,9 @@ def test_nulls_are_centred_and_real_signal_beats_them():
     assert abs(null["tau"].mean()) < 0.05 and abs(null["psi_seed"].mean()) < 0.08
     pct = nulls.null_percentiles(null)
     good = nulls.RankingIndex(fit, axes=axes).statistics(fit["mu"].to_numpy())
-    assert nulls.beyond_null(good["psi"], "psi", pct) and nulls.beyond_null(good["se_mean"], "se_mean", pct)
+    assert nulls.beyond_null(good["psi"], "psi", pct) and nulls.beyond_null(
+        good["se_mean"], "se_mean", pct
+    )
     assert not nulls.beyond_null(pct["psi"] - 1e-9, "psi", pct)
 
 
@@ -125,12 +173,14 @@ def test_measure_table_forms_baselines_and_nulls():
     df = _family()
     df["mu_sqrtm"] = df["mu"] / np.sqrt(df["n_train"])
     tab, ex = pg.measure_table(df, ["mu", "mu_sqrtm", "n_params"], n_boot=20, n_null=20)
-    assert math.isnan(tab.loc["mu", "psi"]) and math.isfinite(tab.loc["mu", "psi_wo"])       # m-free
+    assert math.isnan(tab.loc["mu", "psi"]) and math.isfinite(tab.loc["mu", "psi_wo"])  # m-free
     assert math.isfinite(tab.loc["mu_sqrtm", "psi"])
     assert tab.loc["hp_oracle", "psi_seed"] == 0.0 and tab.loc["n_params", "psi_seed"] == 0.0
     best = tab.loc["mu", "best_psi_wo"]
     assert best in ex["baselines"]
-    assert tab.loc["mu", "d_psi_wo"] == pytest.approx(tab.loc["mu", "psi_wo"] - tab.loc[best, "psi_wo"])
+    assert tab.loc["mu", "d_psi_wo"] == pytest.approx(
+        tab.loc["mu", "psi_wo"] - tab.loc[best, "psi_wo"]
+    )
     assert {"beyond_psi_seed", "beyond_cmi", "beyond_se_max"} <= set(tab.columns)
 
 
@@ -167,8 +217,10 @@ def test_minibatch_weights_draw_per_model_streams():
     W = minibatch_weights(g, torch.tensor([0, 1]), 10, 4)
     assert W.sum(1).tolist() == [4.0, 4.0]
     g2 = [torch.Generator().manual_seed(s) for s in (1, 2)]
-    assert torch.equal(minibatch_weights(g2, torch.tensor([1]), 10, 4)[0],          # model 1 alone
-                       minibatch_weights([torch.Generator().manual_seed(2)] * 2, torch.tensor([1]), 10, 4)[0])
+    assert torch.equal(
+        minibatch_weights(g2, torch.tensor([1]), 10, 4)[0],  # model 1 alone
+        minibatch_weights([torch.Generator().manual_seed(2)] * 2, torch.tensor([1]), 10, 4)[0],
+    )
     assert AdamProtocol(batch_size=0).validated().batch_size == 0
     with pytest.raises(Exception, match="batch_size"):
         AdamProtocol(batch_size=-1).validated()

@@ -20,8 +20,10 @@ ROOT = Path(__file__).resolve().parents[1]
 
 #: ``W_Q^T W_K``, ``W_Q^\top W_K``, ``W_Q^{\top} R_\Delta W_K`` ... (the transposed orientation), in
 #: LaTeX or plain text, with an optional rotation between the factors, not followed by a transpose of W_K.
-TRANSPOSED = re.compile(r"W_\{?Q\}?\s*\^\s*(?:\{\s*)?(?:\\top|T|\\intercal)(?:\s*\})?\s*"
-                        r"(?:R_(?:\{[^}]*\}|\\?\w+)\s*)?W_\{?K\}?(?!\s*\^)")
+TRANSPOSED = re.compile(
+    r"W_\{?Q\}?\s*\^\s*(?:\{\s*)?(?:\\top|T|\\intercal)(?:\s*\})?\s*"
+    r"(?:R_(?:\{[^}]*\}|\\?\w+)\s*)?W_\{?K\}?(?!\s*\^)"
+)
 
 
 def _pages():
@@ -29,14 +31,23 @@ def _pages():
     yield from sorted((ROOT / "genbound").rglob("*.py"))
 
 
-@pytest.mark.parametrize("text", [r"$W_Q^\top W_K$", "W_Q^T W_K", r"x_sW_Q^\top R_{t-s}W_Kx_t^\top",
-                                  r"W_Q^{\top} W_K", r"W_Q^\top R_\Delta W_K"])
+@pytest.mark.parametrize(
+    "text",
+    [
+        r"$W_Q^\top W_K$",
+        "W_Q^T W_K",
+        r"x_sW_Q^\top R_{t-s}W_Kx_t^\top",
+        r"W_Q^{\top} W_K",
+        r"W_Q^\top R_\Delta W_K",
+    ],
+)
 def test_pattern_sees_the_transposed_product(text):
     assert TRANSPOSED.search(text)
 
 
-@pytest.mark.parametrize("text", [r"$W_QW_K^\top$", "W_Q W_K^T", r"x_sW_QR_{t-s}W_K^\top x_t^\top",
-                                  r"W_Q^\top W_K^\top"])
+@pytest.mark.parametrize(
+    "text", [r"$W_QW_K^\top$", "W_Q W_K^T", r"x_sW_QR_{t-s}W_K^\top x_t^\top", r"W_Q^\top W_K^\top"]
+)
 def test_pattern_passes_the_row_vector_product(text):
     assert not TRANSPOSED.search(text)
 
@@ -67,7 +78,10 @@ def test_notation_and_help_name_the_row_vector_product(capsys):
 
 def test_claim_label_is_in_the_book_and_rejects_its_mutants():
     c = claims.get("prop-sa-qk-orientation")
-    assert "{prf:proposition}" in (ROOT / c.chapter).read_text().split(":label: prop-sa-qk-orientation")[0][-400:]
+    assert (
+        "{prf:proposition}"
+        in (ROOT / c.chapter).read_text().split(":label: prop-sa-qk-orientation")[0][-400:]
+    )
     r = c.check(0)
     assert r.passed and r.trials > 100, r
     killed = {m.name: m.killed for m in c.check_mutants(0)}

@@ -20,9 +20,17 @@ def _family(seed=0, n_seeds=3, tie_measure=False):
     for task in ("x", "y"):
         for a, b, s in itertools.product((1, 2, 3), (10, 20), range(n_seeds)):
             g = 0.05 * a + 0.01 * b * rng.random() + 0.02 * rng.standard_normal()
-            rows.append({"task": task, "a": a, "b": b, "seed": s, "gap": round(g, 3),
-                         "mu": 1.0 if tie_measure else a + rng.standard_normal(),
-                         "test_err": 0.2 + 0.1 * rng.random()})
+            rows.append(
+                {
+                    "task": task,
+                    "a": a,
+                    "b": b,
+                    "seed": s,
+                    "gap": round(g, 3),
+                    "mu": 1.0 if tie_measure else a + rng.standard_normal(),
+                    "test_err": 0.2 + 0.1 * rng.random(),
+                }
+            )
     df = pd.DataFrame(rows)
     df["se"] = rk.gap_standard_error(df["test_err"], 1000)
     return df
@@ -34,7 +42,9 @@ def _sgn(x):
 
 def _tau_loops(mu, g):
     n = len(mu)
-    return sum(_sgn(mu[i] - mu[j]) * _sgn(g[i] - g[j]) for i in range(n) for j in range(n) if i != j) / (n * (n - 1))
+    return sum(
+        _sgn(mu[i] - mu[j]) * _sgn(g[i] - g[j]) for i in range(n) for j in range(n) if i != j
+    ) / (n * (n - 1))
 
 
 def test_tau_is_tau_a_and_equals_scipy_without_ties():
@@ -71,12 +81,15 @@ def test_psi_brute_force():
         assert out["per_axis"][ax] == pytest.approx(np.mean(taus), abs=1e-12)
     assert out["psi"] == pytest.approx(np.mean(list(out["per_axis"].values())))
     # leaving an axis out averages the other axes' psi_a, each still holding the left-out axis fixed
-    assert rk.psi(df, "mu", axes=["a", "b"], leave_out="b")["psi_without"] == pytest.approx(out["per_axis"]["a"])
+    assert rk.psi(df, "mu", axes=["a", "b"], leave_out="b")["psi_without"] == pytest.approx(
+        out["per_axis"]["a"]
+    )
 
 
 def _cmi_loops(df, S):
     """I(V_mu; V_g | U_S) / H(V_g | U_S) by counting, independently of the module."""
     from collections import Counter
+
     rows = []
     for task, g in df.groupby("task"):
         r = g.to_dict("records")
@@ -91,7 +104,9 @@ def _cmi_loops(df, S):
     cum = Counter((u, m) for u, m, _ in rows)
     cug = Counter((u, g) for u, _, g in rows)
     cumg = Counter(rows)
-    mi = sum(c / n * math.log(c * cu[u] / (cum[(u, m)] * cug[(u, g)])) for (u, m, g), c in cumg.items())
+    mi = sum(
+        c / n * math.log(c * cu[u] / (cum[(u, m)] * cug[(u, g)])) for (u, m, g), c in cumg.items()
+    )
     h = -sum(c / n * math.log(c / cu[u]) for (u, g), c in cug.items())
     return mi / h
 
@@ -150,7 +165,9 @@ def test_simpson_flags_a_reversal_in_every_level():
     rows = []
     for b, off in ((0, 0.0), (1, 1.0), (2, 2.0)):
         for k in range(4):
-            rows.append({"task": "x", "seed": k, "a": k, "b": b, "mu": k - 10 * b, "gap": off + 0.1 * k})
+            rows.append(
+                {"task": "x", "seed": k, "a": k, "b": b, "mu": k - 10 * b, "gap": off + 0.1 * k}
+            )
     df = pd.DataFrame(rows)
     out = rk.simpson_check(df, "mu", by=["b", "a"])
     assert out["pooled"] < 0 and out["by"]["b"]["reversed"] and not out["by"]["a"]["reversed"]

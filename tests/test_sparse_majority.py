@@ -12,21 +12,31 @@ from genbound.errors import DeviceError, GenboundError, ParameterError
 from genbound.experiments import sparse_majority as sm
 
 TINY = dict(n_train=40, n_val=30, n_test=50, steps=30, warmup=5, eval_every=7, m_star=False)
-TINY_ORIG = dict(n_train=40, n_val=30, n_test=50, batch_size=16, max_epochs=6, eval_every=2, m_star=False,
-                 protocol="original")
+TINY_ORIG = dict(
+    n_train=40,
+    n_val=30,
+    n_test=50,
+    batch_size=16,
+    max_epochs=6,
+    eval_every=2,
+    m_star=False,
+    protocol="original",
+)
 
 
 # ------------------------------------------------------------------------------------------ data
 def test_embeddings_orthogonal_unit_l1():
     E = sm.token_embeddings(64, torch.Generator().manual_seed(3))
     G = E @ E.T
-    assert torch.allclose(G - torch.diag(torch.diag(G)), torch.zeros(3, 3, dtype=E.dtype), atol=1e-15)
+    assert torch.allclose(
+        G - torch.diag(torch.diag(G)), torch.zeros(3, 3, dtype=E.dtype), atol=1e-15
+    )
     assert torch.allclose(E.abs().sum(1), torch.ones(3, dtype=E.dtype), atol=1e-14)
 
 
 def test_encoding_matches_authors_formula():
     pe = sm.sinusoidal_encoding(50, 64)
-    j, i = 37, 11                                    # odd i -> cos, exponent i/d (not 2 floor(i/2)/d)
+    j, i = 37, 11  # odd i -> cos, exponent i/d (not 2 floor(i/2)/d)
     assert pe[j, i].item() == pytest.approx(math.cos(j / 10000 ** (i / 64)), abs=1e-14)
     assert pe[j, 10].item() == pytest.approx(math.sin(j / 10000 ** (10 / 64)), abs=1e-14)
 
@@ -65,8 +75,9 @@ def test_task_is_seeded():
     assert not torch.equal(a.embeddings, c.embeddings)
 
 
-@pytest.mark.parametrize("seq_len, s, match", [(8, 9, "must be >= s"), (20, 4, "must be odd"),
-                                                (20, 0, ">= 1")])
+@pytest.mark.parametrize(
+    "seq_len, s, match", [(8, 9, "must be >= s"), (20, 4, "must be odd"), (20, 0, ">= 1")]
+)
 def test_bad_task_settings(seq_len, s, match):
     with pytest.raises(ParameterError, match=match):
         sm.make_task(seq_len, s=s)
@@ -77,11 +88,20 @@ def test_bad_sample_count():
         sm.make_task(10).sample(0, torch.Generator())
 
 
-@pytest.mark.parametrize("kw, match", [({"n_train": 0}, "n_train"), ({"s": 8}, "odd"),
-                                       ({"protocol": "sgd"}, "protocol"), ({"lr": -1.0}, "lr"),
-                                       ({"steps": 0}, "steps"), ({"warmup": 40, "steps": 40}, "warmup"),
-                                       ({"track_test_selection": True}, "original"),
-                                       ({"delta": 1.5}, "delta"), ({"dtype": "int8"}, "dtype")])
+@pytest.mark.parametrize(
+    "kw, match",
+    [
+        ({"n_train": 0}, "n_train"),
+        ({"s": 8}, "odd"),
+        ({"protocol": "sgd"}, "protocol"),
+        ({"lr": -1.0}, "lr"),
+        ({"steps": 0}, "steps"),
+        ({"warmup": 40, "steps": 40}, "warmup"),
+        ({"track_test_selection": True}, "original"),
+        ({"delta": 1.5}, "delta"),
+        ({"dtype": "int8"}, "dtype"),
+    ],
+)
 def test_bad_config(kw, match):
     with pytest.raises(GenboundError, match=match):
         sm.SparseMajorityConfig(**kw).validated()
@@ -91,12 +111,15 @@ def test_bad_config(kw, match):
 def test_keras_init_scales():
     net = sm.build_model(seed=0)
     lay = net.layers[0]
-    assert lay.W_Q.abs().max().item() <= math.sqrt(6 / (128 + 4096))      # Keras fans of (64, 2, 64)
+    assert lay.W_Q.abs().max().item() <= math.sqrt(6 / (128 + 4096))  # Keras fans of (64, 2, 64)
     assert lay.W_Q.abs().max().item() > 0.9 * math.sqrt(6 / (128 + 4096))
     assert lay.W_O.abs().max().item() <= math.sqrt(6 / 256)
     assert lay.W_C.abs().max().item() <= math.sqrt(6 / 128)
     assert 0.03 < net.w.std().item() < 0.07
-    assert all(float(p.detach().abs().sum()) == 0 for p in (lay.b_Q, lay.b_K, lay.b_V, lay.b_O, lay.b_C, net.b_w))
+    assert all(
+        float(p.detach().abs().sum()) == 0
+        for p in (lay.b_Q, lay.b_K, lay.b_V, lay.b_O, lay.b_C, net.b_w)
+    )
 
 
 @pytest.mark.parametrize("dtype, tol", [(torch.float64, 1e-12), (torch.float32, 1e-4)])
@@ -105,7 +128,7 @@ def test_fast_forward_equals_reference_transformer(dtype, tol):
     g = torch.Generator().manual_seed(0)
     tasks = [sm.make_task(17, seed=s) for s in (0, 1)]
     nets = [sm.build_model(seed=s) for s in (0, 1)]
-    with torch.no_grad():                              # move off the init (nonzero biases, larger maps)
+    with torch.no_grad():  # move off the init (nonzero biases, larger maps)
         for net in nets:
             for p in net.parameters():
                 p.add_(0.3 * torch.randn(p.shape, generator=g, dtype=p.dtype))
@@ -126,7 +149,7 @@ def test_fast_forward_is_stable_at_extreme_scores():
     task = sm.make_task(40, seed=3)
     net = sm.build_model(seed=3)
     with torch.no_grad():
-        net.layers[0].W_K.mul_(400.0)                   # scores of order 100 apart
+        net.layers[0].W_K.mul_(400.0)  # scores of order 100 apart
     bits = torch.ones(1, 16, 40, dtype=torch.uint8)
     bits[0, 8:] = torch.randint(0, 2, (8, 40), generator=g, dtype=torch.uint8)
     bits[0, 4:8] = 0
@@ -142,8 +165,15 @@ def test_bce_one_hot_matches_mean_of_sigmoid_ce():
     z = torch.tensor([[[2.0, -1.0], [0.5, 0.25]]])
     y = torch.tensor([[0, 1]])
     sig = torch.sigmoid
-    manual = -(torch.log(sig(torch.tensor(2.0))) + torch.log(1 - sig(torch.tensor(-1.0)))
-               + torch.log(1 - sig(torch.tensor(0.5))) + torch.log(sig(torch.tensor(0.25)))) / 4
+    manual = (
+        -(
+            torch.log(sig(torch.tensor(2.0)))
+            + torch.log(1 - sig(torch.tensor(-1.0)))
+            + torch.log(1 - sig(torch.tensor(0.5)))
+            + torch.log(sig(torch.tensor(0.25)))
+        )
+        / 4
+    )
     assert sm.bce_one_hot(z, y).item() == pytest.approx(manual.item(), rel=1e-6)
 
 
@@ -173,7 +203,7 @@ def test_run_record_is_consistent():
     d = r.to_dict()
     assert set(sm.RESULT_KEYS) <= set(d)
     assert all(math.isfinite(d[k]) for k in sm.RESULT_KEYS if not k.endswith("_m_star"))
-    assert math.isnan(d["tt_m_star"]) and math.isnan(d["edelman_m_star"])      # m_star=False skips them
+    assert math.isnan(d["tt_m_star"]) and math.isnan(d["edelman_m_star"])  # m_star=False skips them
     assert d["acc_gap"] == pytest.approx(d["train_acc"] - d["test_acc"])
     assert d["loss_gap"] == pytest.approx(d["test_loss"] - d["train_loss"])
     assert r.fitted == (r.train_acc == 1.0)
@@ -188,7 +218,7 @@ def test_run_record_is_consistent():
     assert r.l11_dist_from_init == pytest.approx(dist, rel=1e-9) and dist > 0
     assert r.input_radius == sm.uniform_input_radius(64) >= r.input_radius_T
     assert r.tt_bound > 0 and r.edelman_bound > 0
-    assert math.isnan(r.tt_m_star) and math.isnan(r.edelman_m_star)      # m_star=False skips them
+    assert math.isnan(r.tt_m_star) and math.isnan(r.edelman_m_star)  # m_star=False skips them
 
 
 def test_bounds_use_the_radius_grid():
@@ -206,7 +236,7 @@ def test_bounds_use_the_radius_grid():
     (B_w,), iw = round_radii([float(net.weight_norms()["w"]["l11"])])
     d2 = union_delta(0.05, idx + iw)
     tt = trauger_tewari_bound(layers, B_X=9.0, B_w=B_w, d=64, m=300, delta=d2, out_dim=2, bias=True)
-    assert grid[0] == tt.value                  # the certified value of genbound.bounds, not a copy
+    assert grid[0] == tt.value  # the certified value of genbound.bounds, not a copy
     # and bounds_for is exactly the .value of the bound results it reports
     tt_r, ed_r = sm.bound_results(net, m=300, seq_len=20, delta=0.05, B_X=9.0)
     assert grid == (tt_r.value, ed_r.value) and ed_r.T == 21
@@ -223,7 +253,7 @@ def test_sample_size_needed_brackets_the_target():
     ed = lambda m: edelman_bound_from_model(net, m=int(m), T=21, **kw).value
     assert tt(tt_m) <= 0.5 < tt(tt_m / 10**0.05)
     assert ed(ed_m) <= 0.5 < ed(ed_m / 10**0.05)
-    assert ed_m < tt_m          # at initialisation the l1 norms make the TT cover far larger
+    assert ed_m < tt_m  # at initialisation the l1 norms make the TT cover far larger
 
 
 def test_return_models_hold_the_stopping_checkpoint():
@@ -246,7 +276,7 @@ def test_adam_protocol_fits_and_stops_at_the_first_fitting_step():
     run was a different trajectory and the test depended on the machine.)"""
     from genbound.experiments import fullbatch
 
-    verdicts = []                  # per step: {model index: fits on the whole training set}
+    verdicts = []  # per step: {model index: fits on the whole training set}
     real = fullbatch.fit_stack
 
     def spy_fit_stack(params, loss_logits, train_labels, protocol, **kw):
@@ -255,9 +285,12 @@ def test_adam_protocol_fits_and_stops_at_the_first_fitting_step():
             ok = (logits.detach().argmax(-1) == train_labels[idx]).all(-1)
             verdicts.append(dict(zip(idx.tolist(), ok.tolist())))
             return loss, logits
+
         return real(params, spy, train_labels, protocol, **kw)
 
-    cfg = sm.SparseMajorityConfig(n_train=60, n_val=50, n_test=200, steps=3000, adam_lr=1e-2, m_star=False)
+    cfg = sm.SparseMajorityConfig(
+        n_train=60, n_val=50, n_test=200, steps=3000, adam_lr=1e-2, m_star=False
+    )
     fullbatch.fit_stack = spy_fit_stack
     try:
         res = sm.run_seq_len(11, [0, 1], cfg, device="cpu", progress=False)
@@ -278,8 +311,18 @@ def test_original_protocol_stopping_rule():
     """With T = s = 1 there are two distinct inputs; the running training accuracy reaches 1 and the
     run stops before the cap. The running accuracy judges the weights *before* each batch's update, so
     the weights it stops with need not fit: ``fitted`` is the exact whole-set verdict on them."""
-    cfg = sm.SparseMajorityConfig(s=1, n_train=32, n_val=16, n_test=16, batch_size=32, lr=0.1,
-                                  lr_decay=1.0, max_epochs=400, eval_every=50, protocol="original")
+    cfg = sm.SparseMajorityConfig(
+        s=1,
+        n_train=32,
+        n_val=16,
+        n_test=16,
+        batch_size=32,
+        lr=0.1,
+        lr_decay=1.0,
+        max_epochs=400,
+        eval_every=50,
+        protocol="original",
+    )
     (r,) = sm.run_seq_len(1, [0], cfg, device="cpu", progress=False)
     assert r.steps < 400
     assert r.fitted == (r.train_acc == 1.0) and r.fit_step == (r.steps if r.fitted else -1)
@@ -291,15 +334,20 @@ def test_fullbatch_adam_matches_torch_adam():
     from genbound.experiments.fullbatch import AdamProtocol, fit_stack
 
     g = torch.Generator().manual_seed(0)
-    X, y = torch.randn(2, 20, 3, generator=g, dtype=torch.float64), torch.randint(0, 2, (2, 20), generator=g)
+    X, y = (
+        torch.randn(2, 20, 3, generator=g, dtype=torch.float64),
+        torch.randint(0, 2, (2, 20), generator=g),
+    )
     W0 = torch.randn(2, 3, 2, generator=g, dtype=torch.float64)
     proto = AdamProtocol(lr=0.05, steps=25, warmup=5, eval_every=100)
 
     def ll(P, idx):
         z = torch.einsum("knd,kdc->knc", X[idx], P["W"])
-        return torch.nn.functional.cross_entropy(z.transpose(1, 2), y[idx], reduction="none").mean(-1), z
+        return torch.nn.functional.cross_entropy(z.transpose(1, 2), y[idx], reduction="none").mean(
+            -1
+        ), z
 
-    y_imp = torch.full_like(y, 5)          # the fit check compares with class 5, which no argmax gives
+    y_imp = torch.full_like(y, 5)  # the fit check compares with class 5, which no argmax gives
     out = fit_stack({"W": W0}, ll, y_imp, proto)
     W = W0.clone().requires_grad_(True)
     opt = torch.optim.Adam([W], lr=proto.lr)
@@ -318,7 +366,7 @@ def test_csv_roundtrip(tmp_path):
     res = sm.run_seq_len(11, [0], cfg, device="cpu", progress=False)
     path = tmp_path / "s.csv"
     sm.write_csv(res, path, config=cfg)
-    with pytest.raises(GenboundError, match="already in the file"):       # the same run twice
+    with pytest.raises(GenboundError, match="already in the file"):  # the same run twice
         sm.write_csv(res, path, config=cfg, append=True)
     res2 = sm.run_seq_len(11, [1], cfg, device="cpu", progress=False)
     sm.write_csv(res2, path, config=cfg, append=True)
@@ -332,8 +380,11 @@ def test_csv_roundtrip(tmp_path):
 def test_gap_slope_recovers_a_known_slope():
     import pandas as pd
 
-    rows = [{"seq_len": T, "acc_gap": 0.02 * math.log2(T) + 0.001 * ((s % 3) - 1)}
-            for T in (16, 64, 256) for s in range(6)]
+    rows = [
+        {"seq_len": T, "acc_gap": 0.02 * math.log2(T) + 0.001 * ((s % 3) - 1)}
+        for T in (16, 64, 256)
+        for s in range(6)
+    ]
     out = sm.gap_slope(pd.DataFrame(rows))
     assert out["slope"] == pytest.approx(0.02, abs=1e-12) and out["lo"] <= 0.02 <= out["hi"]
     with pytest.raises(ParameterError):
@@ -347,24 +398,64 @@ def test_bad_device():
 
 # ------------------------------------------------------------------------------------------ CLI
 def test_cli_json(capsys):
-    rc = cli.main(["experiment", "sparse-majority", "--seq-lens", "11,13", "--seeds", "1", "--json",
-                   "--steps", "20", "--warmup", "2", "--n-train", "20", "--n-val", "10", "--n-test", "20",
-                   "--device", "cpu", "--no-m-star"])
+    rc = cli.main(
+        [
+            "experiment",
+            "sparse-majority",
+            "--seq-lens",
+            "11,13",
+            "--seeds",
+            "1",
+            "--json",
+            "--steps",
+            "20",
+            "--warmup",
+            "2",
+            "--n-train",
+            "20",
+            "--n-val",
+            "10",
+            "--n-test",
+            "20",
+            "--device",
+            "cpu",
+            "--no-m-star",
+        ]
+    )
     assert rc == 0
     recs = json.loads(capsys.readouterr().out)
     assert [r["seq_len"] for r in recs] == [11, 13]
     for r in recs:
         assert set(sm.RESULT_KEYS) <= set(r)
-        assert all(isinstance(r[k], (int, float)) and math.isfinite(r[k]) for k in sm.RESULT_KEYS
-                   if not k.endswith("_m_star"))
-        assert r["tt_m_star"] is None and r["edelman_m_star"] is None             # --no-m-star: JSON null
+        assert all(
+            isinstance(r[k], (int, float)) and math.isfinite(r[k])
+            for k in sm.RESULT_KEYS
+            if not k.endswith("_m_star")
+        )
+        assert r["tt_m_star"] is None and r["edelman_m_star"] is None  # --no-m-star: JSON null
 
 
 def test_cli_csv_resumes(tmp_path, capsys):
     """A second run with the same --csv skips the finished (seq_len, seed) rows and adds the rest."""
     path = tmp_path / "sweep.csv"
-    base = ["experiment", "sparse-majority", "--steps", "10", "--warmup", "2", "--n-train", "20",
-            "--n-val", "10", "--n-test", "20", "--no-m-star", "--csv", str(path), "--json"]
+    base = [
+        "experiment",
+        "sparse-majority",
+        "--steps",
+        "10",
+        "--warmup",
+        "2",
+        "--n-train",
+        "20",
+        "--n-val",
+        "10",
+        "--n-test",
+        "20",
+        "--no-m-star",
+        "--csv",
+        str(path),
+        "--json",
+    ]
     assert cli.main([*base, "--seq-lens", "11", "--seeds", "1"]) == 0
     assert cli.main([*base, "--seq-lens", "11,13", "--seeds", "2"]) == 0
     df = sm.read_csv(path)
@@ -374,15 +465,20 @@ def test_cli_csv_resumes(tmp_path, capsys):
     assert "protocol" in capsys.readouterr().err and len(sm.read_csv(path)) == 4
 
 
-@pytest.mark.parametrize("argv, match", [(["--seq-lens", "4"], "must be >= s"),
-                                         (["--seq-lens", "a,b"], "comma-separated"),
-                                         (["--s", "8"], "odd"),
-                                         (["--device", "nope"], "device"),
-                                         (["--protocol", "sgd"], "protocol"),
-                                         (["--steps", "0"], "steps"),
-                                         (["--steps", "-5"], "steps"),
-                                         (["--max-epochs", "0", "--protocol", "original"], "max_epochs"),
-                                         (["--n-train", "0"], "n_train")])
+@pytest.mark.parametrize(
+    "argv, match",
+    [
+        (["--seq-lens", "4"], "must be >= s"),
+        (["--seq-lens", "a,b"], "comma-separated"),
+        (["--s", "8"], "odd"),
+        (["--device", "nope"], "device"),
+        (["--protocol", "sgd"], "protocol"),
+        (["--steps", "0"], "steps"),
+        (["--steps", "-5"], "steps"),
+        (["--max-epochs", "0", "--protocol", "original"], "max_epochs"),
+        (["--n-train", "0"], "n_train"),
+    ],
+)
 def test_cli_errors(argv, match, capsys, tmp_path):
     path = tmp_path / "never.csv"
     rc = cli.main(["experiment", "sparse-majority", "--seeds", "1", "--csv", str(path), *argv])
@@ -398,8 +494,19 @@ def test_saved_sweep_meets_the_protocol():
     chapter's per-length intervals need several fitted runs), every fitted row with training accuracy
     exactly 1, and one T-uniform input radius."""
     df = sm.read_csv()
-    need = {"seq_len", "seed", "train_acc", "test_acc", "acc_gap", "fitted", "l11_norm_sum",
-            "l11_dist_from_init", "input_radius", "tt_bound", "edelman_bound"}
+    need = {
+        "seq_len",
+        "seed",
+        "train_acc",
+        "test_acc",
+        "acc_gap",
+        "fitted",
+        "l11_norm_sum",
+        "l11_dist_from_init",
+        "input_radius",
+        "tt_bound",
+        "edelman_bound",
+    }
     assert need <= set(df.columns)
     assert set(df["seq_len"]) >= {16, 32, 64, 128, 256, 512, 1024}
     assert df.groupby("seq_len")["seed"].nunique().min() >= 8

@@ -43,7 +43,9 @@ def test_lack_of_fit_of_log_capacity_by_dummy_regression(fitted):
     levels = sorted(fitted["seq_len"].unique())
     line = np.column_stack([np.ones_like(x), x])
     dummies = np.column_stack([(fitted["seq_len"] == t).to_numpy(float) for t in levels])
-    rss = [float(((y - A @ np.linalg.lstsq(A, y, rcond=None)[0]) ** 2).sum()) for A in (line, dummies)]
+    rss = [
+        float(((y - A @ np.linalg.lstsq(A, y, rcond=None)[0]) ** 2).sum()) for A in (line, dummies)
+    ]
     k, n = len(levels), len(y)
     F = ((rss[0] - rss[1]) / (k - 2)) / (rss[1] / (n - k))
     got = sm.lack_of_fit(fitted.assign(lc=y), "lc")
@@ -56,7 +58,9 @@ def test_long_length_capacity_slope_is_least_squares(fitted):
     y = np.log10(long["tt_capacity"].to_numpy())
     slope = np.polyfit(x, y, 1)[0]
     got = sm.gap_slope(long.assign(lc=y), column="lc")
-    assert got["slope"] == pytest.approx(slope, rel=1e-10) and got["lo"] <= got["slope"] <= got["hi"]
+    assert (
+        got["slope"] == pytest.approx(slope, rel=1e-10) and got["lo"] <= got["slope"] <= got["hi"]
+    )
 
 
 def _ranks(v):
@@ -88,8 +92,14 @@ def test_capacity_floor_rank_k_brute_force(fitted):
     for k in (1, 2, 3):
         floor = sm.capacity_floor(fitted, rank=k)
         for i in fitted.index:
-            gaps = sorted((fitted.at[j, "acc_gap"] for j in fitted.index
-                           if fitted.at[j, "tt_capacity"] <= fitted.at[i, "tt_capacity"]), reverse=True)
+            gaps = sorted(
+                (
+                    fitted.at[j, "acc_gap"]
+                    for j in fitted.index
+                    if fitted.at[j, "tt_capacity"] <= fitted.at[i, "tt_capacity"]
+                ),
+                reverse=True,
+            )
             want = gaps[k - 1] if len(gaps) >= k else float("nan")
             assert floor[i] == want or (math.isnan(want) and math.isnan(floor[i]))
     with pytest.raises(ParameterError):
@@ -101,7 +111,9 @@ def test_regenerated_data_reproduce_the_saved_test_max_and_the_train_choice():
     rows = pd.DataFrame({"seq_len": [16, 256, 1024], "seed": [0, 4, 7]})
     got = sm.one_bit_baselines(rows)
     for r, g in zip(rows.itertuples(), got.itertuples()):
-        assert g.one_bit_test_max == saved.loc[(r.seq_len, r.seed), "one_bit_acc"]   # the data are the run's
+        assert (
+            g.one_bit_test_max == saved.loc[(r.seq_len, r.seed), "one_bit_acc"]
+        )  # the data are the run's
         task, data = sm.regenerate_data(r.seq_len, r.seed)
         (btr, ytr), (bte, yte) = data["train"], data["test"]
         pos = task.positions.tolist()
@@ -115,7 +127,9 @@ def test_regenerated_data_reproduce_the_saved_test_max_and_the_train_choice():
 
 def test_one_bit_expectation_by_enumeration():
     for s in (1, 3, 5, 9):
-        hits = sum(bits[0] == int(2 * sum(bits) >= s) for bits in itertools.product((0, 1), repeat=s))
+        hits = sum(
+            bits[0] == int(2 * sum(bits) >= s) for bits in itertools.product((0, 1), repeat=s)
+        )
         assert sm.one_bit_expectation(s) == pytest.approx(hits / 2**s, rel=1e-15)
 
 

@@ -14,12 +14,22 @@ from genbound.experiments import sparse_majority as sm
 from genbound.nets import ModelNorms, ReferenceTransformer
 
 TINY = dict(n_train=40, n_val=30, n_test=50, steps=40, warmup=5, eval_every=7, m_star=True)
-BOUND_COLUMNS = ("tt_bound", "tt_trivial", "tt_capacity", "tt_m_star",
-                 "edelman_bound", "edelman_trivial", "edelman_capacity", "edelman_m_star")
+BOUND_COLUMNS = (
+    "tt_bound",
+    "tt_trivial",
+    "tt_capacity",
+    "tt_m_star",
+    "edelman_bound",
+    "edelman_trivial",
+    "edelman_capacity",
+    "edelman_m_star",
+)
 
 
 def _same(a, b):
-    return a == b or (isinstance(a, float) and isinstance(b, float) and math.isnan(a) and math.isnan(b))
+    return a == b or (
+        isinstance(a, float) and isinstance(b, float) and math.isnan(a) and math.isnan(b)
+    )
 
 
 @pytest.fixture(scope="module")
@@ -72,16 +82,24 @@ def test_bounds_from_saved_norms_equal_bounds_from_the_model():
 def test_one_bit_baseline_brute_force_and_expectation():
     task = sm.make_task(15, seed=2)
     bits, y = task.sample(4000, torch.Generator().manual_seed(1))
-    brute = max(float(sum(int(b[p]) == int(t) for b, t in zip(bits, y))) / len(y) for p in task.positions.tolist())
+    brute = max(
+        float(sum(int(b[p]) == int(t) for b, t in zip(bits, y))) / len(y)
+        for p in task.positions.tolist()
+    )
     assert task.one_bit_accuracy(bits, y) == brute
-    expect = 0.5 + comb(task.s - 1, (task.s - 1) // 2) / 2 ** task.s          # 0.637 for s = 9
-    assert abs(brute - expect) < 4 * math.sqrt(0.25 / len(y)) + 0.02         # max of 9 draws: small upward bias
+    expect = 0.5 + comb(task.s - 1, (task.s - 1) // 2) / 2**task.s  # 0.637 for s = 9
+    assert (
+        abs(brute - expect) < 4 * math.sqrt(0.25 / len(y)) + 0.02
+    )  # max of 9 draws: small upward bias
 
 
 # --------------------------------------------------------------------------- reproducible rows
 def test_a_row_does_not_depend_on_the_other_runs_of_the_sweep(tiny_sweep):
     cfg = sm.SparseMajorityConfig(**TINY)
-    alone = {(r.seq_len, r.seed): r.to_dict() for r in sm.run_sweep([13], [1], cfg, device="cpu", progress=False)}
+    alone = {
+        (r.seq_len, r.seed): r.to_dict()
+        for r in sm.run_sweep([13], [1], cfg, device="cpu", progress=False)
+    }
     saved = {(r["seq_len"], r["seed"]): r for r in sm.read_sweep(tiny_sweep).rows}
     row = saved[(13, 1)]
     same = [_same(row[c], alone[(13, 1)][c]) for c in sm.SCHEMA.names if c != "seconds"]
@@ -93,7 +111,9 @@ def test_verify_rows_reproduces_every_column_but_seconds(tiny_sweep):
     (chk,) = sm.verify_rows(table, [(11, 1)])
     assert chk.exact, {k: v for k, v in chk.differences.items() if k != "norms_json"}
     assert "norms_json" in chk.compared and "seconds" not in chk.compared
-    assert (chk.rerun["seq_len"], chk.rerun["seed"]) == (11, 1) and list(chk.rerun) == list(table.columns)
+    assert (chk.rerun["seq_len"], chk.rerun["seed"]) == (11, 1) and list(chk.rerun) == list(
+        table.columns
+    )
 
 
 def test_verify_rows_detects_a_changed_row(tiny_sweep, tmp_path):
@@ -117,20 +137,39 @@ def test_verify_rows_detects_a_changed_row(tiny_sweep, tmp_path):
 
 
 def test_cli_verify_saved_rows(tiny_sweep, capsys):
-    rc = cli.main(["experiment", "sparse-majority", "--saved-csv", str(tiny_sweep), "--verify-saved-rows",
-                   "13:0", "--json"])
+    rc = cli.main(
+        [
+            "experiment",
+            "sparse-majority",
+            "--saved-csv",
+            str(tiny_sweep),
+            "--verify-saved-rows",
+            "13:0",
+            "--json",
+        ]
+    )
     out = json.loads(capsys.readouterr().out)
-    assert rc == 0 and out["n_exact"] == 1 and out["rows"][0]["exact"] and out["rows"][0]["seq_len"] == 13
+    assert (
+        rc == 0
+        and out["n_exact"] == 1
+        and out["rows"][0]["exact"]
+        and out["rows"][0]["seq_len"] == 13
+    )
 
 
-@pytest.mark.parametrize("argv, match", [(["--verify-saved", "0"], "in [1, 4]"),
-                                         (["--verify-saved", "5"], "in [1, 4]"),
-                                         (["--verify-saved-rows", "64:3"], "no saved row for T=64 seed=3"),
-                                         (["--verify-saved-rows", "11:0,13"], "'13' is not T:seed"),
-                                         (["--verify-saved-rows", "11:x"], "is not T:seed"),
-                                         (["--verify-saved-rows", ""], "T:seed pairs"),
-                                         (["--verify-saved-rows", "11:0,11:0"], "twice"),
-                                         (["--verify-saved", "1", "--verify-saved-rows", "11:0"], "not both")])
+@pytest.mark.parametrize(
+    "argv, match",
+    [
+        (["--verify-saved", "0"], "in [1, 4]"),
+        (["--verify-saved", "5"], "in [1, 4]"),
+        (["--verify-saved-rows", "64:3"], "no saved row for T=64 seed=3"),
+        (["--verify-saved-rows", "11:0,13"], "'13' is not T:seed"),
+        (["--verify-saved-rows", "11:x"], "is not T:seed"),
+        (["--verify-saved-rows", ""], "T:seed pairs"),
+        (["--verify-saved-rows", "11:0,11:0"], "twice"),
+        (["--verify-saved", "1", "--verify-saved-rows", "11:0"], "not both"),
+    ],
+)
 def test_cli_verify_bad_input_trains_nothing(argv, match, tiny_sweep, capsys, monkeypatch):
     def boom(*a, **k):
         raise AssertionError("trained")
@@ -139,7 +178,9 @@ def test_cli_verify_bad_input_trains_nothing(argv, match, tiny_sweep, capsys, mo
     rc = cli.main(["experiment", "sparse-majority", "--saved-csv", str(tiny_sweep), *argv])
     out = capsys.readouterr()
     err = out.err.strip().splitlines()
-    assert rc == 2 and len(err) == 1 and err[0].startswith("genbound: error:") and match in err[0], out.err
+    assert (
+        rc == 2 and len(err) == 1 and err[0].startswith("genbound: error:") and match in err[0]
+    ), out.err
 
 
 def test_pick_rows_is_seeded_and_distinct(tiny_sweep):
@@ -161,7 +202,10 @@ def test_every_bound_column_of_the_saved_sweep_recomputes_from_its_saved_norms()
     cfg = sm.config_of(table)
     for row in table.rows:
         got = sm.row_bound_fields(row, cfg)
-        assert {c: got[c] for c in BOUND_COLUMNS} == {c: row[c] for c in BOUND_COLUMNS}, (row["seq_len"], row["seed"])
+        assert {c: got[c] for c in BOUND_COLUMNS} == {c: row[c] for c in BOUND_COLUMNS}, (
+            row["seq_len"],
+            row["seed"],
+        )
 
 
 def test_saved_sweep_trivial_flags_and_capacities_see_the_norms():
@@ -170,13 +214,23 @@ def test_saved_sweep_trivial_flags_and_capacities_see_the_norms():
     table = _saved()
     cfg = sm.config_of(table)
     rows = table.rows
-    for row in rows:            # trivial exactly where the value is the cap (the Rademacher term at 1/2)
-        tt, ed = bound_results(sm.saved_norms(row), m=row["n_train"], seq_len=row["seq_len"], delta=cfg.delta,
-                               B_X=row["input_radius"], margin=cfg.margin)
-        assert row["tt_trivial"] == (tt.rademacher == 0.5) and row["edelman_trivial"] == (ed.rademacher == 0.5)
+    for row in rows:  # trivial exactly where the value is the cap (the Rademacher term at 1/2)
+        tt, ed = bound_results(
+            sm.saved_norms(row),
+            m=row["n_train"],
+            seq_len=row["seq_len"],
+            delta=cfg.delta,
+            B_X=row["input_radius"],
+            margin=cfg.margin,
+        )
+        assert row["tt_trivial"] == (tt.rademacher == 0.5) and row["edelman_trivial"] == (
+            ed.rademacher == 0.5
+        )
     by_norms = {}
     for row in rows:
-        by_norms.setdefault(row["norms_json"], set()).add((row["tt_capacity"], row["edelman_capacity"]))
+        by_norms.setdefault(row["norms_json"], set()).add(
+            (row["tt_capacity"], row["edelman_capacity"])
+        )
     assert len(by_norms) == len(rows)
     caps = [c for s in by_norms.values() for c in s]
     assert len({c[0] for c in caps}) == len(rows) and len({c[1] for c in caps}) == len(rows)
@@ -187,7 +241,9 @@ def test_saved_sweep_has_eight_seeds_per_length_trained_alone_on_one_thread():
     seeds = {}
     for row in table.rows:
         seeds.setdefault(row["seq_len"], set()).add(row["seed"])
-    assert set(seeds) == {16, 32, 64, 128, 256, 512, 1024} and all(len(s) >= 8 for s in seeds.values())
+    assert set(seeds) == {16, 32, 64, 128, 256, 512, 1024} and all(
+        len(s) >= 8 for s in seeds.values()
+    )
     assert table.environment["threads"] == 1 and table.environment["commit"]
 
 
@@ -198,9 +254,15 @@ def _frame(seed=0, k=5, per=4):
 
     rng = np.random.default_rng(seed)
     T = np.repeat(2 ** np.arange(4, 4 + k), per)
-    return pd.DataFrame({"seq_len": T, "seed": np.tile(np.arange(per), k), "n_train": 300,
-                         "acc_gap": rng.normal(0.1 * np.log2(T) ** 0.5, 0.05),
-                         "tt_capacity": 10 ** rng.uniform(3, 6, len(T))})
+    return pd.DataFrame(
+        {
+            "seq_len": T,
+            "seed": np.tile(np.arange(per), k),
+            "n_train": 300,
+            "acc_gap": rng.normal(0.1 * np.log2(T) ** 0.5, 0.05),
+            "tt_capacity": 10 ** rng.uniform(3, 6, len(T)),
+        }
+    )
 
 
 def test_per_length_means_are_t_intervals():
@@ -209,8 +271,12 @@ def test_per_length_means_are_t_intervals():
     df = _frame()
     out = sm.per_length_means(df)
     for T, g in df.groupby("seq_len"):
-        lo, hi = stats.t.interval(0.95, len(g) - 1, loc=g["acc_gap"].mean(), scale=stats.sem(g["acc_gap"]))
-        assert out.loc[T, "lo"] == pytest.approx(lo, abs=1e-12) and out.loc[T, "hi"] == pytest.approx(hi, abs=1e-12)
+        lo, hi = stats.t.interval(
+            0.95, len(g) - 1, loc=g["acc_gap"].mean(), scale=stats.sem(g["acc_gap"])
+        )
+        assert out.loc[T, "lo"] == pytest.approx(lo, abs=1e-12) and out.loc[
+            T, "hi"
+        ] == pytest.approx(hi, abs=1e-12)
 
 
 def test_lack_of_fit_equals_the_nested_regression_f_test():
@@ -221,8 +287,13 @@ def test_lack_of_fit_equals_the_nested_regression_f_test():
         df = _frame(seed)
         x, y = np.log2(df["seq_len"].to_numpy(float)), df["acc_gap"].to_numpy(float)
         line = np.column_stack([np.ones_like(x), x])
-        dummies = (df["seq_len"].to_numpy()[:, None] == np.unique(df["seq_len"])[None, :]).astype(float)
-        rss = [float(((y - A @ np.linalg.lstsq(A, y, rcond=None)[0]) ** 2).sum()) for A in (line, dummies)]
+        dummies = (df["seq_len"].to_numpy()[:, None] == np.unique(df["seq_len"])[None, :]).astype(
+            float
+        )
+        rss = [
+            float(((y - A @ np.linalg.lstsq(A, y, rcond=None)[0]) ** 2).sum())
+            for A in (line, dummies)
+        ]
         k, n = dummies.shape[1], len(y)
         F = ((rss[0] - rss[1]) / (k - 2)) / (rss[1] / (n - k))
         got = sm.lack_of_fit(df)
@@ -236,23 +307,37 @@ def test_capacity_floor_and_matched_pairs_brute_force():
     df = _frame(1)
     floor = sm.capacity_floor(df)
     for i in df.index:
-        assert floor[i] == max(df.at[j, "acc_gap"] for j in df.index if df.at[j, "tt_capacity"] <= df.at[i, "tt_capacity"])
+        assert floor[i] == max(
+            df.at[j, "acc_gap"]
+            for j in df.index
+            if df.at[j, "tt_capacity"] <= df.at[i, "tt_capacity"]
+        )
     pairs = sm.matched_pairs(df, within_log10=0.2)
     import numpy as np
 
     lc = np.log10(df["tt_capacity"].to_numpy())
-    brute = sum(1 for i in range(len(df)) for j in range(i + 1, len(df))
-                if df["seq_len"].iat[i] != df["seq_len"].iat[j] and abs(lc[i] - lc[j]) <= 0.2)
-    assert len(pairs) == brute and (pairs["gap_diff"] >= 0).all() and pairs["gap_diff"].is_monotonic_decreasing
+    brute = sum(
+        1
+        for i in range(len(df))
+        for j in range(i + 1, len(df))
+        if df["seq_len"].iat[i] != df["seq_len"].iat[j] and abs(lc[i] - lc[j]) <= 0.2
+    )
+    assert (
+        len(pairs) == brute
+        and (pairs["gap_diff"] >= 0).all()
+        and pairs["gap_diff"].is_monotonic_decreasing
+    )
     assert (pairs["T_a"] != pairs["T_b"]).all()
 
 
 def test_regime_label_thresholds():
     assert sm.regime_label(0.97, 0.637, 10_000) == "rule"
     assert sm.regime_label(0.70, 0.637, 10_000) == "between"
-    assert sm.regime_label(0.630, 0.637, 10_000) == "between"           # within 2 SE (0.0136) of the baseline
+    assert (
+        sm.regime_label(0.630, 0.637, 10_000) == "between"
+    )  # within 2 SE (0.0136) of the baseline
     assert sm.regime_label(0.620, 0.637, 10_000) == "below one-bit"
-    assert sm.regime_label(0.509, 0.637, 10_000) == "chance"             # 0.5 + 2 SE = 0.51
+    assert sm.regime_label(0.509, 0.637, 10_000) == "chance"  # 0.5 + 2 SE = 0.51
     assert sm.regime_label(0.512, 0.637, 10_000) == "below one-bit"
     assert sm.regime_label(0.40, 0.637, 10_000) == "chance"
 
@@ -268,7 +353,7 @@ def test_radius_prior_nats_add_up_to_the_confidence_the_bound_pays():
         tt, _ = bound_results(net, m=300, seq_len=16, delta=0.05, B_X=9.0)
         nats = sm.radius_prior_nats(net)
         assert sum(nats) == pytest.approx(math.log(0.05 / tt.delta), rel=1e-12)
-        assert all(n >= math.log(3.0) - 1e-12 for n in nats)          # pi(0) = 1/3 is the largest share
+        assert all(n >= math.log(3.0) - 1e-12 for n in nats)  # pi(0) = 1/3 is the largest share
 
 
 def test_merge_sweeps_of_parallel_processes(tmp_path, tiny_sweep):
@@ -284,7 +369,8 @@ def test_merge_sweeps_of_parallel_processes(tmp_path, tiny_sweep):
     assert [(r["seq_len"], r["seed"]) for r in merged.rows] == [(11, 0), (11, 1), (13, 0), (13, 1)]
     assert merged.rows == sorted(rows, key=lambda r: (r["seq_len"], r["seed"])) or all(
         all(_same(x[c], y[c]) for c in merged.columns)
-        for x, y in zip(merged.rows, sorted(rows, key=lambda r: (r["seq_len"], r["seed"]))))
+        for x, y in zip(merged.rows, sorted(rows, key=lambda r: (r["seq_len"], r["seed"])))
+    )
     with pytest.raises(ResultsFileError, match="exists"):
         sm.merge_sweeps([a, b], out)
     with pytest.raises(ResultsFileError, match="in two files"):
@@ -299,11 +385,15 @@ def test_merge_sweeps_of_parallel_processes(tmp_path, tiny_sweep):
 def test_recompute_bound_columns_changes_only_those_columns(tmp_path, tiny_sweep):
     from genbound.errors import ResultsFileError
 
-    out = sm.recompute_bound_columns(tiny_sweep, tmp_path / "r.csv", columns=["tt_capacity"], notes="why")
+    out = sm.recompute_bound_columns(
+        tiny_sweep, tmp_path / "r.csv", columns=["tt_capacity"], notes="why"
+    )
     a, b = sm.read_sweep(tiny_sweep), sm.read_sweep(out)
     assert b.header["notes"] == "why" and b.config == a.config and b.environment == a.environment
     for x, y in zip(a.rows, b.rows):
-        assert all(_same(x[c], y[c]) for c in a.columns)          # the tiny sweep already has own-norm capacities
+        assert all(
+            _same(x[c], y[c]) for c in a.columns
+        )  # the tiny sweep already has own-norm capacities
     with pytest.raises(ResultsFileError, match="does not compute"):
         sm.recompute_bound_columns(tiny_sweep, tmp_path / "s.csv", columns=["test_acc"], notes="no")
     with pytest.raises(ResultsFileError, match="exists"):
@@ -316,15 +406,23 @@ def test_other_kind_sweep_is_the_same_experiment_on_another_cpu():
     not record the CPU kind, so it can never be taken for this file's kind)."""
     saved, other = _saved(), sm.read_sweep(sm.OTHER_KIND_SWEEP)
     assert other.config == saved.config and other.keys == saved.keys
-    assert saved.environment.get("cpu_model") and saved.environment.get("cpu_model") != other.environment.get("cpu_model")
+    assert saved.environment.get("cpu_model") and saved.environment.get(
+        "cpu_model"
+    ) != other.environment.get("cpu_model")
     assert not sm.reproduction_case(other).same_kind
 
 
 def test_compare_draws_counts_and_differences():
     a = sm.read_csv(sm.OTHER_KIND_SWEEP)
     same = sm.compare_draws(a, a)
-    assert same == {"rows": len(a), "same_fit_step": len(a), "same_fitted": len(a), "test_acc_mean_abs": 0.0,
-                    "test_acc_max_abs": 0.0, "mean_gap_max_abs": 0.0}
+    assert same == {
+        "rows": len(a),
+        "same_fit_step": len(a),
+        "same_fitted": len(a),
+        "test_acc_mean_abs": 0.0,
+        "test_acc_max_abs": 0.0,
+        "mean_gap_max_abs": 0.0,
+    }
     # one row moved: the counts and differences see exactly that row
     b = a.copy()
     i = b.index[0]
@@ -334,7 +432,9 @@ def test_compare_draws_counts_and_differences():
     d = sm.compare_draws(a, b)
     n_T = int((a["seq_len"] == a.loc[i, "seq_len"]).sum())
     assert d["same_fit_step"] == len(a) - 1 and d["same_fitted"] == len(a)
-    assert d["test_acc_max_abs"] == pytest.approx(0.01) and d["test_acc_mean_abs"] == pytest.approx(0.01 / len(a))
+    assert d["test_acc_max_abs"] == pytest.approx(0.01) and d["test_acc_mean_abs"] == pytest.approx(
+        0.01 / len(a)
+    )
     assert d["mean_gap_max_abs"] == pytest.approx(0.08 / n_T)
     with pytest.raises(ParameterError, match="lacks the columns"):
         sm.compare_draws(a.drop(columns=["fit_step"]), a)

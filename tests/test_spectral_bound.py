@@ -20,8 +20,18 @@ from genbound.weights import TransformerWeights, bert_weights_from_state_dict
 RTOL = 1e-9
 
 
-COLUMNS = ["rank", "spectral_norm", "frobenius_norm", "nuclear_norm", "norm_21", "log_alpha", "gamma",
-           "log_scale", "p_opt", "contribution"]
+COLUMNS = [
+    "rank",
+    "spectral_norm",
+    "frobenius_norm",
+    "nuclear_norm",
+    "norm_21",
+    "log_alpha",
+    "gamma",
+    "log_scale",
+    "p_opt",
+    "contribution",
+]
 
 
 # --------------------------------------------------------------------------------------------------
@@ -33,8 +43,12 @@ def reference_matrices(sd: dict, H: int, layers: list[int], attention_scale=Fals
     out = []
     for li, i in enumerate(layers):
         g = lambda n: np.asarray(sd[f"{prefix}encoder.layer.{i}.{n}.weight"], dtype=np.float64)  # noqa: E731
-        q, k, v, o = g("attention.self.query"), g("attention.self.key"), g("attention.self.value"), \
-            g("attention.output.dense")
+        q, k, v, o = (
+            g("attention.self.query"),
+            g("attention.self.key"),
+            g("attention.self.value"),
+            g("attention.output.dense"),
+        )
         N = q.shape[1]
         dh = N // H
         for h in range(H):
@@ -58,12 +72,16 @@ def torch_svdvals(W):
     return torch.linalg.svdvals(torch.from_numpy(np.ascontiguousarray(W))).numpy()
 
 
-def reference_proxies(mats, N, L_phi=1.13, rank_tol=1e-10, mode="exact", grid_m=None, svd=numpy_svdvals):
+def reference_proxies(
+    mats, N, L_phi=1.13, rank_tol=1e-10, mode="exact", grid_m=None, svd=numpy_svdvals
+):
     """Both proxies from dense matrices; ``mode="authors"`` keeps sub-threshold values for p > 0."""
     rows = []
     for l, h, kind, W in mats:
         s = svd(W)
-        rows.append(dict(layer=l, head=h, kind=kind, s=s, n21=float(np.linalg.norm(W, axis=0).sum())))
+        rows.append(
+            dict(layer=l, head=h, kind=kind, s=s, n21=float(np.linalg.norm(W, axis=0).sum()))
+        )
     L = 1 + max(r["layer"] for r in rows)
     C2 = {(r["layer"], r["head"], r["kind"]): float(r["s"][0]) for r in rows}
     heads = sorted({r["head"] for r in rows if r["head"] >= 0})
@@ -88,23 +106,37 @@ def reference_proxies(mats, N, L_phi=1.13, rank_tol=1e-10, mode="exact", grid_m=
             gamma = cout
         else:
             gamma = 1.0
-        log_scale = max(math.log(gamma) + log_alpha[l] + math.log(L), math.log(np.finfo(float).tiny))
+        log_scale = max(
+            math.log(gamma) + log_alpha[l] + math.log(L), math.log(np.finfo(float).tiny)
+        )
         thr = rank_tol * len(s) * max(float(s[0]), 1.0)
         rank = int(np.sum(s > thr))
         kept = s[s > thr] if mode == "exact" else s[s > 0]
         row_terms = []
         for p in grid:
-            M = rank if p == 0 else float(np.sum(kept ** p))
+            M = rank if p == 0 else float(np.sum(kept**p))
             # T(p) = M^(1/(p+2)) scale^(p/(p+2)) N^((p+1)/(p+2)), through logs because scale overflows
-            row_terms.append(math.exp((math.log(M) + p * log_scale + (p + 1) * math.log(N)) / (p + 2)) if M > 0 else 0.0)
+            row_terms.append(
+                math.exp((math.log(M) + p * log_scale + (p + 1) * math.log(N)) / (p + 2))
+                if M > 0
+                else 0.0
+            )
         j = int(np.argmin(row_terms))
         terms.append(row_terms)
         total += row_terms[j]
         kept_t = s[s > thr] if mode == "exact" else s
-        for c, val in (("rank", rank), ("spectral_norm", s[0]), ("frobenius_norm", np.sqrt(np.sum(kept_t ** 2))),
-                       ("nuclear_norm", np.sum(kept_t)), ("norm_21", r["n21"]), ("log_alpha", log_alpha[l]),
-                       ("gamma", gamma), ("log_scale", log_scale), ("p_opt", grid[j]),
-                       ("contribution", row_terms[j])):
+        for c, val in (
+            ("rank", rank),
+            ("spectral_norm", s[0]),
+            ("frobenius_norm", np.sqrt(np.sum(kept_t**2))),
+            ("nuclear_norm", np.sum(kept_t)),
+            ("norm_21", r["n21"]),
+            ("log_alpha", log_alpha[l]),
+            ("gamma", gamma),
+            ("log_scale", log_scale),
+            ("p_opt", grid[j]),
+            ("contribution", row_terms[j]),
+        ):
             table[c].append(float(val))
     ours = total + math.sqrt(L)
     # Edelman-style proxy
@@ -112,14 +144,27 @@ def reference_proxies(mats, N, L_phi=1.13, rank_tol=1e-10, mode="exact", grid_m=
     for l in range(L):
         cin, cout = C2[(l, -1, "M_in")], C2[(l, -1, "M_out")]
         n21 = {(r["head"], r["kind"]): r["n21"] for r in rows if r["layer"] == l}
-        xi = sum((cout * cin * C2[(l, h, "V")] * n21[(h, "QK")]) ** (2 / 3) + (cout * cin * n21[(h, "V")]) ** (2 / 3)
-                 for h in heads)
+        xi = sum(
+            (cout * cin * C2[(l, h, "V")] * n21[(h, "QK")]) ** (2 / 3)
+            + (cout * cin * n21[(h, "V")]) ** (2 / 3)
+            for h in heads
+        )
         xi += (cout * n21[(-1, "M_in")]) ** (2 / 3) + n21[(-1, "M_out")] ** (2 / 3)
         log_parts.append(2 / 3 * log_alpha[l] + math.log(xi))
     mx = max(log_parts)
     log_sum = mx + math.log(sum(math.exp(x - mx) for x in log_parts))
-    edel_log = 1.5 * (log_sum + math.log1p(math.exp(-log_sum))) if log_sum > 0 else 1.5 * math.log1p(math.exp(log_sum))
-    return {"ours": ours, "edelman_log": edel_log, "table": table, "terms": np.array(terms), "grid": grid}
+    edel_log = (
+        1.5 * (log_sum + math.log1p(math.exp(-log_sum)))
+        if log_sum > 0
+        else 1.5 * math.log1p(math.exp(log_sum))
+    )
+    return {
+        "ours": ours,
+        "edelman_log": edel_log,
+        "table": table,
+        "terms": np.array(terms),
+        "grid": grid,
+    }
 
 
 def random_state_dict(L, H, dh, F, seed, std=0.3, prefix=""):
@@ -127,11 +172,23 @@ def random_state_dict(L, H, dh, F, seed, std=0.3, prefix=""):
     N = H * dh
     sd = {}
     for i in range(L):
-        for n, shp in (("attention.self.query", (N, N)), ("attention.self.key", (N, N)),
-                       ("attention.self.value", (N, N)), ("attention.output.dense", (N, N)),
-                       ("intermediate.dense", (F, N)), ("output.dense", (N, F))):
-            sd[f"{prefix}encoder.layer.{i}.{n}.weight"] = torch.randn(*shp, generator=g, dtype=torch.float64) * std
-    return sd, {"hidden_size": N, "num_attention_heads": H, "intermediate_size": F, "num_hidden_layers": L}
+        for n, shp in (
+            ("attention.self.query", (N, N)),
+            ("attention.self.key", (N, N)),
+            ("attention.self.value", (N, N)),
+            ("attention.output.dense", (N, N)),
+            ("intermediate.dense", (F, N)),
+            ("output.dense", (N, F)),
+        ):
+            sd[f"{prefix}encoder.layer.{i}.{n}.weight"] = (
+                torch.randn(*shp, generator=g, dtype=torch.float64) * std
+            )
+    return sd, {
+        "hidden_size": N,
+        "num_attention_heads": H,
+        "intermediate_size": F,
+        "num_hidden_layers": L,
+    }
 
 
 def rel(a, b):
@@ -151,8 +208,10 @@ def assert_matches(report, edel, ref, rtol=RTOL, columns=COLUMNS):
 # against the reference
 
 
-@pytest.mark.parametrize("std, L, H, dh, F", [(0.3, 2, 3, 4, 20), (0.05, 3, 2, 3, 7), (1.0, 1, 1, 5, 9),
-                                             (0.02, 2, 2, 8, 64)])
+@pytest.mark.parametrize(
+    "std, L, H, dh, F",
+    [(0.3, 2, 3, 4, 20), (0.05, 3, 2, 3, 7), (1.0, 1, 1, 5, 9), (0.02, 2, 2, 8, 64)],
+)
 def test_matches_reference_on_toy_models(std, L, H, dh, F):
     sd, cfg = random_state_dict(L, H, dh, F, seed=L * 100 + H, std=std)
     w = bert_weights_from_state_dict(sd, cfg)
@@ -174,10 +233,17 @@ def test_interior_and_boundary_p_opt_are_exercised():
 
 
 @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(L=st.integers(1, 3), H=st.integers(1, 3), dh=st.integers(1, 4), F=st.integers(1, 12),
-       log_std=st.floats(-3, 1), seed=st.integers(0, 2**16), grid_m=st.one_of(st.none(), st.integers(1, 6)))
+@given(
+    L=st.integers(1, 3),
+    H=st.integers(1, 3),
+    dh=st.integers(1, 4),
+    F=st.integers(1, 12),
+    log_std=st.floats(-3, 1),
+    seed=st.integers(0, 2**16),
+    grid_m=st.one_of(st.none(), st.integers(1, 6)),
+)
 def test_matches_reference_hypothesis(L, H, dh, F, log_std, seed, grid_m):
-    sd, cfg = random_state_dict(L, H, dh, F, seed=seed, std=10.0 ** log_std)
+    sd, cfg = random_state_dict(L, H, dh, F, seed=seed, std=10.0**log_std)
     w = bert_weights_from_state_dict(sd, cfg)
     r = si.spectral_adaptive_bound(w, grid_m=grid_m)
     e = si.edelman_proxy(w)
@@ -229,7 +295,9 @@ def test_authors_mode_noise_floor(minilm_path):
     assert rel(ex.value, au.value) <= 1e-12
     heads = torch.tensor(ex.table["kind"].isin(["QK", "V"]).to_numpy())
     gap = (au.log_terms - ex.log_terms)[heads][:, 1]  # log T(1/m): authors minus exact
-    assert bool((gap > 0.01).all())  # the noise floor inflates T(1/m) of every head (measured: ~0.024)
+    assert bool(
+        (gap > 0.01).all()
+    )  # the noise floor inflates T(1/m) of every head (measured: ~0.024)
     assert bool((au.log_terms - ex.log_terms)[~heads].abs().max() < 1e-9)  # full-rank MLP: no floor
 
 
@@ -252,13 +320,18 @@ def test_permuting_heads_permutes_rows():
     sd, cfg = random_state_dict(2, 3, 4, 10, seed=3, std=0.4)
     perm = [2, 0, 1]
     a = si.spectral_adaptive_bound(bert_weights_from_state_dict(sd, cfg))
-    b = si.spectral_adaptive_bound(bert_weights_from_state_dict(_permute_heads(sd, 3, 4, perm), cfg))
+    b = si.spectral_adaptive_bound(
+        bert_weights_from_state_dict(_permute_heads(sd, 3, 4, perm), cfg)
+    )
     assert rel(a.value, b.value) <= 1e-12
     ta = a.table[a.table.layer == 0].set_index(["kind", "head"])
     tb = b.table[b.table.layer == 0].set_index(["kind", "head"])
     for new, old in enumerate(perm):
         for kind in ("QK", "V"):
-            assert rel(tb.loc[(kind, new), "contribution"], ta.loc[(kind, old), "contribution"]) <= 1e-12
+            assert (
+                rel(tb.loc[(kind, new), "contribution"], ta.loc[(kind, old), "contribution"])
+                <= 1e-12
+            )
     ea = si.edelman_proxy(bert_weights_from_state_dict(sd, cfg))
     eb = si.edelman_proxy(bert_weights_from_state_dict(_permute_heads(sd, 3, 4, perm), cfg))
     assert rel(ea.log_value, eb.log_value) <= 1e-12
@@ -270,14 +343,20 @@ def test_transposed_convention_swapping_query_and_key():
     sd, cfg = random_state_dict(2, 2, 3, 8, seed=5, std=0.5)
     sw = dict(sd)
     for i in range(2):
-        q, k = f"encoder.layer.{i}.attention.self.query.weight", f"encoder.layer.{i}.attention.self.key.weight"
+        q, k = (
+            f"encoder.layer.{i}.attention.self.query.weight",
+            f"encoder.layer.{i}.attention.self.key.weight",
+        )
         sw[q], sw[k] = sd[k], sd[q]
     a = si.spectral_adaptive_bound(bert_weights_from_state_dict(sd, cfg))
     b = si.spectral_adaptive_bound(bert_weights_from_state_dict(sw, cfg))
     assert rel(a.value, b.value) <= 1e-12
     qk = a.table.kind == "QK"
-    row_norms = [np.linalg.norm(W, axis=1).sum() for (_, _, kind, W) in reference_matrices(sd, 2, [0, 1])
-                 if kind == "QK"]
+    row_norms = [
+        np.linalg.norm(W, axis=1).sum()
+        for (_, _, kind, W) in reference_matrices(sd, 2, [0, 1])
+        if kind == "QK"
+    ]
     assert rel(b.table.loc[qk, "norm_21"], row_norms) <= 1e-12
     eb = si.edelman_proxy(bert_weights_from_state_dict(sw, cfg))
     ref = reference_proxies(reference_matrices(sw, 2, [0, 1]), 6)
@@ -290,8 +369,9 @@ def test_factor_and_dense_proxy_inputs_agree():
     w = bert_weights_from_state_dict(sd, cfg)
     qk = [[w.matrix("QK", l, h) for h in range(2)] for l in range(2)]
     v = [[w.matrix("V", l, h) for h in range(2)] for l in range(2)]
-    d = TransformerWeights.from_proxy_matrices(qk, v, [w.matrix("M_in", l) for l in range(2)],
-                                               [w.matrix("M_out", l) for l in range(2)])
+    d = TransformerWeights.from_proxy_matrices(
+        qk, v, [w.matrix("M_in", l) for l in range(2)], [w.matrix("M_out", l) for l in range(2)]
+    )
     a, b = si.spectral_adaptive_bound(w), si.spectral_adaptive_bound(d)
     assert rel(a.value, b.value) <= 1e-12
     for c in COLUMNS:
@@ -309,7 +389,11 @@ def test_scaling_a_layer_shifts_alpha_and_gamma():
     a = si.spectral_adaptive_bound(bert_weights_from_state_dict(sd, cfg)).table
     b = si.spectral_adaptive_bound(bert_weights_from_state_dict(sc, cfg)).table
     d_log_alpha = (b.log_alpha - a.log_alpha).groupby(a.layer).max()
-    assert abs(d_log_alpha[0] - math.log(c)) < 1e-12 and abs(d_log_alpha[1]) < 1e-12 and abs(d_log_alpha[2]) < 1e-12
+    assert (
+        abs(d_log_alpha[0] - math.log(c)) < 1e-12
+        and abs(d_log_alpha[1]) < 1e-12
+        and abs(d_log_alpha[2]) < 1e-12
+    )
     l1 = (a.layer == 1).to_numpy()
     for kind, factor in (("QK", c), ("V", c), ("M_in", c), ("M_out", 1.0)):
         sel = l1 & (a.kind == kind).to_numpy()
@@ -323,7 +407,9 @@ def test_scaling_a_layer_shifts_alpha_and_gamma():
 def test_attention_scale_divides_qk_spectrum():
     sd, cfg = random_state_dict(1, 2, 4, 8, seed=2, std=0.5)
     a = si.spectral_adaptive_bound(bert_weights_from_state_dict(sd, cfg)).table
-    b = si.spectral_adaptive_bound(bert_weights_from_state_dict(sd, cfg, attention_scale=True)).table
+    b = si.spectral_adaptive_bound(
+        bert_weights_from_state_dict(sd, cfg, attention_scale=True)
+    ).table
     qk = (a.kind == "QK").to_numpy()
     assert rel(b.spectral_norm[qk], a.spectral_norm[qk] / 2.0) <= 1e-12  # 1/sqrt(d_head = 4)
     assert rel(b.spectral_norm[~qk], a.spectral_norm[~qk]) <= 1e-12
@@ -348,7 +434,9 @@ def test_rank_deficient_products():
     au = si.spectral_adaptive_bound(bert_weights_from_state_dict(sd, cfg), mode="authors")
     assert au.table["rank"].tolist() == r.table["rank"].tolist()
     assert au.log_terms[0, 1] > r.log_terms[0, 1]  # p = 1/m: the floor counts
-    assert bool((au.log_terms[0, 1:] >= r.log_terms[0, 1:] - 1e-12).all())  # and never lowers a term
+    assert bool(
+        (au.log_terms[0, 1:] >= r.log_terms[0, 1:] - 1e-12).all()
+    )  # and never lowers a term
 
 
 def test_zero_layer_gives_finite_numbers():
@@ -410,9 +498,9 @@ def test_bad_parameters_raise():
     with pytest.raises(ParameterError, match="L_phi"):
         si.edelman_proxy(w, L_phi=float("nan"))
     with pytest.raises(GenboundError, match="BERT"):
-        gb.spectral_adaptive_bound(object())          # the loading convenience names what it reads
+        gb.spectral_adaptive_bound(object())  # the loading convenience names what it reads
     with pytest.raises(GenboundError, match="weights must be TransformerWeights or Spectra"):
-        si.spectral_adaptive_bound(object())          # bounds/ never loads
+        si.spectral_adaptive_bound(object())  # bounds/ never loads
     with pytest.raises(GenboundError, match="weights must be TransformerWeights or Spectra"):
         si.edelman_proxy("some/folder")
     with pytest.raises(ParameterError, match="n_samples"):
@@ -441,7 +529,13 @@ def test_cpu_and_cuda_agree(minilm_path):
     assert rel(a.value, b.value) <= 1e-9
     for c in COLUMNS:
         assert rel(a.table[c], b.table[c]) <= 1e-9, c
-    assert rel(si.edelman_proxy(w, device="cpu").log_value, si.edelman_proxy(w, device="cuda").log_value) <= 1e-9
+    assert (
+        rel(
+            si.edelman_proxy(w, device="cpu").log_value,
+            si.edelman_proxy(w, device="cuda").log_value,
+        )
+        <= 1e-9
+    )
 
 
 # --------------------------------------------------------------------------------------------------
@@ -459,21 +553,27 @@ def test_capacity_trivial_and_samples_needed():
     w = _toy()
     r = si.spectral_adaptive_bound(w, n_samples=100_000)
     # every matrix at p = 0 (kappa_0 = 1): capacity = 12 * 4 sqrt(4 * 4) + sqrt(1) = 193; B = 17
-    assert r.value == pytest.approx(17.0, rel=1e-12) and r.capacity == pytest.approx(193.0, rel=1e-12)
-    assert r.trivial is False                                          # 193 / sqrt(10^5) < 1
-    assert si.spectral_adaptive_bound(w, n_samples=10_000).trivial is True   # 193 / 100 >= 1
+    assert r.value == pytest.approx(17.0, rel=1e-12) and r.capacity == pytest.approx(
+        193.0, rel=1e-12
+    )
+    assert r.trivial is False  # 193 / sqrt(10^5) < 1
+    assert si.spectral_adaptive_bound(w, n_samples=10_000).trivial is True  # 193 / 100 >= 1
     assert si.spectral_adaptive_bound(w).trivial is None
     for t in (1.0, 0.5, 0.1, 0.0137):
         n = r.samples_needed(t)
-        assert r.capacity / math.sqrt(n) <= t * (1 + 1e-12) and (n == 1 or r.capacity / math.sqrt(n - 1) > t)
-    assert r.samples_needed(1.0) == 193 ** 2
+        assert r.capacity / math.sqrt(n) <= t * (1 + 1e-12) and (
+            n == 1 or r.capacity / math.sqrt(n - 1) > t
+        )
+    assert r.samples_needed(1.0) == 193**2
     d = r.to_dict(target=1.0)
     assert json.loads(json.dumps(d)) == d and d["trivial"] is False and d["n_samples"] == 100_000
-    assert d["capacity"] == pytest.approx(193.0) and d["samples_needed"] == 193 ** 2
-    assert r.samples_needed() == 193 ** 2 and r.samples_needed(1.0, limit=193 ** 2 - 1) == math.inf
+    assert d["capacity"] == pytest.approx(193.0) and d["samples_needed"] == 193**2
+    assert r.samples_needed() == 193**2 and r.samples_needed(1.0, limit=193**2 - 1) == math.inf
     e = si.edelman_proxy(w, n_samples=100_000)
     assert e.capacity == e.value and e.log_capacity == e.log_value
-    assert e.trivial == (e.value >= math.sqrt(1e5)) and e.samples_needed(1.0) >= e.value ** 2 * (1 - 1e-12)
+    assert e.trivial == (e.value >= math.sqrt(1e5)) and e.samples_needed(1.0) >= e.value**2 * (
+        1 - 1e-12
+    )
     assert json.loads(json.dumps(e.to_dict()))["value"] == e.value
 
 
@@ -496,6 +596,9 @@ def test_checkpoint_convenience_is_the_package_function(tmp_path):
     assert gb.edelman_proxy is checkpoint_bounds.edelman_proxy
     make_bert_checkpoint(tmp_path, layers=2, heads=2, hidden=8, d_ff=16, seed=0)
     w = gb.load_weights(tmp_path)
-    a, b = gb.spectral_adaptive_bound(str(tmp_path), device="cpu", n_samples=50), si.spectral_adaptive_bound(w)
+    a, b = (
+        gb.spectral_adaptive_bound(str(tmp_path), device="cpu", n_samples=50),
+        si.spectral_adaptive_bound(w),
+    )
     assert a.value == b.value and a.n_samples == 50
     assert gb.edelman_proxy(tmp_path).log_value == si.edelman_proxy(w).log_value

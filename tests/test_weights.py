@@ -13,11 +13,22 @@ import numpy as np
 import pytest
 import torch
 
-from genbound.errors import (ArchitectureError, CheckpointError, GenboundError, NonFiniteError, ParameterError,
-                             ShapeError)
+from genbound.errors import (
+    ArchitectureError,
+    CheckpointError,
+    GenboundError,
+    NonFiniteError,
+    ParameterError,
+    ShapeError,
+)
 from genbound.testing import make_bert_checkpoint
-from genbound.weights import (KINDS, TransformerWeights, bert_weights_from_state_dict, load_weights,
-                              weights_from_state_dict)
+from genbound.weights import (
+    KINDS,
+    TransformerWeights,
+    bert_weights_from_state_dict,
+    load_weights,
+    weights_from_state_dict,
+)
 
 
 @pytest.fixture()
@@ -45,10 +56,18 @@ def test_conventions_match_the_authors_extraction(ckpt):
         g = lambda n: sd[f"encoder.layer.{l}.{n}.weight"]  # noqa: E731
         for h in range(3):
             s = slice(h * dh, (h + 1) * dh)
-            assert torch.allclose(w.matrix("QK", l, h), g("attention.self.query")[s].T @ g("attention.self.key")[s],
-                                  rtol=0, atol=1e-15)
-            assert torch.allclose(w.matrix("V", l, h),
-                                  g("attention.self.value")[s].T @ g("attention.output.dense").T[s], rtol=0, atol=1e-15)
+            assert torch.allclose(
+                w.matrix("QK", l, h),
+                g("attention.self.query")[s].T @ g("attention.self.key")[s],
+                rtol=0,
+                atol=1e-15,
+            )
+            assert torch.allclose(
+                w.matrix("V", l, h),
+                g("attention.self.value")[s].T @ g("attention.output.dense").T[s],
+                rtol=0,
+                atol=1e-15,
+            )
         assert torch.equal(w.matrix("M_in", l), g("intermediate.dense").T)
         assert torch.equal(w.matrix("M_out", l), g("output.dense").T)
     # scores are x QK y^T = (x Wq^T)(y Wk^T)^T with the stored nn.Linear weights Wq, Wk: QK = W_Q W_K^T
@@ -56,7 +75,9 @@ def test_conventions_match_the_authors_extraction(ckpt):
     x, y = torch.randn(12, dtype=torch.float64), torch.randn(12, dtype=torch.float64)
     qx = g("attention.self.query") @ x
     ky = g("attention.self.key") @ y
-    assert math.isclose(float(x @ w.matrix("QK", 1, 2) @ y), float(qx[8:12] @ ky[8:12]), rel_tol=1e-12)
+    assert math.isclose(
+        float(x @ w.matrix("QK", 1, 2) @ y), float(qx[8:12] @ ky[8:12]), rel_tol=1e-12
+    )
 
 
 def test_core_spectra_equal_dense_spectra(ckpt):
@@ -81,12 +102,17 @@ def test_core_is_accurate_for_small_singular_values():
     V, _ = torch.linalg.qr(torch.randn(10, 10, generator=g, dtype=torch.float64))
     s = torch.logspace(0, -12, 10, dtype=torch.float64)
     M = (U * s) @ V.T  # 40 x 10, known singular values
-    w = TransformerWeights.from_proxy_matrices(torch.zeros(1, 1, 10, 10, dtype=torch.float64),
-                                               torch.zeros(1, 1, 10, 10, dtype=torch.float64),
-                                               M.T.unsqueeze(0), M.unsqueeze(0))
+    w = TransformerWeights.from_proxy_matrices(
+        torch.zeros(1, 1, 10, 10, dtype=torch.float64),
+        torch.zeros(1, 1, 10, 10, dtype=torch.float64),
+        M.T.unsqueeze(0),
+        M.unsqueeze(0),
+    )
     sp = w.spectra()
     got = sp.m_out[0]
-    assert sp.routes["M_out"] == ("qr-svd",)  # the Gram route cannot certify this spectrum: fallback
+    assert sp.routes["M_out"] == (
+        "qr-svd",
+    )  # the Gram route cannot certify this spectrum: fallback
     assert float(((got - s).abs() / s).max()) < 1e-3  # relative, down to sigma = 1e-12
     gram = torch.linalg.eigvalsh(M.T @ M).clamp(min=0).sqrt().flip(0)
     assert float(((gram - s).abs() / s).max()) > 1.0  # the Gram route loses the small ones entirely
@@ -96,8 +122,10 @@ def test_attention_scale(ckpt):
     a = load_weights(ckpt).matrix("QK", 0, 1)
     b = load_weights(ckpt, attention_scale=True).matrix("QK", 0, 1)
     assert torch.allclose(b, a / 2.0, rtol=1e-15, atol=0)  # d_head = 4
-    assert torch.equal(load_weights(ckpt, attention_scale=True).matrix("V", 0, 1),
-                       load_weights(ckpt).matrix("V", 0, 1))
+    assert torch.equal(
+        load_weights(ckpt, attention_scale=True).matrix("V", 0, 1),
+        load_weights(ckpt).matrix("V", 0, 1),
+    )
 
 
 def test_module_and_prefixed_state_dict_and_folder_agree(ckpt):
@@ -147,7 +175,9 @@ def test_minilm_shapes_and_ranks(minilm_path):
 
 def test_from_proxy_matrices_nested_lists():
     I = torch.eye(3, dtype=torch.float64)
-    w = TransformerWeights.from_proxy_matrices([[I, 2 * I]], [[I, I]], [torch.ones(3, 5)], [torch.ones(5, 3)])
+    w = TransformerWeights.from_proxy_matrices(
+        [[I, 2 * I]], [[I, I]], [torch.ones(3, 5)], [torch.ones(5, 3)]
+    )
     sp = w.spectra()
     assert sp.qk[0, :, 0].tolist() == [1.0, 2.0]
     assert math.isclose(float(sp.m_in[0, 0]), math.sqrt(15), rel_tol=1e-14)
@@ -188,9 +218,13 @@ def test_gpt2_names_are_not_bert_names():
     """bert_weights_from_state_dict stays BERT-only; weights_from_state_dict finds GPT-2 and asks for its keys."""
     sd = {"transformer.h.0.attn.c_attn.weight": torch.zeros(4, 12)}
     with pytest.raises(ArchitectureError, match="transformer.h.0.attn.c_attn.weight"):
-        bert_weights_from_state_dict(sd, {"hidden_size": 4, "num_attention_heads": 1, "intermediate_size": 8})
+        bert_weights_from_state_dict(
+            sd, {"hidden_size": 4, "num_attention_heads": 1, "intermediate_size": 8}
+        )
     with pytest.raises(ArchitectureError, match="n_embd"):
-        weights_from_state_dict(sd, {"hidden_size": 4, "num_attention_heads": 1, "intermediate_size": 8})
+        weights_from_state_dict(
+            sd, {"hidden_size": 4, "num_attention_heads": 1, "intermediate_size": 8}
+        )
     with pytest.raises(ArchitectureError, match="attn.c_proj.weight' is missing"):
         weights_from_state_dict(sd, {"n_embd": 4, "n_head": 1, "n_inner": 8})
 
@@ -198,10 +232,12 @@ def test_gpt2_names_are_not_bert_names():
 def test_config_and_shape_mismatches(tmp_path):
     make_bert_checkpoint(tmp_path, layers=2, heads=2, hidden=8, d_ff=12, seed=0)
     cfg = json.loads((tmp_path / "config.json").read_text())
-    for key, val, err, msg in (("num_attention_heads", 3, ArchitectureError, "not divisible"),
-                               ("intermediate_size", 13, ShapeError, "intermediate.dense"),
-                               ("num_hidden_layers", 5, ArchitectureError, "num_hidden_layers=5"),
-                               ("hidden_size", None, ArchitectureError, "hidden_size")):
+    for key, val, err, msg in (
+        ("num_attention_heads", 3, ArchitectureError, "not divisible"),
+        ("intermediate_size", 13, ShapeError, "intermediate.dense"),
+        ("num_hidden_layers", 5, ArchitectureError, "num_hidden_layers=5"),
+        ("hidden_size", None, ArchitectureError, "hidden_size"),
+    ):
         bad = dict(cfg)
         if val is None:
             del bad[key]
@@ -216,9 +252,16 @@ def test_config_and_shape_mismatches(tmp_path):
 
 
 def test_missing_parameter_and_non_finite_weights():
-    sd = {f"encoder.layer.0.{n}.weight": torch.zeros(s) for n, s in
-          (("attention.self.query", (4, 4)), ("attention.self.key", (4, 4)), ("attention.self.value", (4, 4)),
-           ("attention.output.dense", (4, 4)), ("intermediate.dense", (6, 4)))}
+    sd = {
+        f"encoder.layer.0.{n}.weight": torch.zeros(s)
+        for n, s in (
+            ("attention.self.query", (4, 4)),
+            ("attention.self.key", (4, 4)),
+            ("attention.self.value", (4, 4)),
+            ("attention.output.dense", (4, 4)),
+            ("intermediate.dense", (6, 4)),
+        )
+    }
     cfg = {"hidden_size": 4, "num_attention_heads": 2, "intermediate_size": 6}
     with pytest.raises(ArchitectureError, match="output.dense.weight' is missing"):
         bert_weights_from_state_dict(sd, cfg)
@@ -232,16 +275,23 @@ def test_missing_parameter_and_non_finite_weights():
 def test_bad_proxy_matrices_and_parameters():
     I = torch.eye(3, dtype=torch.float64)
     with pytest.raises(ShapeError, match="must agree"):
-        TransformerWeights.from_proxy_matrices([[I]], [[I, I]], [torch.ones(3, 5)], [torch.ones(5, 3)])
+        TransformerWeights.from_proxy_matrices(
+            [[I]], [[I, I]], [torch.ones(3, 5)], [torch.ones(5, 3)]
+        )
     with pytest.raises(ShapeError, match="m_out"):
         TransformerWeights.from_proxy_matrices([[I]], [[I]], [torch.ones(3, 5)], [torch.ones(3, 5)])
     with pytest.raises(ShapeError, match="square"):
-        TransformerWeights.from_proxy_matrices([[torch.ones(3, 4)]], [[torch.ones(3, 4)]], [torch.ones(3, 5)],
-                                               [torch.ones(5, 3)])
+        TransformerWeights.from_proxy_matrices(
+            [[torch.ones(3, 4)]], [[torch.ones(3, 4)]], [torch.ones(3, 5)], [torch.ones(5, 3)]
+        )
     with pytest.raises(NonFiniteError, match="qk"):
-        TransformerWeights.from_proxy_matrices([[I * float("inf")]], [[I]], [torch.ones(3, 5)], [torch.ones(5, 3)])
+        TransformerWeights.from_proxy_matrices(
+            [[I * float("inf")]], [[I]], [torch.ones(3, 5)], [torch.ones(5, 3)]
+        )
     with pytest.raises(ShapeError, match="layers"):
-        TransformerWeights.from_proxy_matrices([[I]], [[I]], [torch.ones(3, 5)] * 2, [torch.ones(5, 3)])
+        TransformerWeights.from_proxy_matrices(
+            [[I]], [[I]], [torch.ones(3, 5)] * 2, [torch.ones(5, 3)]
+        )
     w = TransformerWeights.from_proxy_matrices([[I]], [[I]], [torch.ones(3, 5)], [torch.ones(5, 3)])
     with pytest.raises(ParameterError, match="method"):
         w.spectra(method="fast")
@@ -271,12 +321,16 @@ def test_arguments_apply_to_loaded_weights(ckpt):
     assert load_weights(w) is w
     scaled = load_weights(w, attention_scale=True)
     assert scaled.attention_scale and not w.attention_scale
-    assert torch.allclose(scaled.matrix("QK", 1, 2), w.matrix("QK", 1, 2) / 2.0, rtol=1e-15, atol=0)  # d_head 4
+    assert torch.allclose(
+        scaled.matrix("QK", 1, 2), w.matrix("QK", 1, 2) / 2.0, rtol=1e-15, atol=0
+    )  # d_head 4
     one = load_weights(w, layers=[1])
     assert one.n_layers == 1 and torch.equal(one.spectra().qk[0], w.spectra().qk[1])
     both = load_weights(scaled, layers=[1, 0])
     assert both.attention_scale and torch.equal(both.matrix("M_in", 0), w.matrix("M_in", 1))
-    assert torch.equal(load_weights(both, layers=[1]).matrix("V", 0, 0), w.matrix("V", 0, 0))  # ids compose
+    assert torch.equal(
+        load_weights(both, layers=[1]).matrix("V", 0, 0), w.matrix("V", 0, 0)
+    )  # ids compose
     unscaled = load_weights(scaled, attention_scale=False)
     assert torch.equal(unscaled.matrix("QK", 0, 0), w.matrix("QK", 0, 0))
     with pytest.raises(ParameterError, match="do not exist"):
@@ -304,7 +358,10 @@ def test_authors_mode_needs_dense_spectra(ckpt):
     with pytest.raises(ParameterError, match="method='dense'"):
         edelman_proxy(core, mode="authors")
     assert spectral_adaptive_bound(dense, mode="authors").mode == "authors"
-    assert spectral_adaptive_bound(w, mode="authors").value == spectral_adaptive_bound(dense, mode="authors").value
+    assert (
+        spectral_adaptive_bound(w, mode="authors").value
+        == spectral_adaptive_bound(dense, mode="authors").value
+    )
 
 
 def test_make_bert_checkpoint_validates(tmp_path):

@@ -24,7 +24,14 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 
 #: Inputs of every chapter that the notebook cache does not see (files, or folders taken recursively).
-INPUTS = ("genbound", "tools/genbound_sphinx.py", "requirements.txt", "requirements-nodeps.txt", "pyproject.toml", "_config.yml")
+INPUTS = (
+    "genbound",
+    "tools/genbound_sphinx.py",
+    "requirements.txt",
+    "requirements-nodeps.txt",
+    "pyproject.toml",
+    "_config.yml",
+)
 #: Never hashed: caches and build products.
 SKIP_PARTS = {"__pycache__", ".pytest_cache", ".hypothesis", "_build"}
 STAMP = ".genbound-inputs"
@@ -38,8 +45,13 @@ def input_files(root: Path = ROOT) -> list[Path]:
         if p.is_file():
             out.append(p)
         elif p.is_dir():
-            out += [f for f in p.rglob("*") if f.is_file() and not (SKIP_PARTS & set(f.relative_to(root).parts))
-                    and f.suffix not in (".pyc", ".pyo")]
+            out += [
+                f
+                for f in p.rglob("*")
+                if f.is_file()
+                and not (SKIP_PARTS & set(f.relative_to(root).parts))
+                and f.suffix not in (".pyc", ".pyo")
+            ]
     return sorted(out)
 
 
@@ -66,13 +78,18 @@ def main(argv=None) -> int:
     if not build.exists():
         print("book: no previous build; building from nothing")
     elif before != now:
-        why = "no record of the inputs of the last build" if before is None else \
-            "genbound/, tools/, the requirements or the book config changed since the last build"
+        why = (
+            "no record of the inputs of the last build"
+            if before is None
+            else "genbound/, tools/, the requirements or the book config changed since the last build"
+        )
         print(f"book: {why}; removing {build} and building from nothing")
         shutil.rmtree(build)
     else:
-        print("book: incremental (only chapters whose source changed are re-read; only notebooks whose code "
-              "changed are re-executed)")
+        print(
+            "book: incremental (only chapters whose source changed are re-read; only notebooks whose code "
+            "changed are re-executed)"
+        )
     build.mkdir(parents=True, exist_ok=True)
     stamp.write_text(now + "\n")
     return 0

@@ -47,9 +47,21 @@ import time
 from pathlib import Path
 from urllib.parse import unquote, urldefrag, urljoin, urlparse
 
-CHROMIUM_CANDIDATES = ("/usr/lib/chromium/chromium", "/usr/bin/chromium", "/usr/bin/chromium-browser")
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+CHROMIUM_CANDIDATES = (
+    "/usr/lib/chromium/chromium",
+    "/usr/bin/chromium",
+    "/usr/bin/chromium-browser",
+)
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 SKIP_DIRS = ("_static", "_sources", "_notebooks", "_images")
 VIEWPORT = {"width": 1280, "height": 900}
 # Console errors that are no fault of a page: a failed request is reported by its HTTP status instead
@@ -173,13 +185,18 @@ def find_chromium(explicit: str | None = None) -> str:
     for cand in ([explicit] if explicit else []) + list(CHROMIUM_CANDIDATES):
         if cand and Path(cand).is_file():
             return cand
-    raise SystemExit("check_browser: no chromium found; install Debian's: apt-get install -y chromium")
+    raise SystemExit(
+        "check_browser: no chromium found; install Debian's: apt-get install -y chromium"
+    )
 
 
 def site_pages(site: Path) -> list[str]:
     """Every HTML page of the site (relative POSIX paths), without the theme's and copied files."""
-    return sorted(p.relative_to(site).as_posix() for p in site.rglob("*.html")
-                  if p.relative_to(site).parts[0] not in SKIP_DIRS)
+    return sorted(
+        p.relative_to(site).as_posix()
+        for p in site.rglob("*.html")
+        if p.relative_to(site).parts[0] not in SKIP_DIRS
+    )
 
 
 def screenshot_name(page: str) -> str:
@@ -193,7 +210,9 @@ def notebook_outputs(path: Path) -> int:
         nb = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return 0
-    return sum(len(c.get("outputs", [])) for c in nb.get("cells", []) if c.get("cell_type") == "code")
+    return sum(
+        len(c.get("outputs", [])) for c in nb.get("cells", []) if c.get("cell_type") == "code"
+    )
 
 
 def _tags(cell) -> set[str]:
@@ -219,25 +238,38 @@ def notebook_problems(path: Path, page_cells: list[dict] | None = None) -> list[
     out = []
     unexecuted = [i for i, c in enumerate(code) if c.get("execution_count") is None]
     if unexecuted:
-        out.append(f"linked notebook {path.name}: {len(unexecuted)} of {len(code)} code cells not executed "
-                   f"(no execution count; code cells {unexecuted[:5]})")
+        out.append(
+            f"linked notebook {path.name}: {len(unexecuted)} of {len(code)} code cells not executed "
+            f"(no execution count; code cells {unexecuted[:5]})"
+        )
     if page_cells is not None:
         shown = [c for c in code if "remove-cell" not in _tags(c)]
         if len(shown) != len(page_cells):
-            out.append(f"linked notebook {path.name}: the page shows {len(page_cells)} code cells, the notebook "
-                       f"has {len(shown)} (without remove-cell); not the notebook of this page?")
+            out.append(
+                f"linked notebook {path.name}: the page shows {len(page_cells)} code cells, the notebook "
+                f"has {len(shown)} (without remove-cell); not the notebook of this page?"
+            )
         else:
-            missing = [i for i, (c, pc) in enumerate(zip(shown, page_cells)) if pc["output"] and not c.get("outputs")]
+            missing = [
+                i
+                for i, (c, pc) in enumerate(zip(shown, page_cells))
+                if pc["output"] and not c.get("outputs")
+            ]
             if missing:
-                out.append(f"linked notebook {path.name}: {len(missing)} cells show an output on the page but "
-                           f"have none in the notebook (page cells {missing[:5]})")
+                out.append(
+                    f"linked notebook {path.name}: {len(missing)} cells show an output on the page but "
+                    f"have none in the notebook (page cells {missing[:5]})"
+                )
     return out
 
 
 def redirect_target(path: Path) -> str | None:
     """The URL of a ``<meta http-equiv="refresh">`` redirect page, or ``None`` for a normal page."""
-    m = re.search(r'<meta\s+http-equiv="refresh"\s+content="\d+;\s*url=([^"]+)"',
-                  path.read_text(encoding="utf-8", errors="replace"), flags=re.I)
+    m = re.search(
+        r'<meta\s+http-equiv="refresh"\s+content="\d+;\s*url=([^"]+)"',
+        path.read_text(encoding="utf-8", errors="replace"),
+        flags=re.I,
+    )
     return m.group(1) if m else None
 
 
@@ -278,7 +310,9 @@ def check_links(results: dict, site: Path, base: str) -> dict[str, list[str]]:
                 problems.setdefault(page, []).append(f"link to a missing file: {what}")
             elif frag and target.endswith(".html"):
                 if target not in ids:
-                    problems.setdefault(page, []).append(f"anchor not checked, page not rendered: {what}")
+                    problems.setdefault(page, []).append(
+                        f"anchor not checked, page not rendered: {what}"
+                    )
                 elif unquote(frag) not in ids[target]:
                     problems.setdefault(page, []).append(f"link to a missing anchor: {what}")
     return problems
@@ -288,11 +322,17 @@ def check_notebook_links(results: dict, site: Path, base: str) -> dict[str, list
     """Every chapter page links ``_notebooks/…ipynb``; every linked notebook passes :func:`notebook_problems`."""
     problems: dict[str, list[str]] = {}
     for page, r in results.items():
-        nbs = {unquote(urlparse(l["href"]).path).lstrip("/") for l in r["links"]
-               if l["href"].startswith(base) and urlparse(l["href"]).path.endswith(".ipynb")
-               and "/_notebooks/" in urlparse(l["href"]).path}
+        nbs = {
+            unquote(urlparse(l["href"]).path).lstrip("/")
+            for l in r["links"]
+            if l["href"].startswith(base)
+            and urlparse(l["href"]).path.endswith(".ipynb")
+            and "/_notebooks/" in urlparse(l["href"]).path
+        }
         if not nbs and is_chapter(page):
-            problems.setdefault(page, []).append("no link to its executed notebook (_notebooks/…ipynb)")
+            problems.setdefault(page, []).append(
+                "no link to its executed notebook (_notebooks/…ipynb)"
+            )
         for nb in sorted(nbs):
             problems_nb = notebook_problems(site / nb, r.get("cells"))
             if problems_nb:
@@ -312,8 +352,13 @@ def render_all(site: Path, screens: Path, chromium: str, full_page: bool) -> tup
         with sync_playwright() as pw:
             # a fresh profile directory each run (persistent context: the directory is ours to remove)
             ctx = pw.chromium.launch_persistent_context(
-                str(profile), executable_path=chromium, headless=True, args=CHROMIUM_ARGS,
-                viewport=VIEWPORT, service_workers="block")
+                str(profile),
+                executable_path=chromium,
+                headless=True,
+                args=CHROMIUM_ARGS,
+                viewport=VIEWPORT,
+                service_workers="block",
+            )
             external: list[str] = []
 
             def route(r):
@@ -326,19 +371,42 @@ def render_all(site: Path, screens: Path, chromium: str, full_page: bool) -> tup
             ctx.route("**/*", route)
             for rel in pages:
                 target = redirect_target(site / rel)
-                if target is not None:  # index.html: a meta refresh to the root page, nothing to render
-                    results[rel] = {"links": [{"href": urljoin(base + rel, target), "raw": target,
-                                               "text": "meta refresh"}], "ids": []}
+                if (
+                    target is not None
+                ):  # index.html: a meta refresh to the root page, nothing to render
+                    results[rel] = {
+                        "links": [
+                            {
+                                "href": urljoin(base + rel, target),
+                                "raw": target,
+                                "text": "meta refresh",
+                            }
+                        ],
+                        "ids": [],
+                    }
                     continue
                 page_problems: list[str] = []
                 external.clear()
                 page = ctx.new_page()
-                page.on("pageerror", lambda e, pp=page_problems: pp.append(f"JavaScript error: {e}"))
-                page.on("console", lambda m, pp=page_problems: pp.append(f"console error: {m.text}")
-                        if m.type == "error" and not m.text.startswith(CONSOLE_NOISE) else None)
-                page.on("response", lambda resp, pp=page_problems: pp.append(
-                    f"HTTP {resp.status} for {resp.url.removeprefix(base)}")
-                        if resp.status >= 400 and resp.url.startswith(base) else None)
+                page.on(
+                    "pageerror", lambda e, pp=page_problems: pp.append(f"JavaScript error: {e}")
+                )
+                page.on(
+                    "console",
+                    lambda m, pp=page_problems: (
+                        pp.append(f"console error: {m.text}")
+                        if m.type == "error" and not m.text.startswith(CONSOLE_NOISE)
+                        else None
+                    ),
+                )
+                page.on(
+                    "response",
+                    lambda resp, pp=page_problems: (
+                        pp.append(f"HTTP {resp.status} for {resp.url.removeprefix(base)}")
+                        if resp.status >= 400 and resp.url.startswith(base)
+                        else None
+                    ),
+                )
                 page.goto(base + rel, wait_until="load", timeout=120_000)
                 probe = page.evaluate(PAGE_PROBE)
                 page.screenshot(path=str(screens / screenshot_name(rel)), full_page=full_page)
@@ -351,8 +419,12 @@ def render_all(site: Path, screens: Path, chromium: str, full_page: bool) -> tup
                 page_problems += [f"wider than the page column: {o}" for o in probe["overflow"]]
                 page_problems += [f"nan in a rendered table: {t}" for t in probe["nans"]]
                 if probe["pageWidth"] > probe["windowWidth"]:
-                    page_problems.append(f"page scrolls sideways: {probe['pageWidth']}px > {probe['windowWidth']}px")
-                page_problems += [f"request to another host (blocked): {u}" for u in dict.fromkeys(external)]
+                    page_problems.append(
+                        f"page scrolls sideways: {probe['pageWidth']}px > {probe['windowWidth']}px"
+                    )
+                page_problems += [
+                    f"request to another host (blocked): {u}" for u in dict.fromkeys(external)
+                ]
                 if page_problems:
                     problems[rel] = page_problems
                 results[rel] = probe
@@ -371,20 +443,29 @@ def main(argv=None) -> int:
     ap.add_argument("--site", default="_build/html", type=Path)
     ap.add_argument("--screens", default="_build/screens", type=Path)
     ap.add_argument("--chromium", default=None, help="path of the Chromium binary")
-    ap.add_argument("--full-page", action="store_true", help="screenshot whole pages, not the first screen")
+    ap.add_argument(
+        "--full-page", action="store_true", help="screenshot whole pages, not the first screen"
+    )
     args = ap.parse_args(argv)
     if not (args.site / "index.html").is_file():
-        print(f"check_browser: {args.site}/index.html not found; run `make book` first", file=sys.stderr)
+        print(
+            f"check_browser: {args.site}/index.html not found; run `make book` first",
+            file=sys.stderr,
+        )
         return 2
     t0 = time.perf_counter()
-    results, problems = render_all(args.site, args.screens, find_chromium(args.chromium), args.full_page)
+    results, problems = render_all(
+        args.site, args.screens, find_chromium(args.chromium), args.full_page
+    )
     n_links = sum(len(r["links"]) for r in results.values())
     for page in sorted(problems):
         print(f"FAIL {page}")
         for p in problems[page]:
             print(f"     {p}")
-    print(f"check_browser: {len(results)} pages, {n_links} links, {len(problems)} with problems; "
-          f"screenshots in {args.screens}/ ({time.perf_counter() - t0:.1f} s)")
+    print(
+        f"check_browser: {len(results)} pages, {n_links} links, {len(problems)} with problems; "
+        f"screenshots in {args.screens}/ ({time.perf_counter() - t0:.1f} s)"
+    )
     return 1 if problems else 0
 
 

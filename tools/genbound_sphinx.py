@@ -72,8 +72,9 @@ def add_notebook_line(app, doctree, docname: str) -> None:
     para += ref
     para += nodes.Text(" is the notebook this build executed, with its outputs (")
     intro = relative_uri(page, app.builder.get_target_uri(app.config.genbound_intro_page))
-    para += nodes.reference("", "how to open it", internal=True,
-                            refuri=f"{intro}#{app.config.genbound_notebook_anchor}")
+    para += nodes.reference(
+        "", "how to open it", internal=True, refuri=f"{intro}#{app.config.genbound_notebook_anchor}"
+    )
     para += nodes.Text(").")
     section.insert(1, para)
 
@@ -89,14 +90,20 @@ def add_claim_links(app, doctree, docname: str) -> None:
             continue
         label = node["label"]
         if label not in labels:
-            logger.warning(f"prf:{node['realtype']} {label!r} has no claim in genbound.claims",
-                           location=node)
+            logger.warning(
+                f"prf:{node['realtype']} {label!r} has no claim in genbound.claims", location=node
+            )
             continue
         title = next(iter(node.findall(nodes.title)), None)
         if title is None:
             continue
-        ref = nodes.reference("", "", internal=True, refuri=f"{index_uri}#claim-{label}",
-                              reftitle=f"the executable claim {label} in the claims index")
+        ref = nodes.reference(
+            "",
+            "",
+            internal=True,
+            refuri=f"{index_uri}#claim-{label}",
+            reftitle=f"the executable claim {label} in the claims index",
+        )
         ref += nodes.Text("claim \u2197")
         title += nodes.inline("", "", ref, classes=["genbound-claim-link"])
 
@@ -114,14 +121,17 @@ def add_download_entry(app, pagename, templatename, context, doctree) -> None:
         return
     for group in context.get("header_buttons", []):
         if group.get("label") == "download-buttons":
-            group["buttons"].insert(0, {
-                "type": "link",
-                "url": context["pathto"](notebook_uri(pagename), 1),
-                "text": ".ipynb (executed)",
-                "tooltip": "Download the executed notebook of this page",
-                "icon": "fas fa-code",
-                "label": "download-executed-notebook-button",
-            })
+            group["buttons"].insert(
+                0,
+                {
+                    "type": "link",
+                    "url": context["pathto"](notebook_uri(pagename), 1),
+                    "text": ".ipynb (executed)",
+                    "tooltip": "Download the executed notebook of this page",
+                    "icon": "fas fa-code",
+                    "label": "download-executed-notebook-button",
+                },
+            )
 
 
 def dedupe_scripts(app, pagename, templatename, context, doctree) -> None:
@@ -146,7 +156,9 @@ def dedupe_scripts(app, pagename, templatename, context, doctree) -> None:
 def cache_dir(app) -> Path | None:
     """The jupyter-cache folder of ``execute_notebooks: cache`` (``None`` when there is none)."""
     configured = getattr(app.config, "nb_execution_cache_path", "") or ""
-    for cand in ([Path(app.srcdir) / configured] if configured else []) + [Path(app.outdir).parent / ".jupyter_cache"]:
+    for cand in ([Path(app.srcdir) / configured] if configured else []) + [
+        Path(app.outdir).parent / ".jupyter_cache"
+    ]:
         if cand.is_dir():
             return cand
     return None
@@ -169,13 +181,17 @@ def executed_copy(src: Path, dst: Path, cache: Path | None) -> str:
         shutil.copy2(src, dst)
         return "executed"
     if cache is None:
-        raise RuntimeError(f"{src}: not executed, and there is no jupyter-cache to take its outputs from")
+        raise RuntimeError(
+            f"{src}: not executed, and there is no jupyter-cache to take its outputs from"
+        )
     from jupyter_cache import get_cache
 
     try:
         _, merged = get_cache(str(cache)).merge_match_into_notebook(nb)
     except KeyError as exc:
-        raise RuntimeError(f"{src}: not executed, and no record in {cache} matches its code") from exc
+        raise RuntimeError(
+            f"{src}: not executed, and no record in {cache} matches its code"
+        ) from exc
     nbformat.write(merged, str(dst))
     return "cache"
 
@@ -198,8 +214,10 @@ def copy_notebooks(app, exception) -> None:
             logger.warning(f"genbound: {exc}")
             continue
         n += 1
-    logger.info(f"genbound: copied {n} executed notebooks to {NOTEBOOK_DIR}/ ({from_cache} with outputs "
-                f"from the jupyter-cache)")
+    logger.info(
+        f"genbound: copied {n} executed notebooks to {NOTEBOOK_DIR}/ ({from_cache} with outputs "
+        f"from the jupyter-cache)"
+    )
 
 
 def _add_static(app, config) -> None:

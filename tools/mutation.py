@@ -49,6 +49,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 PKG = ROOT / "genbound"
 
+
 #: the numeric core: every module of :data:`genbound.claims.NUMERIC_CORE` (paths relative to the repo root),
 #: so that a module added to the core (a new bound in genbound/bounds/) is drawn from without editing this file
 def default_targets() -> tuple[str, ...]:
@@ -62,12 +63,29 @@ def default_targets() -> tuple[str, ...]:
 
 EQUIVALENT_FILE = ROOT / "benchmarks" / "mutation_equivalent.json"
 
-_SWAP_BIN = {ast.Add: ast.Sub, ast.Sub: ast.Add, ast.Mult: ast.Div, ast.Div: ast.Mult, ast.Pow: ast.Mult,
-             ast.FloorDiv: ast.Div}
+_SWAP_BIN = {
+    ast.Add: ast.Sub,
+    ast.Sub: ast.Add,
+    ast.Mult: ast.Div,
+    ast.Div: ast.Mult,
+    ast.Pow: ast.Mult,
+    ast.FloorDiv: ast.Div,
+}
 _SWAP_CMP = {ast.Lt: ast.LtE, ast.LtE: ast.Lt, ast.Gt: ast.GtE, ast.GtE: ast.Gt}
-_SWAP_NAME = {"min": "max", "max": "min", "minimum": "maximum", "maximum": "minimum", "amin": "amax",
-              "amax": "amin", "clamp_min": "clamp_max", "clamp_max": "clamp_min", "fmin": "fmax",
-              "fmax": "fmin", "argmin": "argmax", "argmax": "argmin"}
+_SWAP_NAME = {
+    "min": "max",
+    "max": "min",
+    "minimum": "maximum",
+    "maximum": "minimum",
+    "amin": "amax",
+    "amax": "amin",
+    "clamp_min": "clamp_max",
+    "clamp_max": "clamp_min",
+    "fmin": "fmax",
+    "fmax": "fmin",
+    "argmin": "argmax",
+    "argmax": "argmin",
+}
 _DROP_CALL = {"sqrt", "log", "exp", "log1p", "expm1", "log2", "log10"}
 _SKIP_CALL_PREFIX = ("check_", "_check", "_validate", "validate")
 
@@ -107,14 +125,21 @@ def _excluded_nodes(tree: ast.AST) -> set[int]:
     for node in ast.walk(tree):
         if isinstance(node, (ast.Raise, ast.JoinedStr, ast.Assert)):
             drop(node)
-        elif isinstance(node, ast.If) and node.body and all(isinstance(s, ast.Raise) for s in node.body) \
-                and not node.orelse:
+        elif (
+            isinstance(node, ast.If)
+            and node.body
+            and all(isinstance(s, ast.Raise) for s in node.body)
+            and not node.orelse
+        ):
             drop(node)  # `if bad: raise ...`: a guard, not a computation
         elif isinstance(node, ast.Call) and _call_name(node).startswith(_SKIP_CALL_PREFIX):
             drop(node)
         elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and (
-                node.name == "examples" or node.name.startswith("_example")):
-            drop(node)  # a conformance fixture: instances for tests/test_bound_protocol.py, nothing published
+            node.name == "examples" or node.name.startswith("_example")
+        ):
+            drop(
+                node
+            )  # a conformance fixture: instances for tests/test_bound_protocol.py, nothing published
         elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             for d in node.decorator_list:
                 drop(d)
@@ -125,8 +150,9 @@ def _excluded_nodes(tree: ast.AST) -> set[int]:
             body = node.body
             if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
                 drop(body[0])
-        elif isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "__all__"
-                                                  for t in node.targets):
+        elif isinstance(node, ast.Assign) and any(
+            isinstance(t, ast.Name) and t.id == "__all__" for t in node.targets
+        ):
             drop(node)
     if isinstance(tree, ast.Module) and tree.body and isinstance(tree.body[0], ast.Expr):
         drop(tree.body[0])
@@ -138,17 +164,36 @@ def _mutations(node: ast.AST) -> list[tuple[str, callable]]:
     out = []
     if isinstance(node, ast.BinOp) and type(node.op) in _SWAP_BIN:
         new = _SWAP_BIN[type(node.op)]
-        out.append((f"binop:{type(node.op).__name__}->{new.__name__}", lambda n=node, t=new: setattr(n, "op", t())))
+        out.append(
+            (
+                f"binop:{type(node.op).__name__}->{new.__name__}",
+                lambda n=node, t=new: setattr(n, "op", t()),
+            )
+        )
     elif isinstance(node, ast.AugAssign) and type(node.op) in _SWAP_BIN:
         new = _SWAP_BIN[type(node.op)]
-        out.append((f"augop:{type(node.op).__name__}->{new.__name__}",
-                    lambda n=node, t=new: setattr(n, "op", t())))
-    elif isinstance(node, ast.Constant) and isinstance(node.value, float) and not isinstance(node.value, bool):
-        out.append(("float*2", lambda n=node: setattr(n, "value", n.value * 2 if n.value != 0 else 1.0)))
+        out.append(
+            (
+                f"augop:{type(node.op).__name__}->{new.__name__}",
+                lambda n=node, t=new: setattr(n, "op", t()),
+            )
+        )
+    elif (
+        isinstance(node, ast.Constant)
+        and isinstance(node.value, float)
+        and not isinstance(node.value, bool)
+    ):
+        out.append(
+            ("float*2", lambda n=node: setattr(n, "value", n.value * 2 if n.value != 0 else 1.0))
+        )
     elif isinstance(node, ast.Compare) and len(node.ops) == 1 and type(node.ops[0]) in _SWAP_CMP:
         new = _SWAP_CMP[type(node.ops[0])]
-        out.append((f"cmp:{type(node.ops[0]).__name__}->{new.__name__}",
-                    lambda n=node, t=new: n.ops.__setitem__(0, t())))
+        out.append(
+            (
+                f"cmp:{type(node.ops[0]).__name__}->{new.__name__}",
+                lambda n=node, t=new: n.ops.__setitem__(0, t()),
+            )
+        )
     elif isinstance(node, ast.Call):
         name = _call_name(node)
         if name in _SWAP_NAME:
@@ -156,7 +201,9 @@ def _mutations(node: ast.AST) -> list[tuple[str, callable]]:
             if isinstance(node.func, ast.Name):
                 out.append((f"name:{name}->{new}", lambda n=node, s=new: setattr(n.func, "id", s)))
             else:
-                out.append((f"name:{name}->{new}", lambda n=node, s=new: setattr(n.func, "attr", s)))
+                out.append(
+                    (f"name:{name}->{new}", lambda n=node, s=new: setattr(n.func, "attr", s))
+                )
         if name in _DROP_CALL:
             out.append((f"drop:{name}", None))  # handled by the transformer (node replaced)
     return out
@@ -272,12 +319,23 @@ def run_mutant(site: Site, *, timeout: float, workdir: Path) -> dict:
     src = (ROOT / site.file).read_text()
     target.write_text(mutate_source(src, site.index, site.op))
     modname = site.file[:-3].replace("/", ".")
-    env = {**os.environ, "PYTHONPATH": str(workdir), "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
-           "PYTHONDONTWRITEBYTECODE": "1"}
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(workdir),
+        "OMP_NUM_THREADS": "1",
+        "MKL_NUM_THREADS": "1",
+        "PYTHONDONTWRITEBYTECODE": "1",
+    }
     t0 = time.perf_counter()
     try:
-        p = subprocess.run([sys.executable, "-c", _runner_source(), modname], env=env, cwd=workdir,
-                           capture_output=True, text=True, timeout=timeout)
+        p = subprocess.run(
+            [sys.executable, "-c", _runner_source(), modname],
+            env=env,
+            cwd=workdir,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
         out = (p.stdout.strip().splitlines() or [""])[-1]
         if p.returncode == 0 and out.startswith("SURVIVED"):
             status, why = "survived", ""
@@ -287,28 +345,45 @@ def run_mutant(site: Site, *, timeout: float, workdir: Path) -> dict:
             status, why = "killed", "crash: " + (p.stderr.strip().splitlines() or ["?"])[-1][:200]
     except subprocess.TimeoutExpired:
         status, why = "timeout", f"no verdict within {timeout:.0f} s"
-    return {**asdict(site), "key": site.key, "status": status, "why": why,
-            "seconds": round(time.perf_counter() - t0, 2)}
+    return {
+        **asdict(site),
+        "key": site.key,
+        "status": status,
+        "why": why,
+        "seconds": round(time.perf_counter() - t0, 2),
+    }
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--targets", nargs="*", default=None,
-                    help="modules to mutate (default: every module of genbound.claims.NUMERIC_CORE)")
-    ap.add_argument("--n", type=int, default=120, help="number of mutants drawn at random (default 120)")
+    ap.add_argument(
+        "--targets",
+        nargs="*",
+        default=None,
+        help="modules to mutate (default: every module of genbound.claims.NUMERIC_CORE)",
+    )
+    ap.add_argument(
+        "--n", type=int, default=120, help="number of mutants drawn at random (default 120)"
+    )
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--timeout", type=float, default=900.0, help="seconds per mutant")
-    ap.add_argument("--json", type=Path, help="write every outcome here (JSON lines, appended; resumes)")
+    ap.add_argument(
+        "--json", type=Path, help="write every outcome here (JSON lines, appended; resumes)"
+    )
     ap.add_argument("--list", action="store_true", help="only count the sites per module")
-    ap.add_argument("--reverse", action="store_true",
-                    help="run the drawn mutants last to first (a second worker on the same --json file; "
-                         "each worker skips what the file already holds)")
+    ap.add_argument(
+        "--reverse",
+        action="store_true",
+        help="run the drawn mutants last to first (a second worker on the same --json file; "
+        "each worker skips what the file already holds)",
+    )
     args = ap.parse_args(argv)
 
     targets = args.targets if args.targets else default_targets()
     sites = [s for t in targets for s in enumerate_sites(ROOT / t)]
     if args.list:
         from collections import Counter
+
         for f, k in sorted(Counter(s.file for s in sites).items()):
             print(f"{k:5d}  {f}")
         print(f"{len(sites):5d}  in all")
@@ -326,7 +401,7 @@ def main(argv=None) -> int:
     results = []
     with tempfile.TemporaryDirectory(prefix="gb-mut-") as tmp:
         for k, s in enumerate(order, 1):
-            if args.json and args.json.exists():          # another worker may have run it meanwhile
+            if args.json and args.json.exists():  # another worker may have run it meanwhile
                 for line in args.json.read_text().splitlines():
                     if line.strip():
                         r = json.loads(line)
@@ -336,8 +411,11 @@ def main(argv=None) -> int:
                 continue
             r = run_mutant(s, timeout=args.timeout, workdir=Path(tmp))
             results.append(r)
-            print(f"[{k}/{len(drawn)}] {r['status']:8s} {s.key}  {s.before!r} -> {s.after!r}  "
-                  f"({r['seconds']} s) {r['why'][:90]}", flush=True)
+            print(
+                f"[{k}/{len(drawn)}] {r['status']:8s} {s.key}  {s.before!r} -> {s.after!r}  "
+                f"({r['seconds']} s) {r['why'][:90]}",
+                flush=True,
+            )
             if args.json:
                 with open(args.json, "a") as fh:
                     fh.write(json.dumps(r) + "\n")
@@ -348,10 +426,12 @@ def main(argv=None) -> int:
     killed = sum(r["status"] == "killed" for r in counted)
     timeouts = sum(r["status"] == "timeout" for r in counted)
     surv = [r for r in counted if r["status"] == "survived"]
-    print(f"\nmutants: {len(results)} drawn from {len(sites)} sites; excluded {len(excluded)} "
-          f"({', '.join(f'{k} {n}' for k, n in sorted(collections.Counter(v['kind'] for v in excluded.values()).items()))}); "
-          f"killed {killed}, "
-          f"survived {len(surv)}, timed out {timeouts}")
+    print(
+        f"\nmutants: {len(results)} drawn from {len(sites)} sites; excluded {len(excluded)} "
+        f"({', '.join(f'{k} {n}' for k, n in sorted(collections.Counter(v['kind'] for v in excluded.values()).items()))}); "
+        f"killed {killed}, "
+        f"survived {len(surv)}, timed out {timeouts}"
+    )
     if counted:
         print(f"score: {killed / len(counted):.1%} killed of {len(counted)} counted")
     for r in surv:

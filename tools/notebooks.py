@@ -41,7 +41,11 @@ def toc_files(node) -> list[str]:
 def executed_chapters(root: Path = ROOT) -> list[str]:
     """Docnames (``book/part1/rademacher``) of the toc's pages that execute (a jupytext header)."""
     toc = yaml.safe_load((root / "_toc.yml").read_text(encoding="utf-8"))
-    return [f for f in dict.fromkeys(toc_files(toc)) if is_notebook((root / f"{f}.md").read_text(encoding="utf-8"))]
+    return [
+        f
+        for f in dict.fromkeys(toc_files(toc))
+        if is_notebook((root / f"{f}.md").read_text(encoding="utf-8"))
+    ]
 
 
 def is_notebook(text: str) -> bool:
@@ -74,10 +78,15 @@ def copy_notebooks(site: Path, dest: Path, root: Path = ROOT) -> list[Path]:
     for doc in executed_chapters(root):
         src = site / "_notebooks" / f"{doc}.ipynb"
         nb = json.loads(src.read_text(encoding="utf-8"))
-        unrun = [i for i, c in enumerate(c for c in nb["cells"] if c["cell_type"] == "code")
-                 if c.get("execution_count") is None]
+        unrun = [
+            i
+            for i, c in enumerate(c for c in nb["cells"] if c["cell_type"] == "code")
+            if c.get("execution_count") is None
+        ]
         if unrun:  # executed = every code cell has an execution count (a cell may print nothing)
-            raise SystemExit(f"notebooks: {src}: code cells {unrun[:5]} were not executed (no execution count)")
+            raise SystemExit(
+                f"notebooks: {src}: code cells {unrun[:5]} were not executed (no execution count)"
+            )
         out = dest / f"{Path(doc).relative_to('book')}.ipynb"
         out.parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(src, out)
@@ -94,16 +103,23 @@ def main(argv=None) -> int:
     old = stale(args.site)
     if args.fresh:
         if old:
-            print(f"notebooks: {len(old)} chapter(s) not built or changed since the build "
-                  f"(e.g. {old[0]}); building the book first")
+            print(
+                f"notebooks: {len(old)} chapter(s) not built or changed since the build "
+                f"(e.g. {old[0]}); building the book first"
+            )
         return 1 if old else 0
     if old:
-        print(f"notebooks: not built or out of date: {', '.join(old)}; run `make book`", file=sys.stderr)
+        print(
+            f"notebooks: not built or out of date: {', '.join(old)}; run `make book`",
+            file=sys.stderr,
+        )
         return 1
     written = copy_notebooks(args.site, args.dest)
     where = os.path.relpath(args.dest)
-    print(f"notebooks: {len(written)} executed notebooks in {where}/ "
-          f"(open them with: .venv/bin/jupyter lab {where}/)")
+    print(
+        f"notebooks: {len(written)} executed notebooks in {where}/ "
+        f"(open them with: .venv/bin/jupyter lab {where}/)"
+    )
     return 0
 
 

@@ -30,8 +30,10 @@ def recompute_all(path: str) -> int:
         new = pg.recompute_measures(r, cfg)
         n += len(new)
         bad += sum(not (v == r[k] or (v != v and r[k] != r[k])) for k, v in new.items())
-    print(f"recomputed {n} values of {int((~df['diverged']).sum())} rows from the saved norms and spectra: "
-          f"{bad} differ")
+    print(
+        f"recomputed {n} values of {int((~df['diverged']).sum())} rows from the saved norms and spectra: "
+        f"{bad} differ"
+    )
     return 1 if bad else 0
 
 
@@ -44,11 +46,15 @@ def main(path: str) -> int:
     print(df.groupby(["task", "depth"])[["fitted", "unfitted", "diverged"]].sum().to_string())
     noise = [a for a in ("label_noise", "input_flip") if a in df.columns]
     print(df.groupby(["task", *noise])[["fitted", "unfitted", "diverged"]].sum().to_string())
-    print(f"total {len(df)}: fitted {int(df['fitted'].sum())}, unfitted {int(df['unfitted'].sum())}, "
-          f"diverged {int(df['diverged'].sum())}")
+    print(
+        f"total {len(df)}: fitted {int(df['fitted'].sum())}, unfitted {int(df['unfitted'].sum())}, "
+        f"diverged {int(df['diverged'].sum())}"
+    )
     stacks = df.groupby(["task", *pg.AXES, df["seed"] // t.config["stack"]])["seconds"].sum()
-    print(f"summed stack time {stacks.sum():.0f} s over {len(stacks)} stacks; per stack: "
-          f"mean {stacks.mean():.1f} s, max {stacks.max():.1f} s")
+    print(
+        f"summed stack time {stacks.sum():.0f} s over {len(stacks)} stacks; per stack: "
+        f"mean {stacks.mean():.1f} s, max {stacks.max():.1f} s"
+    )
     print(stacks.groupby(["task", "depth"]).agg(["mean", "max", "sum"]).round(1).to_string())
     print(pg.paired_gap_changes(df).round(4).to_string(index=False))
     return 0

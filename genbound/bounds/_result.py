@@ -61,8 +61,17 @@ from typing import Callable
 from .._validate import check_positive_int, check_real
 from ..jsonsafe import json_tree
 
-__all__ = ["TRIVIAL_RADEMACHER", "LOSS_RANGE", "SAMPLES_LIMIT", "is_trivial", "dudley_trivial_reason",
-           "check_target", "smallest_m", "BoundResult", "DudleyHooks"]
+__all__ = [
+    "TRIVIAL_RADEMACHER",
+    "LOSS_RANGE",
+    "SAMPLES_LIMIT",
+    "is_trivial",
+    "dudley_trivial_reason",
+    "check_target",
+    "smallest_m",
+    "BoundResult",
+    "DudleyHooks",
+]
 
 #: ``R_S(G) = R_S(G - 1/2) <= 1/2`` for any class of ``[0, 1]``-valued losses (the trivial cap on Dudley).
 TRIVIAL_RADEMACHER = 0.5
@@ -97,8 +106,9 @@ def check_target(target) -> float:
     return check_real(target, "target", lo=0.0, hi=LOSS_RANGE, lo_open=True)
 
 
-def smallest_m(value_at: Callable[[int], float], target: float, *, tol: float = 0.0,
-               max_m: int = SAMPLES_LIMIT) -> float:
+def smallest_m(
+    value_at: Callable[[int], float], target: float, *, tol: float = 0.0, max_m: int = SAMPLES_LIMIT
+) -> float:
     """The least ``m`` in ``[1, max_m]`` with ``value_at(m) <= target`` for a non-increasing ``value_at``: bisect
     ``[lo, hi] = [1, max_m]`` at ``isqrt(lo hi)`` while ``hi > 4 lo``, else at ``(lo + hi) // 2`` (inside ``(lo, hi)``),
     return ``hi``; ``inf`` when ``value_at(max_m) > target``, ``1`` when ``value_at(1) <= target``.
@@ -111,7 +121,7 @@ def smallest_m(value_at: Callable[[int], float], target: float, *, tol: float = 
         return math.inf
     if value_at(1) <= target:
         return 1
-    lo, hi = 1, max_m                      # value_at(lo) > target >= value_at(hi)
+    lo, hi = 1, max_m  # value_at(lo) > target >= value_at(hi)
     ratio = 10.0**tol
     while hi - lo > 1 and hi > lo * ratio:
         mid = math.isqrt(lo * hi) if hi > 4 * lo else (lo + hi) // 2
@@ -157,8 +167,9 @@ class BoundResult:
         reason = self.trivial_reason
         return None if reason is None else reason != ""
 
-    def samples_needed(self, target: float = LOSS_RANGE, *, tol: float = 0.0,
-                       limit: int = SAMPLES_LIMIT) -> int | float:
+    def samples_needed(
+        self, target: float = LOSS_RANGE, *, tol: float = 0.0, limit: int = SAMPLES_LIMIT
+    ) -> int | float:
         """The least sample size ``n`` in ``[1, limit]`` with ``gap_at(n) <= target`` (:func:`smallest_m`;
         ``inf`` if not by ``limit``); ``tol`` in decades. Default target: the loss range."""
         target = check_target(target)
@@ -174,8 +185,14 @@ class BoundResult:
         """JSON-ready summary: ``bound, value, trivial, trivial_reason, capacity, n_samples``, the class's own
         fields, and with ``target`` also ``samples_needed`` (at that target and ``tol``) and ``target``.
         Non-finite floats are ``None`` (:func:`genbound.jsonsafe.json_tree`)."""
-        out = {"bound": type(self).__name__, "value": self.value, "trivial": self.trivial,
-               "trivial_reason": self.trivial_reason, "capacity": self.capacity, "n_samples": self.n_samples}
+        out = {
+            "bound": type(self).__name__,
+            "value": self.value,
+            "trivial": self.trivial,
+            "trivial_reason": self.trivial_reason,
+            "capacity": self.capacity,
+            "n_samples": self.n_samples,
+        }
         out.update(self._dict_fields())
         if target is not None:
             out["samples_needed"] = self.samples_needed(target, tol=tol)
@@ -203,4 +220,3 @@ class DudleyHooks:
     def gap_at(self, n: int) -> float:
         """``at(n).value``: the same bound at sample size ``n``."""
         return self.at(n).value
-

@@ -33,14 +33,30 @@ from .._validate import check_positive_int, check_real
 from ..errors import ArchitectureError, ParameterError
 from ..covering import ZHANG_CONSTANT, allocation_split, allocation_value
 from ..covering import zhang_log_cover as _zhang_part1
-from ..rademacher import (DudleyResult, dudley_bound, generalization_gap_bound, inverse_square_capacity,
-                          inverse_square_log_factor, INVERSE_SQUARE_ALPHA_COEF)
+from ..rademacher import (
+    DudleyResult,
+    dudley_bound,
+    generalization_gap_bound,
+    inverse_square_capacity,
+    inverse_square_log_factor,
+    INVERSE_SQUARE_ALPHA_COEF,
+)
 from ._result import BoundResult, DudleyHooks
 from .trauger_tewari import KAPPA_DEFAULT, TRIVIAL_RADEMACHER, CoverTerm, _aug, loss_lipschitz
 
-__all__ = ["EdelmanLayerRadii", "ZhangTerm", "EdelmanCover", "EdelmanBound", "zhang_log_cover",
-           "edelman_sensitivities", "edelman_log_cover", "edelman_bound", "edelman_bound_from_model",
-           "ZHANG_CONSTANT"]
+__all__ = [
+    "EdelmanLayerRadii",
+    "ZhangTerm",
+    "EdelmanCover",
+    "EdelmanBound",
+    "zhang_log_cover",
+    "edelman_sensitivities",
+    "edelman_log_cover",
+    "edelman_bound",
+    "edelman_bound_from_model",
+    "ZHANG_CONSTANT",
+]
+
 
 def zhang_log_cover(a: float, b: float, eta: float, n: int) -> float:
     """``36 a^2 b^2/eta^2 * log(2 ceil(4ab/eta + 2) n + 1)``: natural-log ``l_inf`` cover on ``n`` points of
@@ -72,10 +88,17 @@ class EdelmanLayerRadii:
         if H == 0 or not (len(self.B_V21) == len(self.S_V) == H):
             raise ParameterError("EdelmanLayerRadii: F_QK, B_V21 and S_V need one entry per head")
         for name in ("F_QK", "B_V21", "S_V"):
-            object.__setattr__(self, name, tuple(check_real(v, f"{name}[{i}]", lo=0.0)
-                                                 for i, v in enumerate(getattr(self, name))))
+            object.__setattr__(
+                self,
+                name,
+                tuple(
+                    check_real(v, f"{name}[{i}]", lo=0.0) for i, v in enumerate(getattr(self, name))
+                ),
+            )
         if (self.B_C21 is None) != (self.S_C is None):
-            raise ParameterError("EdelmanLayerRadii: give both B_C21 and S_C (a dense map) or neither")
+            raise ParameterError(
+                "EdelmanLayerRadii: give both B_C21 and S_C (a dense map) or neither"
+            )
         if self.B_C21 is not None:
             object.__setattr__(self, "B_C21", check_real(self.B_C21, "B_C21", lo=0.0))
             object.__setattr__(self, "S_C", check_real(self.S_C, "S_C", lo=0.0))
@@ -182,14 +205,25 @@ class EdelmanCover:
 
     def scaled(self, lipschitz: float) -> "EdelmanCover":
         """The cover of ``g o f`` for an ``lipschitz``-Lipschitz ``g``."""
-        return EdelmanCover(tuple(CoverTerm(t.name, t.rho * lipschitz, t.radius, t.log_atoms, t.factor)
-                                  for t in self.terms),
-                            tuple(ZhangTerm(z.name, z.rho * lipschitz, z.a, z.b, z.n) for z in self.zhang),
-                            self.iterations)
+        return EdelmanCover(
+            tuple(
+                CoverTerm(t.name, t.rho * lipschitz, t.radius, t.log_atoms, t.factor)
+                for t in self.terms
+            ),
+            tuple(ZhangTerm(z.name, z.rho * lipschitz, z.a, z.b, z.n) for z in self.zhang),
+            self.iterations,
+        )
 
 
-def edelman_sensitivities(layer: EdelmanLayerRadii, *, B_X: float, S_w: float, L_sigma: float = 1.0,
-                          kappa: float = KAPPA_DEFAULT, bias: bool = False) -> dict[str, float]:
+def edelman_sensitivities(
+    layer: EdelmanLayerRadii,
+    *,
+    B_X: float,
+    S_w: float,
+    L_sigma: float = 1.0,
+    kappa: float = KAPPA_DEFAULT,
+    bias: bool = False,
+) -> dict[str, float]:
     """``rho`` of :prf:ref:`lem-edelman-perturbation`: ``QK[h]`` multiplies the sup score error,
     ``V[h]``, ``C``, ``w`` the RMS (over the sample) output errors of their covers
     (:func:`genbound.symbolic.trauger_tewari.edelman_single_layer_sensitivities`).
@@ -207,9 +241,21 @@ def edelman_sensitivities(layer: EdelmanLayerRadii, *, B_X: float, S_w: float, L
     return rho
 
 
-def edelman_log_cover(layer: EdelmanLayerRadii, *, B_X: float, B_w21: float, S_w: float, d: int, m: int, T: int,
-                      out_dim: int = 1, L_sigma: float = 1.0, kappa: float = KAPPA_DEFAULT, bias: bool = False,
-                      row_norm: bool = False) -> EdelmanCover:
+def edelman_log_cover(
+    layer: EdelmanLayerRadii,
+    *,
+    B_X: float,
+    B_w21: float,
+    S_w: float,
+    d: int,
+    m: int,
+    T: int,
+    out_dim: int = 1,
+    L_sigma: float = 1.0,
+    kappa: float = KAPPA_DEFAULT,
+    bias: bool = False,
+    row_norm: bool = False,
+) -> EdelmanCover:
     """Empirical cover of the single-layer class on ``m`` sequences of length ``T`` (:prf:ref:`thm-edelman-type`)."""
     if not isinstance(layer, EdelmanLayerRadii):
         raise ParameterError(f"layer must be an EdelmanLayerRadii, got {type(layer).__name__}")
@@ -219,15 +265,32 @@ def edelman_log_cover(layer: EdelmanLayerRadii, *, B_X: float, B_w21: float, S_w
     rho = edelman_sensitivities(layer, B_X=B_X, S_w=S_w, L_sigma=L_sigma, kappa=kappa, bias=bias)
     Bt = _aug(B_X, bias)
     din = d + (1 if bias else 0)
-    zhang = tuple(ZhangTerm(f"QK[{h + 1}]", rho[f"QK[{h + 1}]"], Bt * Bt, F, m * T) for h, F in enumerate(layer.F_QK))
+    zhang = tuple(
+        ZhangTerm(f"QK[{h + 1}]", rho[f"QK[{h + 1}]"], Bt * Bt, F, m * T)
+        for h, F in enumerate(layer.F_QK)
+    )
     terms = []
     for h, (b21, sv) in enumerate(zip(layer.B_V21, layer.S_V)):
-        terms.append(CoverTerm(f"V[{h + 1}]", rho[f"V[{h + 1}]"] * Bt, b21, math.log(2 * din * d),
-                               2.0 if sv < b21 else 1.0))
+        terms.append(
+            CoverTerm(
+                f"V[{h + 1}]",
+                rho[f"V[{h + 1}]"] * Bt,
+                b21,
+                math.log(2 * din * d),
+                2.0 if sv < b21 else 1.0,
+            )
+        )
     R = L_sigma * sum(layer.S_V) * Bt
     if layer.dense:
-        terms.append(CoverTerm("C", rho["C"] * _aug(R, bias), layer.B_C21, math.log(2 * din * d),
-                               2.0 if layer.S_C < layer.B_C21 else 1.0))
+        terms.append(
+            CoverTerm(
+                "C",
+                rho["C"] * _aug(R, bias),
+                layer.B_C21,
+                math.log(2 * din * d),
+                2.0 if layer.S_C < layer.B_C21 else 1.0,
+            )
+        )
         B1 = layer.S_C * _aug(R, bias)
     else:
         B1 = R
@@ -286,8 +349,14 @@ class EdelmanBound(DudleyHooks, BoundResult):
         return math.sqrt(ell) * inverse_square_log_factor(cov.A0, m=self.m, diameter=c)
 
     def _dict_fields(self) -> dict:
-        return {"log_factor": self.log_factor, "rademacher": self.rademacher, "m": int(self.m), "T": int(self.T),
-                "delta": float(self.delta), "margin": float(self.margin)}
+        return {
+            "log_factor": self.log_factor,
+            "rademacher": self.rademacher,
+            "m": int(self.m),
+            "T": int(self.T),
+            "delta": float(self.delta),
+            "margin": float(self.margin),
+        }
 
     @classmethod
     def examples(cls) -> list["EdelmanBound"]:
@@ -295,37 +364,98 @@ class EdelmanBound(DudleyHooks, BoundResult):
         lay = EdelmanLayerRadii((1.0,), (1.0,), (1.0,))
         two = EdelmanLayerRadii((1.0, 0.5), (1.0, 0.5), (0.5, 0.5), 1.0, 0.5)
         kw = dict(B_X=1.0, B_w21=1.0, S_w=1.0, d=4, T=10, delta=0.05)
-        return [edelman_bound(lay, m=300, **kw), edelman_bound(lay, m=10**8, **kw),
-                edelman_bound(two, m=10**9, margin=0.5, bias=True, **{**kw, "T": 1000})]
+        return [
+            edelman_bound(lay, m=300, **kw),
+            edelman_bound(lay, m=10**8, **kw),
+            edelman_bound(two, m=10**9, margin=0.5, bias=True, **{**kw, "T": 1000}),
+        ]
 
     def at(self, m: int) -> "EdelmanBound":
         """The same bound (every radius, ``T``, ``delta`` and ``margin`` held fixed) at sample size ``m``."""
         n = self.norms
-        return edelman_bound(n["layer"], B_X=n["B_X"], B_w21=n["B_w21"], S_w=n["S_w"], d=n["d"], m=m, T=self.T,
-                             delta=self.delta, margin=self.margin, out_dim=n["out_dim"], L_sigma=n["L_sigma"],
-                             kappa=n["kappa"], bias=n["bias"], row_norm=n["row_norm"])
+        return edelman_bound(
+            n["layer"],
+            B_X=n["B_X"],
+            B_w21=n["B_w21"],
+            S_w=n["S_w"],
+            d=n["d"],
+            m=m,
+            T=self.T,
+            delta=self.delta,
+            margin=self.margin,
+            out_dim=n["out_dim"],
+            L_sigma=n["L_sigma"],
+            kappa=n["kappa"],
+            bias=n["bias"],
+            row_norm=n["row_norm"],
+        )
 
 
-def edelman_bound(layer: EdelmanLayerRadii, *, B_X: float, B_w21: float, S_w: float, d: int, m: int, T: int,
-                  delta: float, margin: float = 1.0, out_dim: int = 1, L_sigma: float = 1.0,
-                  kappa: float = KAPPA_DEFAULT, bias: bool = False, row_norm: bool = False) -> EdelmanBound:
+def edelman_bound(
+    layer: EdelmanLayerRadii,
+    *,
+    B_X: float,
+    B_w21: float,
+    S_w: float,
+    d: int,
+    m: int,
+    T: int,
+    delta: float,
+    margin: float = 1.0,
+    out_dim: int = 1,
+    L_sigma: float = 1.0,
+    kappa: float = KAPPA_DEFAULT,
+    bias: bool = False,
+    row_norm: bool = False,
+) -> EdelmanBound:
     """Generalization bound of :prf:ref:`thm-edelman-type` for sequences of length ``T`` (``<= T`` also
     fine: the cover only grows with ``n = m T``). ``2 R + 3 sqrt(log(2/delta)/(2m))`` with ``R`` Dudley's
     bound (numerical infimum over ``alpha``) for the ramp-loss class, capped at ``1/2``."""
     delta = check_real(delta, "delta", lo=0.0, hi=1.0, lo_open=True, hi_open=True)
     Lloss = loss_lipschitz(margin, out_dim)
-    cover = edelman_log_cover(layer, B_X=B_X, B_w21=B_w21, S_w=S_w, d=d, m=m, T=T, out_dim=out_dim,
-                              L_sigma=L_sigma, kappa=kappa, bias=bias, row_norm=row_norm)
+    cover = edelman_log_cover(
+        layer,
+        B_X=B_X,
+        B_w21=B_w21,
+        S_w=S_w,
+        d=d,
+        m=m,
+        T=T,
+        out_dim=out_dim,
+        L_sigma=L_sigma,
+        kappa=kappa,
+        bias=bias,
+        row_norm=row_norm,
+    )
     dud = dudley_bound(cover.scaled(Lloss), m=m, diameter=0.5)
     rad = min(dud.value, TRIVIAL_RADEMACHER)
     value = generalization_gap_bound(rad, m=m, delta=delta, b=1.0)
-    norms = {"B_X": float(B_X), "B_w21": B_w21, "S_w": S_w, "layer": layer, "d": d, "out_dim": out_dim,
-             "L_sigma": float(L_sigma), "kappa": float(kappa), "bias": bool(bias), "row_norm": bool(row_norm)}
+    norms = {
+        "B_X": float(B_X),
+        "B_w21": B_w21,
+        "S_w": S_w,
+        "layer": layer,
+        "d": d,
+        "out_dim": out_dim,
+        "L_sigma": float(L_sigma),
+        "kappa": float(kappa),
+        "bias": bool(bias),
+        "row_norm": bool(row_norm),
+    }
     return EdelmanBound(value, rad, cover, dud, norms, m, T, float(delta), float(margin), Lloss)
 
 
-def edelman_bound_from_model(model, *, m: int, T: int, delta: float, B_X: float, margin: float = 1.0,
-                             kappa: float = KAPPA_DEFAULT, radius_grid: bool = False) -> EdelmanBound:
+def edelman_bound_from_model(
+    model,
+    *,
+    m: int,
+    T: int,
+    delta: float,
+    B_X: float,
+    margin: float = 1.0,
+    kappa: float = KAPPA_DEFAULT,
+    radius_grid: bool = False,
+) -> EdelmanBound:
     """:func:`edelman_bound` with the radii read off a one-layer :class:`genbound.nets.ReferenceTransformer`.
 
     ``radius_grid``: round every radius up to a power of 2 and pay for it in the confidence
@@ -337,16 +467,21 @@ def edelman_bound_from_model(model, *, m: int, T: int, delta: float, B_X: float,
     True
     """
     if not hasattr(model, "weight_norms") or not hasattr(model, "n_layers"):
-        raise ArchitectureError(f"expected a genbound.nets.ReferenceTransformer, got {type(model).__name__}")
+        raise ArchitectureError(
+            f"expected a genbound.nets.ReferenceTransformer, got {type(model).__name__}"
+        )
     if model.n_layers != 1:
-        raise ArchitectureError(f"the Edelman-type bound is implemented for one layer, the model has "
-                                f"{model.n_layers}")
+        raise ArchitectureError(
+            f"the Edelman-type bound is implemented for one layer, the model has {model.n_layers}"
+        )
     n = model.weight_norms()
-    layer = EdelmanLayerRadii(tuple(float(v) for v in n["QK"]["fro"][0]),
-                              tuple(float(v) for v in n["V"]["l21"][0]),
-                              tuple(float(v) for v in n["V"]["op"][0]),
-                              float(n["C"]["l21"][0]) if "C" in n else None,
-                              float(n["C"]["op"][0]) if "C" in n else None)
+    layer = EdelmanLayerRadii(
+        tuple(float(v) for v in n["QK"]["fro"][0]),
+        tuple(float(v) for v in n["V"]["l21"][0]),
+        tuple(float(v) for v in n["V"]["op"][0]),
+        float(n["C"]["l21"][0]) if "C" in n else None,
+        float(n["C"]["op"][0]) if "C" in n else None,
+    )
     B_w21, S_w = float(n["w"]["l21"]), float(n["w"]["op"])
     if radius_grid:
         from .radius_grid import round_layer_radii, round_radii, union_delta
@@ -354,6 +489,19 @@ def edelman_bound_from_model(model, *, m: int, T: int, delta: float, B_X: float,
         (layer,), idx = round_layer_radii([layer])
         (B_w21, S_w), i_w = round_radii([B_w21, S_w])
         delta = union_delta(delta, idx + i_w)
-    return edelman_bound(layer, B_X=B_X, B_w21=B_w21, S_w=S_w, d=model.d, m=m,
-                         T=T, delta=delta, margin=margin, out_dim=model.out_dim, L_sigma=model.L_sigma,
-                         kappa=kappa, bias=model.bias, row_norm=model.row_norm)
+    return edelman_bound(
+        layer,
+        B_X=B_X,
+        B_w21=B_w21,
+        S_w=S_w,
+        d=model.d,
+        m=m,
+        T=T,
+        delta=delta,
+        margin=margin,
+        out_dim=model.out_dim,
+        L_sigma=model.L_sigma,
+        kappa=kappa,
+        bias=model.bias,
+        row_norm=model.row_norm,
+    )

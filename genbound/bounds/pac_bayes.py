@@ -53,11 +53,33 @@ from .._validate import check_positive_int, check_real
 from ..errors import ParameterError
 from ._result import LOSS_RANGE, BoundResult
 
-__all__ = ["KL_INV_TOL", "CERT_DPS", "PINSKER_CONSTANT", "binary_kl", "kl_inverse_upper", "kl_inverse_bracket", "stirling_error", "maurer_xi",
-           "maurer_log_term", "pac_bayes_kl_bound", "monte_carlo_upper", "pac_bayes_kl_certificate",
-           "binomial_cdf", "binomial_test_bound", "kl_categorical", "change_of_measure_bound", "kl_diag_gaussians", "isotropic_prior_variance",
-           "prior_scale_grid", "grid_delta", "pac_bayes_grid_certificate", "f_quad",
-           "PacBayesBound", "BinomialTestBound", "XI_EXACT_MAX"]
+__all__ = [
+    "KL_INV_TOL",
+    "CERT_DPS",
+    "PINSKER_CONSTANT",
+    "binary_kl",
+    "kl_inverse_upper",
+    "kl_inverse_bracket",
+    "stirling_error",
+    "maurer_xi",
+    "maurer_log_term",
+    "pac_bayes_kl_bound",
+    "monte_carlo_upper",
+    "pac_bayes_kl_certificate",
+    "binomial_cdf",
+    "binomial_test_bound",
+    "kl_categorical",
+    "change_of_measure_bound",
+    "kl_diag_gaussians",
+    "isotropic_prior_variance",
+    "prior_scale_grid",
+    "grid_delta",
+    "pac_bayes_grid_certificate",
+    "f_quad",
+    "PacBayesBound",
+    "BinomialTestBound",
+    "XI_EXACT_MAX",
+]
 
 #: Width of the bisection bracket of :func:`kl_inverse_upper` (absolute, in ``p``) before certification.
 KL_INV_TOL = 1e-14
@@ -122,7 +144,7 @@ def kl_inverse_upper(q: float, c: float, *, tol: float = KL_INV_TOL) -> float:
     tol = check_real(tol, "tol", lo=0.0, lo_open=True)
     if c == 0.0 or q == 1.0:
         return q
-    lo, hi = q, 1.0                                # kl(q || lo) <= c < kl(q || hi) = inf (q < 1)
+    lo, hi = q, 1.0  # kl(q || lo) <= c < kl(q || hi) = inf (q < 1)
     while hi - lo > tol:
         mid = 0.5 * (lo + hi)
         if mid <= lo or mid >= hi:
@@ -198,8 +220,12 @@ def stirling_error(k) -> np.ndarray:
     out = np.empty_like(k)
     small = k <= 15
     ks = k[small]
-    out[small] = np.array([math.lgamma(x + 1) - (x + 0.5) * math.log(x) + x - 0.5 * math.log(2 * math.pi)
-                           for x in ks.tolist()])
+    out[small] = np.array(
+        [
+            math.lgamma(x + 1) - (x + 0.5) * math.log(x) + x - 0.5 * math.log(2 * math.pi)
+            for x in ks.tolist()
+        ]
+    )
     kb = k[~small]
     k2 = kb * kb
     s0, s1, s2, s3, s4 = _SERIES
@@ -216,8 +242,12 @@ def maurer_log_term(n: int) -> np.ndarray:
     """
     n = check_positive_int(n, "n")
     k = np.arange(1, n, dtype=np.float64)
-    inner = (stirling_error(n)[()] - stirling_error(k) - stirling_error(n - k)
-             + 0.5 * np.log(n / (2 * math.pi * k * (n - k))))
+    inner = (
+        stirling_error(n)[()]
+        - stirling_error(k)
+        - stirling_error(n - k)
+        + 0.5 * np.log(n / (2 * math.pi * k * (n - k)))
+    )
     return np.concatenate(([0.0], inner, [0.0]))
 
 
@@ -268,8 +298,9 @@ def monte_carlo_upper(mean: float, n_draws: int, delta_mc: float) -> float:
     return kl_inverse_upper(q, math.log(2.0 / delta_mc) / n_draws)
 
 
-def pac_bayes_kl_certificate(mc_mean: float, n_draws: int, kl: float, n: int, delta: float,
-                             delta_mc: float) -> float:
+def pac_bayes_kl_certificate(
+    mc_mean: float, n_draws: int, kl: float, n: int, delta: float, delta_mc: float
+) -> float:
     """``kl^-1(monte_carlo_upper(mc_mean, N, delta_mc), [KL + ln(xi(n)/delta)] / n)``: a bound on ``e(Q)``
     with probability ``>= 1 - delta - delta_mc`` (``kl^-1`` increases in its first argument, so the upper
     estimate of ``e_S(Q)`` may replace ``e_S(Q)``)."""
@@ -305,7 +336,7 @@ def _tail_mp(k: int, n: int, p):
         return mpmath.mpf(1)
     if p == 1:
         return mpmath.mpf(0)
-    if k < n * p:                                   # the lower tail is the smaller one: sum it
+    if k < n * p:  # the lower tail is the smaller one: sum it
         term = (1 - p) ** n
         ratio = p / (1 - p)
         total = term
@@ -313,7 +344,7 @@ def _tail_mp(k: int, n: int, p):
             term = term * (n - i) / (i + 1) * ratio
             total += term
         return total
-    term = p ** n                                    # i = n, walking down to i = k + 1
+    term = p**n  # i = n, walking down to i = k + 1
     ratio = (1 - p) / p
     total = term
     for i in range(n, k + 1, -1):
@@ -336,12 +367,12 @@ def _binomial_upper(k: int, n: int, delta: float) -> float:
     with mpmath.workdps(CERT_DPS):
         dm = mpmath.mpf(delta)
         hi = p0
-        while hi < 1.0 and _tail_mp(k, n, hi) > dm:      # cdf(hi) must be <= delta
+        while hi < 1.0 and _tail_mp(k, n, hi) > dm:  # cdf(hi) must be <= delta
             hi = min(1.0, hi + w)
             w *= 2.0
         w = max(1e-15 * p0, 1e-300)
         lo = max(0.0, min(p0, hi) - w)
-        while lo > 0.0 and _tail_mp(k, n, lo) < dm:      # cdf(lo) must be >= delta
+        while lo > 0.0 and _tail_mp(k, n, lo) < dm:  # cdf(lo) must be >= delta
             lo = max(0.0, lo - w)
             w *= 2.0
         # tighten from both sides while the bracket is wider than the tolerance (rarely runs)
@@ -403,8 +434,12 @@ def kl_diag_gaussians(mu_q, sigma_q, mu_p, sigma_p):
     r = (sigma_q / sigma_p) ** 2
     d = ((mu_q - mu_p) / sigma_p) ** 2
     terms = r + d - 1.0 - torch.log(r)
-    return 0.5 * torch.broadcast_to(terms, torch.broadcast_shapes(mu_q.shape, sigma_q.shape,
-                                                                  mu_p.shape, sigma_p.shape)).sum()
+    return (
+        0.5
+        * torch.broadcast_to(
+            terms, torch.broadcast_shapes(mu_q.shape, sigma_q.shape, mu_p.shape, sigma_p.shape)
+        ).sum()
+    )
 
 
 def isotropic_prior_variance(mu_q, sigma_q, mu_p) -> float:
@@ -438,8 +473,9 @@ def grid_delta(delta: float, count: int) -> float:
     return _check_delta(delta) / check_positive_int(count, "count")
 
 
-def pac_bayes_grid_certificate(mc_mean: float, n_draws: int, kls: Sequence[float], n: int, delta: float,
-                               delta_mc: float) -> "PacBayesBound":
+def pac_bayes_grid_certificate(
+    mc_mean: float, n_draws: int, kls: Sequence[float], n: int, delta: float, delta_mc: float
+) -> "PacBayesBound":
     """The certificate at the best of ``K = len(kls)`` priors of a grid fixed before the data: each grid
     point's bound at confidence :func:`grid_delta` ``(delta, K)``, the Monte Carlo correction at
     ``delta_mc`` (one sample of ``Q``, shared); the minimum holds with probability
@@ -455,9 +491,18 @@ def pac_bayes_grid_certificate(mc_mean: float, n_draws: int, kls: Sequence[float
     dj = grid_delta(delta, len(kls))
     vals = [pac_bayes_kl_bound(up, k, n, dj) for k in kls]
     j = int(np.argmin(vals))
-    return PacBayesBound(value=vals[j], mc_mean=float(mc_mean), n_draws=int(n_draws),
-                               emp_upper=up, kl=kls[j], n=n, delta=float(delta), delta_mc=float(delta_mc),
-                               grid_count=len(kls), grid_index=j)
+    return PacBayesBound(
+        value=vals[j],
+        mc_mean=float(mc_mean),
+        n_draws=int(n_draws),
+        emp_upper=up,
+        kl=kls[j],
+        n=n,
+        delta=float(delta),
+        delta_mc=float(delta_mc),
+        grid_count=len(kls),
+        grid_index=j,
+    )
 
 
 def f_quad(emp_risk, kl, n: int, delta: float):
@@ -472,7 +517,10 @@ def f_quad(emp_risk, kl, n: int, delta: float):
     """
     import torch
 
-    emp_risk, kl = torch.as_tensor(emp_risk, dtype=torch.float64), torch.as_tensor(kl, dtype=torch.float64)
+    emp_risk, kl = (
+        torch.as_tensor(emp_risk, dtype=torch.float64),
+        torch.as_tensor(kl, dtype=torch.float64),
+    )
     n = check_positive_int(n, "n")
     delta = _check_delta(delta)
     half = (kl + math.log(2.0 * math.sqrt(n) / delta)) / (2 * n)
@@ -535,18 +583,30 @@ class PacBayesBound(BoundResult):
 
     @property
     def trivial_reason(self) -> str:
-        return (f"the certificate {self.value:.6g} is at or above the loss range {LOSS_RANGE:g}"
-                if self.value >= LOSS_RANGE else "")
+        return (
+            f"the certificate {self.value:.6g} is at or above the loss range {LOSS_RANGE:g}"
+            if self.value >= LOSS_RANGE
+            else ""
+        )
 
     def _dict_fields(self) -> dict:
-        return {"mc_mean": self.mc_mean, "n_draws": self.n_draws, "emp_upper": self.emp_upper, "kl": self.kl,
-                "delta": self.delta, "delta_mc": self.delta_mc, "grid_count": self.grid_count,
-                "grid_index": self.grid_index}
+        return {
+            "mc_mean": self.mc_mean,
+            "n_draws": self.n_draws,
+            "emp_upper": self.emp_upper,
+            "kl": self.kl,
+            "delta": self.delta,
+            "delta_mc": self.delta_mc,
+            "grid_count": self.grid_count,
+            "grid_index": self.grid_index,
+        }
 
     @classmethod
     def examples(cls) -> list:
-        return [pac_bayes_grid_certificate(0.05, 1000, [30.0, 12.0], 500, 0.04, 0.01),
-                pac_bayes_grid_certificate(0.3, 100, [5e3], 150, 0.04, 0.01)]
+        return [
+            pac_bayes_grid_certificate(0.05, 1000, [30.0, 12.0], 500, 0.04, 0.01),
+            pac_bayes_grid_certificate(0.3, 100, [5e3], 150, 0.04, 0.01),
+        ]
 
 
 @dataclass(frozen=True)
@@ -586,16 +646,22 @@ class BinomialTestBound(BoundResult):
 
     @property
     def trivial_reason(self) -> str:
-        return (f"the test-set bound {self.value:.6g} is at or above the loss range {LOSS_RANGE:g}"
-                if self.value >= LOSS_RANGE else "")
+        return (
+            f"the test-set bound {self.value:.6g} is at or above the loss range {LOSS_RANGE:g}"
+            if self.value >= LOSS_RANGE
+            else ""
+        )
 
     def _dict_fields(self) -> dict:
         return {"errors": self.errors, "delta": self.delta}
 
     @classmethod
     def examples(cls) -> list:
-        return [binomial_test_bound(0, 10, 0.05), binomial_test_bound(10, 10, 0.05),
-                binomial_test_bound(15, 150, 0.05)]
+        return [
+            binomial_test_bound(0, 10, 0.05),
+            binomial_test_bound(10, 10, 0.05),
+            binomial_test_bound(15, 150, 0.05),
+        ]
 
 
 def binomial_test_bound(errors: int, n: int, delta: float) -> BinomialTestBound:

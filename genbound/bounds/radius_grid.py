@@ -29,8 +29,15 @@ from typing import Iterable
 from .._validate import check_real
 from ..errors import ParameterError
 
-__all__ = ["GRID_BASE", "PRIOR_NORMALISER", "grid_point", "prior", "union_delta", "round_radii",
-           "round_layer_radii"]
+__all__ = [
+    "GRID_BASE",
+    "PRIOR_NORMALISER",
+    "grid_point",
+    "prior",
+    "union_delta",
+    "round_radii",
+    "round_layer_radii",
+]
 
 #: The grid ratio; radii are rounded up to powers of 2.
 GRID_BASE = 2.0
@@ -45,7 +52,7 @@ def grid_point(radius: float, *, base: float = GRID_BASE) -> tuple[int, float]:
     r = check_real(radius, "radius", lo=0.0, lo_open=True)
     base = check_real(base, "base", lo=1.0, lo_open=True)
     i = math.ceil(math.log(r, base))
-    while base ** (i - 1) >= r:                # log round-off: step down to the smallest grid point >= r
+    while base ** (i - 1) >= r:  # log round-off: step down to the smallest grid point >= r
         i -= 1
     while base**i < r:
         i += 1
@@ -70,7 +77,9 @@ def union_delta(delta: float, indices: Iterable[int]) -> float:
     return out
 
 
-def round_radii(radii: Iterable[float], *, base: float = GRID_BASE) -> tuple[list[float], list[int]]:
+def round_radii(
+    radii: Iterable[float], *, base: float = GRID_BASE
+) -> tuple[list[float], list[int]]:
     """Round every radius up to the grid: returns the grid radii and their indices (same order)."""
     pts = [grid_point(r, base=base) for r in radii]
     if not pts:

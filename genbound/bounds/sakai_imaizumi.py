@@ -165,8 +165,14 @@ def matrix_gamma(C2_qk, C2_v, C2_in, C2_out) -> dict[str, torch.Tensor]:
     return _se.sensitivities(C2_v, C2_in, C2_out, convention="authors")
 
 
-def log_schatten_grid(svals: torch.Tensor, p: torch.Tensor, *, size: int, rank_tol: float = DEFAULT_RANK_TOL,
-                      mode: str = "exact") -> torch.Tensor:
+def log_schatten_grid(
+    svals: torch.Tensor,
+    p: torch.Tensor,
+    *,
+    size: int,
+    rank_tol: float = DEFAULT_RANK_TOL,
+    mode: str = "exact",
+) -> torch.Tensor:
     """``log ||W||_{S_p}^p`` for a stack of spectra ``(..., k)`` and a grid ``p`` ``(P,)`` -> ``(..., P)``:
     :func:`genbound.norms.log_schatten_power` in the chosen mode.
 
@@ -263,8 +269,10 @@ def _trivial_reason(log_capacity: float, n_samples) -> str | None:
         return None
     if not t:
         return ""
-    return (f"capacity / sqrt(n) = exp({float(log_capacity) - 0.5 * math.log(n_samples):.6g}) is at or above "
-            f"the loss range 1 at n = {n_samples}")
+    return (
+        f"capacity / sqrt(n) = exp({float(log_capacity) - 0.5 * math.log(n_samples):.6g}) is at or above "
+        f"the loss range 1 at n = {n_samples}"
+    )
 
 
 def _closed_form_n(log_capacity: float, target: float, limit: int) -> int | float:
@@ -274,8 +282,14 @@ def _closed_form_n(log_capacity: float, target: float, limit: int) -> int | floa
     return math.inf if n > limit else n
 
 
-def _example_weights(seed: int, n_layers: int = 2, n_heads: int = 2, hidden: int = 6, d_ff: int = 8,
-                     scale: float = 1.0) -> TransformerWeights:
+def _example_weights(
+    seed: int,
+    n_layers: int = 2,
+    n_heads: int = 2,
+    hidden: int = 6,
+    d_ff: int = 8,
+    scale: float = 1.0,
+) -> TransformerWeights:
     """Small random proxy matrices (``examples()`` of both reports)."""
     g = torch.Generator().manual_seed(seed)
 
@@ -283,9 +297,12 @@ def _example_weights(seed: int, n_layers: int = 2, n_heads: int = 2, hidden: int
         return scale * torch.randn(*shape, generator=g, dtype=torch.float64) / math.sqrt(shape[0])
 
     L, H, N = n_layers, n_heads, hidden
-    return TransformerWeights.from_proxy_matrices([[r(N, N) for _ in range(H)] for _ in range(L)],
-                                                  [[r(N, N) for _ in range(H)] for _ in range(L)],
-                                                  [r(N, d_ff) for _ in range(L)], [r(d_ff, N) for _ in range(L)])
+    return TransformerWeights.from_proxy_matrices(
+        [[r(N, N) for _ in range(H)] for _ in range(L)],
+        [[r(N, N) for _ in range(H)] for _ in range(L)],
+        [r(N, d_ff) for _ in range(L)],
+        [r(d_ff, N) for _ in range(L)],
+    )
 
 
 @dataclass(frozen=True)
@@ -347,25 +364,42 @@ class SpectralBoundReport(BoundResult):
         return _closed_form_n(self.log_capacity, target, limit)
 
     def _dict_fields(self) -> dict:
-        return {"log_capacity": self.log_capacity, "n_layers": self.n_layers, "hidden": self.hidden,
-                "grid_m": self.grid_m, "L_phi": self.L_phi, "rank_tol": self.rank_tol, "mode": self.mode,
-                "matrices": len(self.table), "p_opt_zero": int((self.table["p_opt"] == 0).sum())}
+        return {
+            "log_capacity": self.log_capacity,
+            "n_layers": self.n_layers,
+            "hidden": self.hidden,
+            "grid_m": self.grid_m,
+            "L_phi": self.L_phi,
+            "rank_tol": self.rank_tol,
+            "mode": self.mode,
+            "matrices": len(self.table),
+            "p_opt_zero": int((self.table["p_opt"] == 0).sum()),
+        }
 
     @classmethod
     def examples(cls) -> list["SpectralBoundReport"]:
         """Two-layer random proxies: without ``n_samples``, trivial at ``n = 10``, not at ``10**12``, and in
         ``"authors"`` mode."""
         w = _example_weights(0)
-        return [spectral_adaptive_bound(w), spectral_adaptive_bound(w, n_samples=10),
-                spectral_adaptive_bound(w, n_samples=10**12),
-                spectral_adaptive_bound(_example_weights(1, n_layers=1, scale=3.0), mode="authors", n_samples=100)]
+        return [
+            spectral_adaptive_bound(w),
+            spectral_adaptive_bound(w, n_samples=10),
+            spectral_adaptive_bound(w, n_samples=10**12),
+            spectral_adaptive_bound(
+                _example_weights(1, n_layers=1, scale=3.0), mode="authors", n_samples=100
+            ),
+        ]
 
     @property
     def grid(self) -> pd.DataFrame:
         """Long table ``layer, head, kind, p, log_term, term, ratio_to_p0`` (every matrix x every p)."""
         lt = self.log_terms.detach().cpu()
         P = lt.shape[1]
-        rows = self.table[["layer", "head", "kind"]].loc[self.table.index.repeat(P)].reset_index(drop=True)
+        rows = (
+            self.table[["layer", "head", "kind"]]
+            .loc[self.table.index.repeat(P)]
+            .reset_index(drop=True)
+        )
         rows["p"] = self.p.cpu().repeat(lt.shape[0]).numpy()
         rows["log_term"] = lt.reshape(-1).numpy()
         rows["term"] = lt.exp().reshape(-1).numpy()
@@ -375,9 +409,11 @@ class SpectralBoundReport(BoundResult):
     def summary(self) -> str:
         n = len(self.table)
         at0 = int((self.table["p_opt"] == 0).sum())
-        return (f"spectral-adaptive proxy B = {self.value:.6g} over {n} matrices (L = {self.n_layers}, "
-                f"N = {self.hidden}, grid m = {self.grid_m}, mode {self.mode}); p_opt = 0 for {at0} of {n}; "
-                f"capacity {self.capacity:.6g}")
+        return (
+            f"spectral-adaptive proxy B = {self.value:.6g} over {n} matrices (L = {self.n_layers}, "
+            f"N = {self.hidden}, grid m = {self.grid_m}, mode {self.mode}); p_opt = 0 for {at0} of {n}; "
+            f"capacity {self.capacity:.6g}"
+        )
 
 
 @dataclass(frozen=True)
@@ -420,8 +456,12 @@ class EdelmanProxyReport(BoundResult):
 
     def _dict_fields(self) -> dict:
         """``value`` and ``capacity`` are ``None`` beyond float64: the logs are kept."""
-        return {"log_value": self.log_value, "log_capacity": self.log_capacity, "n_layers": self.n_layers,
-                "L_phi": self.L_phi}
+        return {
+            "log_value": self.log_value,
+            "log_capacity": self.log_capacity,
+            "n_layers": self.n_layers,
+            "L_phi": self.L_phi,
+        }
 
     @classmethod
     def examples(cls) -> list["EdelmanProxyReport"]:
@@ -429,12 +469,18 @@ class EdelmanProxyReport(BoundResult):
         value overflows float64 (``inf``, finite ``log_value``)."""
         w = _example_weights(0)
         big = _example_weights(2, n_layers=40, n_heads=1, hidden=4, d_ff=4, scale=400.0)
-        return [edelman_proxy(w), edelman_proxy(w, n_samples=10), edelman_proxy(w, n_samples=10**15),
-                edelman_proxy(big, n_samples=10**6)]
+        return [
+            edelman_proxy(w),
+            edelman_proxy(w, n_samples=10),
+            edelman_proxy(w, n_samples=10**15),
+            edelman_proxy(big, n_samples=10**6),
+        ]
 
     def summary(self) -> str:
-        return (f"Edelman-style proxy = {self.value:.6g} (log = {self.log_value:.6g}) over "
-                f"{self.n_layers} layers")
+        return (
+            f"Edelman-style proxy = {self.value:.6g} (log = {self.log_value:.6g}) over "
+            f"{self.n_layers} layers"
+        )
 
 
 #: ``log`` of the largest float64 (``math.exp`` overflows beyond it).
@@ -454,13 +500,15 @@ def _get_spectra(weights, *, device, mode, progress=False) -> Spectra:
             raise ParameterError(
                 f"mode={mode!r} needs spectra computed with method={method!r}, but these were computed with "
                 f"method={weights.method!r}; pass the weights themselves, or spectra from "
-                f"weights.spectra(method={method!r})")
+                f"weights.spectra(method={method!r})"
+            )
         return weights.to(device) if device is not None else weights
     if not isinstance(weights, TransformerWeights):
         raise InputError(
             f"weights must be TransformerWeights or Spectra, got {type(weights).__name__}; to read a checkpoint "
             f"folder or a torch module use genbound.spectral_adaptive_bound / genbound.edelman_proxy "
-            f"(genbound.checkpoint_bounds) or genbound.load_weights first")
+            f"(genbound.checkpoint_bounds) or genbound.load_weights first"
+        )
     return weights.spectra(device=device, method=method, progress=progress)
 
 
@@ -476,27 +524,43 @@ def layer_table(weights, *, L_phi: float = L_PHI, device=None, mode: str = "exac
     qk, v, cin, cout = _c2(sp)
     lam = log_layer_lipschitz(qk, v, cin, cout, L_phi=L_phi)
     la = _se.log_layer_alphas(lam)
-    return pd.DataFrame({
-        "layer": range(sp.n_layers),
-        "C2_M_in": cin.cpu().numpy(), "C2_M_out": cout.cpu().numpy(),
-        "C2_QK_max": qk.max(dim=-1).values.cpu().numpy(), "C2_V_max": v.max(dim=-1).values.cpu().numpy(),
-        "head_sum": _se.head_lipschitz(qk, v).sum(-1).cpu().numpy(),
-        "log_lipschitz": lam.cpu().numpy(), "log_alpha": la.cpu().numpy(), "alpha": la.exp().cpu().numpy(),
-    })
+    return pd.DataFrame(
+        {
+            "layer": range(sp.n_layers),
+            "C2_M_in": cin.cpu().numpy(),
+            "C2_M_out": cout.cpu().numpy(),
+            "C2_QK_max": qk.max(dim=-1).values.cpu().numpy(),
+            "C2_V_max": v.max(dim=-1).values.cpu().numpy(),
+            "head_sum": _se.head_lipschitz(qk, v).sum(-1).cpu().numpy(),
+            "log_lipschitz": lam.cpu().numpy(),
+            "log_alpha": la.cpu().numpy(),
+            "alpha": la.exp().cpu().numpy(),
+        }
+    )
 
 
 def _flat(sp: Spectra, per_kind: dict) -> torch.Tensor:
     """Concatenate per-kind tensors (``(L,H,...)`` for heads, ``(L,...)`` for MLP) in table order."""
     parts = []
     for l in range(sp.n_layers):  # small: only reorders already computed numbers
-        heads = torch.stack([per_kind["QK"][l], per_kind["V"][l]], dim=1).flatten(0, 1)  # QK h0, V h0, QK h1, ...
-        parts += [heads, per_kind["M_in"][l:l + 1], per_kind["M_out"][l:l + 1]]
+        heads = torch.stack([per_kind["QK"][l], per_kind["V"][l]], dim=1).flatten(
+            0, 1
+        )  # QK h0, V h0, QK h1, ...
+        parts += [heads, per_kind["M_in"][l : l + 1], per_kind["M_out"][l : l + 1]]
     return torch.cat(parts)
 
 
-def spectral_adaptive_bound(weights, *, L_phi: float = L_PHI, grid_m: int | None = None,
-                            rank_tol: float = DEFAULT_RANK_TOL, device=None, mode: str = "exact",
-                            progress: bool = False, n_samples: int | None = None) -> SpectralBoundReport:
+def spectral_adaptive_bound(
+    weights,
+    *,
+    L_phi: float = L_PHI,
+    grid_m: int | None = None,
+    rank_tol: float = DEFAULT_RANK_TOL,
+    device=None,
+    mode: str = "exact",
+    progress: bool = False,
+    n_samples: int | None = None,
+) -> SpectralBoundReport:
     """The spectrum-adaptive post hoc proxy ``B_ours`` of Sakai & Imaizumi (2026), :ref:`ch-sakai-trained`.
 
     ``weights`` is a :class:`~genbound.weights.TransformerWeights` or precomputed
@@ -520,15 +584,24 @@ def spectral_adaptive_bound(weights, *, L_phi: float = L_PHI, grid_m: int | None
     n_samples = _check_n_samples(n_samples)
     sp = _get_spectra(weights, device=device, mode=mode, progress=progress)
     L, H, N = sp.n_layers, sp.n_heads, sp.hidden
-    grid_m = _grid_m(L, N) if grid_m is None else check_positive_int(grid_m, "grid_m")   # the grid resolution
+    grid_m = (
+        _grid_m(L, N) if grid_m is None else check_positive_int(grid_m, "grid_m")
+    )  # the grid resolution
     p = p_grid(L, N, grid_m, device=sp.device)
     qk, v, cin, cout = _c2(sp)
     log_alpha = log_layer_alpha(qk, v, cin, cout, L_phi=L_phi)  # (L,)
     gam = matrix_gamma(qk, v, cin, cout)
     size = sp.size
-    log_M = {k: log_schatten_grid(sp.svals(k), p, size=size[k], rank_tol=rank_tol, mode=mode) for k in KINDS}
-    la = {"QK": log_alpha.unsqueeze(-1).expand(L, H), "V": log_alpha.unsqueeze(-1).expand(L, H),
-          "M_in": log_alpha, "M_out": log_alpha}
+    log_M = {
+        k: log_schatten_grid(sp.svals(k), p, size=size[k], rank_tol=rank_tol, mode=mode)
+        for k in KINDS
+    }
+    la = {
+        "QK": log_alpha.unsqueeze(-1).expand(L, H),
+        "V": log_alpha.unsqueeze(-1).expand(L, H),
+        "M_in": log_alpha,
+        "M_out": log_alpha,
+    }
     tiny = math.log(torch.finfo(torch.float64).tiny)
     log_scale = {k: (gam[k].log() + la[k] + math.log(L)).clamp(min=tiny) for k in KINDS}
     log_terms = {k: log_contribution(log_M[k], log_scale[k], N, p) for k in KINDS}
@@ -539,18 +612,29 @@ def spectral_adaptive_bound(weights, *, L_phi: float = L_PHI, grid_m: int | None
     p_opt = p[idx]
     # capacity (prop-sa-capacity): 12 sum_a kappa_{p_a} T_a(p_a) + sqrt(L), in log space
     log_cap_terms = _se.log_dudley_factor(p_opt) + best + math.log(DUDLEY_INTEGRAL_COEF)
-    log_capacity = float(torch.logaddexp(torch.logsumexp(log_cap_terms, dim=0),
-                                         torch.tensor(0.5 * math.log(L), dtype=best.dtype, device=best.device)))
+    log_capacity = float(
+        torch.logaddexp(
+            torch.logsumexp(log_cap_terms, dim=0),
+            torch.tensor(0.5 * math.log(L), dtype=best.dtype, device=best.device),
+        )
+    )
     # the table
     svals = {k: sp.svals(k) for k in KINDS}
     rank = {k: numerical_rank(svals[k], rank_tol=rank_tol, size=size[k]) for k in KINDS}
-    kept = {k: svals[k] if mode == "authors" else threshold_spectrum(svals[k], rank_tol=rank_tol, size=size[k])
-            for k in KINDS}
+    kept = {
+        k: svals[k]
+        if mode == "authors"
+        else threshold_spectrum(svals[k], rank_tol=rank_tol, size=size[k])
+        for k in KINDS
+    }
     fro = {k: _norms.frobenius_norm(kept[k]) for k in KINDS}
     nuc = {k: _norms.nuclear_norm(kept[k]) for k in KINDS}
     shape = {"QK": (N, N), "V": (N, N), "M_in": (N, sp.d_ff), "M_out": (sp.d_ff, N)}
     layers, heads, kinds, rows, cols, routes = [], [], [], [], [], []
-    order = [(h, k) for h in range(H) for k in ("QK", "V")] + [(MLP_HEAD, "M_in"), (MLP_HEAD, "M_out")]
+    order = [(h, k) for h in range(H) for k in ("QK", "V")] + [
+        (MLP_HEAD, "M_in"),
+        (MLP_HEAD, "M_out"),
+    ]
     for l in range(L):
         for h, k in order:
             layers.append(l), heads.append(h), kinds.append(k)
@@ -560,23 +644,54 @@ def spectral_adaptive_bound(weights, *, L_phi: float = L_PHI, grid_m: int | None
         return _flat(sp, d).detach().cpu().numpy()
 
     log_alpha_m = col(la)
-    table = pd.DataFrame({
-        "layer": layers, "head": heads, "kind": kinds, "rows": rows, "cols": cols,
-        "rank": col(rank).astype(int),
-        "spectral_norm": col({k: _norms.spectral_norm(svals[k]) for k in KINDS}),
-        "frobenius_norm": col(fro), "nuclear_norm": col(nuc),
-        "norm_21": col({k: sp.norm21(k) for k in KINDS}),
-        "alpha": torch.as_tensor(log_alpha_m).exp().numpy(), "log_alpha": log_alpha_m,
-        "gamma": col(gam), "scale": torch.as_tensor(col(log_scale)).exp().numpy(), "log_scale": col(log_scale),
-        "p_opt": p_opt.cpu().numpy(), "contribution": contrib.cpu().numpy(), "route": routes,
-    })
-    return SpectralBoundReport(value=value, table=table, p=p, log_terms=LT, n_layers=L, hidden=N, grid_m=grid_m,
-                               L_phi=L_phi, rank_tol=rank_tol, mode=mode, spectra=sp, log_capacity=log_capacity,
-                               n_samples=n_samples)
+    table = pd.DataFrame(
+        {
+            "layer": layers,
+            "head": heads,
+            "kind": kinds,
+            "rows": rows,
+            "cols": cols,
+            "rank": col(rank).astype(int),
+            "spectral_norm": col({k: _norms.spectral_norm(svals[k]) for k in KINDS}),
+            "frobenius_norm": col(fro),
+            "nuclear_norm": col(nuc),
+            "norm_21": col({k: sp.norm21(k) for k in KINDS}),
+            "alpha": torch.as_tensor(log_alpha_m).exp().numpy(),
+            "log_alpha": log_alpha_m,
+            "gamma": col(gam),
+            "scale": torch.as_tensor(col(log_scale)).exp().numpy(),
+            "log_scale": col(log_scale),
+            "p_opt": p_opt.cpu().numpy(),
+            "contribution": contrib.cpu().numpy(),
+            "route": routes,
+        }
+    )
+    return SpectralBoundReport(
+        value=value,
+        table=table,
+        p=p,
+        log_terms=LT,
+        n_layers=L,
+        hidden=N,
+        grid_m=grid_m,
+        L_phi=L_phi,
+        rank_tol=rank_tol,
+        mode=mode,
+        spectra=sp,
+        log_capacity=log_capacity,
+        n_samples=n_samples,
+    )
 
 
-def edelman_proxy(weights, *, L_phi: float = L_PHI, device=None, mode: str = "exact",
-                  progress: bool = False, n_samples: int | None = None) -> EdelmanProxyReport:
+def edelman_proxy(
+    weights,
+    *,
+    L_phi: float = L_PHI,
+    device=None,
+    mode: str = "exact",
+    progress: bool = False,
+    n_samples: int | None = None,
+) -> EdelmanProxyReport:
     """The Edelman-style norm-based proxy ``(1 + sum_l alpha_l^{2/3} xi_l)^{3/2}`` (:ref:`ch-sakai-trained`).
 
     ``xi_l = sum_h [(C2(M_out) C2(M_in) C2(V) ||QK||_{2,1})^{2/3} + (C2(M_out) C2(M_in) ||V||_{2,1})^{2/3}]
@@ -601,19 +716,35 @@ def edelman_proxy(weights, *, L_phi: float = L_PHI, device=None, mode: str = "ex
     lin, lout = cin.log(), cout.log()
     two3 = 2.0 / 3.0
     mlp = (lout + lin).unsqueeze(-1)
-    head_terms = torch.cat([two3 * (mlp + v.log() + sp.qk_norm21.log()),
-                            two3 * (mlp + sp.v_norm21.log())], dim=-1)  # (L, 2H)
-    layer_terms = torch.stack([two3 * (lout + sp.m_in_norm21.log()), two3 * sp.m_out_norm21.log()], dim=-1)
+    head_terms = torch.cat(
+        [two3 * (mlp + v.log() + sp.qk_norm21.log()), two3 * (mlp + sp.v_norm21.log())], dim=-1
+    )  # (L, 2H)
+    layer_terms = torch.stack(
+        [two3 * (lout + sp.m_in_norm21.log()), two3 * sp.m_out_norm21.log()], dim=-1
+    )
     log_xi = torch.logsumexp(torch.cat([head_terms, layer_terms], dim=-1), dim=-1)  # (L,)
     log_sum = torch.logsumexp(two3 * log_alpha + log_xi, dim=0)
     log_value = float(1.5 * torch.logaddexp(torch.zeros_like(log_sum), log_sum).item())
     if math.isnan(log_value):  # pragma: no cover - guarded by construction
-        raise InputError("the Edelman proxy evaluated to NaN; check the weights for degenerate layers")
+        raise InputError(
+            "the Edelman proxy evaluated to NaN; check the weights for degenerate layers"
+        )
     value = math.exp(log_value) if log_value < _LOG_MAX else math.inf
-    table = pd.DataFrame({
-        "layer": range(sp.n_layers), "log_lipschitz": lam.cpu().numpy(),
-        "alpha": log_alpha.exp().cpu().numpy(), "log_alpha": log_alpha.cpu().numpy(),
-        "xi": log_xi.exp().cpu().numpy(), "log_xi": log_xi.cpu().numpy(),
-    })
-    return EdelmanProxyReport(value=value, log_value=log_value, table=table, n_layers=sp.n_layers, L_phi=L_phi,
-                              n_samples=n_samples)
+    table = pd.DataFrame(
+        {
+            "layer": range(sp.n_layers),
+            "log_lipschitz": lam.cpu().numpy(),
+            "alpha": log_alpha.exp().cpu().numpy(),
+            "log_alpha": log_alpha.cpu().numpy(),
+            "xi": log_xi.exp().cpu().numpy(),
+            "log_xi": log_xi.cpu().numpy(),
+        }
+    )
+    return EdelmanProxyReport(
+        value=value,
+        log_value=log_value,
+        table=table,
+        n_layers=sp.n_layers,
+        L_phi=L_phi,
+        n_samples=n_samples,
+    )

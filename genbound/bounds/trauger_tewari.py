@@ -20,6 +20,9 @@ Every constant comes from :mod:`genbound.symbolic.trauger_tewari`.
 (79.6754, 9.0109)
 >>> round(r.value, 4)
 0.7129
+
+One concept: the Trauger-Tewari bounds as pure functions of radii (sensitivities, covers, Dudley,
+the single-layer, multi-layer and masked theorems).
 """
 
 from __future__ import annotations
@@ -31,14 +34,35 @@ from typing import Sequence
 from .._validate import check_positive_int, check_real
 from ..errors import ArchitectureError, ParameterError
 from ..covering import allocation_split, allocation_value
-from ..rademacher import (DudleyResult, dudley_inverse_square, generalization_gap_bound, inverse_square_capacity,
-                          inverse_square_log_factor)
+from ..rademacher import (
+    DudleyResult,
+    dudley_inverse_square,
+    generalization_gap_bound,
+    inverse_square_capacity,
+    inverse_square_log_factor,
+)
 from ._result import LOSS_RANGE, TRIVIAL_RADEMACHER, BoundResult, DudleyHooks
 
-__all__ = ["LayerRadii", "CoverTerm", "InverseSquareCover", "Sensitivities", "TTBound", "tt_row_bounds",
-           "tt_layer_lipschitz", "tt_sensitivities", "sensitivities_raw", "tt_perturbation_bound", "tt_log_cover",
-           "trauger_tewari_bound", "layer_radii_from_model", "trauger_tewari_bound_from_model",
-           "loss_lipschitz", "KAPPA_DEFAULT", "TRIVIAL_RADEMACHER", "LOSS_RANGE"]
+__all__ = [
+    "LayerRadii",
+    "CoverTerm",
+    "InverseSquareCover",
+    "Sensitivities",
+    "TTBound",
+    "tt_row_bounds",
+    "tt_layer_lipschitz",
+    "tt_sensitivities",
+    "sensitivities_raw",
+    "tt_perturbation_bound",
+    "tt_log_cover",
+    "trauger_tewari_bound",
+    "layer_radii_from_model",
+    "trauger_tewari_bound_from_model",
+    "loss_lipschitz",
+    "KAPPA_DEFAULT",
+    "TRIVIAL_RADEMACHER",
+    "LOSS_RANGE",
+]
 
 #: Softmax l_inf -> l_1 constant (tight; :mod:`genbound.symbolic.softmax`).
 KAPPA_DEFAULT = 1.0
@@ -65,10 +89,14 @@ class LayerRadii:
     def __post_init__(self):
         H = len(self.B_QK)
         if H == 0 or not (len(self.S_QK) == len(self.B_V) == len(self.S_V) == H):
-            raise ParameterError(f"LayerRadii: B_QK, S_QK, B_V, S_V need one entry per head, got lengths "
-                                 f"{len(self.B_QK)}, {len(self.S_QK)}, {len(self.B_V)}, {len(self.S_V)}")
+            raise ParameterError(
+                f"LayerRadii: B_QK, S_QK, B_V, S_V need one entry per head, got lengths "
+                f"{len(self.B_QK)}, {len(self.S_QK)}, {len(self.B_V)}, {len(self.S_V)}"
+            )
         for name in ("B_QK", "S_QK", "B_V", "S_V"):
-            vals = tuple(check_real(v, f"{name}[{i}]", lo=0.0) for i, v in enumerate(getattr(self, name)))
+            vals = tuple(
+                check_real(v, f"{name}[{i}]", lo=0.0) for i, v in enumerate(getattr(self, name))
+            )
             object.__setattr__(self, name, vals)
         if (self.B_C is None) != (self.S_C is None):
             raise ParameterError("LayerRadii: give both B_C and S_C (a dense map) or neither")
@@ -119,7 +147,7 @@ class InverseSquareCover:
 
     def __post_init__(self):
         costs = [t.c**2 for t in self.terms]
-        A = float(allocation_value(costs, 1.0)) if any(costs) else 0.0     # (sum_j c_j^{2/3})^3
+        A = float(allocation_value(costs, 1.0)) if any(costs) else 0.0  # (sum_j c_j^{2/3})^3
         object.__setattr__(self, "A", A)
         object.__setattr__(self, "Lambda", sum(t.log_atoms for t in self.terms))
 
@@ -130,14 +158,19 @@ class InverseSquareCover:
     def scales(self, eps: float) -> dict[str, float]:
         """The optimal split ``eps_j = eps c_j^{2/3} / sum_i c_i^{2/3}`` of the allowed output error."""
         eps = check_real(eps, "eps", lo=0.0, lo_open=True)
-        return allocation_split({t.name: t.c for t in self.terms}, eps)    # Part I, lem-allocation
+        return allocation_split({t.name: t.c for t in self.terms}, eps)  # Part I, lem-allocation
 
     def atoms_per_term(self, eps: float) -> dict[str, int]:
         """Maurey's atom count ``K_j = ceil((factor rho radius / eps_j)^2 - 1e-12)`` (1e-12: round-off) at the scales."""
         sc = self.scales(eps)
-        return {t.name: (1 if t.factor * t.rho * t.radius == 0 or sc[t.name] == 0 else
-                         max(1, math.ceil((t.factor * t.rho * t.radius / sc[t.name]) ** 2 - 1e-12)))
-                for t in self.terms}
+        return {
+            t.name: (
+                1
+                if t.factor * t.rho * t.radius == 0 or sc[t.name] == 0
+                else max(1, math.ceil((t.factor * t.rho * t.radius / sc[t.name]) ** 2 - 1e-12))
+            )
+            for t in self.terms
+        }
 
 
 @dataclass(frozen=True)
@@ -151,15 +184,25 @@ class Sensitivities:
     factor: dict[str, float]
 
 
-def tt_row_bounds(layers: Sequence[LayerRadii], *, B_X: float, L_sigma: float = 1.0, bias: bool = False,
-                  row_norm: bool = False) -> tuple[float, ...]:
+def tt_row_bounds(
+    layers: Sequence[LayerRadii],
+    *,
+    B_X: float,
+    L_sigma: float = 1.0,
+    bias: bool = False,
+    row_norm: bool = False,
+) -> tuple[float, ...]:
     """Row radii ``B_0 = B_X`` and ``B_l = Pi? S_C aug(L_sigma sum_h S_V^h aug(B_{l-1}))`` (``1`` with ``Pi``).
 
     >>> tt_row_bounds([LayerRadii((1.0,), (1.0,), (3.0,), (2.0,))], B_X=0.5)
     (0.5, 1.0)
     """
     spec = [(lay.S_QK, lay.S_V, lay.S_C) for lay in layers]
-    return tuple(_row_bounds(spec, check_real(B_X, "B_X", lo=0.0), L_sigma=L_sigma, bias=bias, row_norm=row_norm))
+    return tuple(
+        _row_bounds(
+            spec, check_real(B_X, "B_X", lo=0.0), L_sigma=L_sigma, bias=bias, row_norm=row_norm
+        )
+    )
 
 
 def _row_bounds(spec, B_X, *, L_sigma, bias, row_norm):
@@ -172,7 +215,9 @@ def _row_bounds(spec, B_X, *, L_sigma, bias, row_norm):
     return Bs
 
 
-def tt_layer_lipschitz(lay: LayerRadii, B: float, *, L_sigma: float = 1.0, kappa: float = KAPPA_DEFAULT) -> float:
+def tt_layer_lipschitz(
+    lay: LayerRadii, B: float, *, L_sigma: float = 1.0, kappa: float = KAPPA_DEFAULT
+) -> float:
     """Max-row-norm Lipschitz constant of one layer on rows of (augmented) radius ``B``:
     ``L_sigma S_C sum_h S_V^h (1 + 2 kappa B^2 S_QK^h)`` (:prf:ref:`lem-tt-layer-lipschitz`). No ``T``.
 
@@ -194,12 +239,24 @@ def _check_common(layers, B_X, B_w, L_sigma, kappa):
     for i, lay in enumerate(layers):
         if not isinstance(lay, LayerRadii):
             raise ParameterError(f"layers[{i}] must be a LayerRadii, got {type(lay).__name__}")
-    return (check_real(B_X, "B_X", lo=0.0), check_real(B_w, "B_w", lo=0.0),
-            check_real(L_sigma, "L_sigma", lo=0.0), check_real(kappa, "kappa", lo=0.0))
+    return (
+        check_real(B_X, "B_X", lo=0.0),
+        check_real(B_w, "B_w", lo=0.0),
+        check_real(L_sigma, "L_sigma", lo=0.0),
+        check_real(kappa, "kappa", lo=0.0),
+    )
 
 
-def tt_sensitivities(layers: Sequence[LayerRadii], *, B_X: float, B_w: float, L_sigma: float = 1.0,
-                     kappa: float = KAPPA_DEFAULT, bias: bool = False, row_norm: bool = False) -> Sensitivities:
+def tt_sensitivities(
+    layers: Sequence[LayerRadii],
+    *,
+    B_X: float,
+    B_w: float,
+    L_sigma: float = 1.0,
+    kappa: float = KAPPA_DEFAULT,
+    bias: bool = False,
+    row_norm: bool = False,
+) -> Sensitivities:
     """Coefficients of :prf:ref:`lem-tt-multilayer-perturbation`:
     ``sup_X |f(X) - f_hat(X)| <= sum_j rho_j ||W_j - W_hat_j||_op`` over every sequence of every length.
 
@@ -214,8 +271,9 @@ def tt_sensitivities(layers: Sequence[LayerRadii], *, B_X: float, B_w: float, L_
     """
     B_X, B_w, L_sigma, kappa = _check_common(layers, B_X, B_w, L_sigma, kappa)
     spec = [(lay.S_QK, lay.S_V, lay.S_C) for lay in layers]
-    rho, Bs, lips = sensitivities_raw(spec, B_X=B_X, B_w=B_w, L_sigma=L_sigma, kappa=kappa, bias=bias,
-                                      row_norm=row_norm)
+    rho, Bs, lips = sensitivities_raw(
+        spec, B_X=B_X, B_w=B_w, L_sigma=L_sigma, kappa=kappa, bias=bias, row_norm=row_norm
+    )
     factor = {}
     L = len(layers)
     for i, lay in enumerate(layers):
@@ -229,7 +287,9 @@ def tt_sensitivities(layers: Sequence[LayerRadii], *, B_X: float, B_w: float, L_
     return Sensitivities(rho, tuple(Bs), tuple(lips), factor)
 
 
-def sensitivities_raw(spec, *, B_X, B_w, L_sigma=1.0, kappa=KAPPA_DEFAULT, bias=False, row_norm=False):
+def sensitivities_raw(
+    spec, *, B_X, B_w, L_sigma=1.0, kappa=KAPPA_DEFAULT, bias=False, row_norm=False
+):
     """The formulas behind :func:`tt_sensitivities`, without validation, for floats **or** tensors
     (the claims evaluate them on batches with autograd). ``spec``: per layer ``(S_QK, S_V, S_C)`` with
     per-head sequences and ``S_C = None`` for no dense map. Returns ``(rho, row_bounds, lipschitz)``.
@@ -240,7 +300,7 @@ def sensitivities_raw(spec, *, B_X, B_w, L_sigma=1.0, kappa=KAPPA_DEFAULT, bias=
         lips.append(_lipschitz(S_QK, S_V, S_C, _aug(Bs[i], bias), L_sigma=L_sigma, kappa=kappa))
     rho = {}
     for i, (S_QK, S_V, S_C) in enumerate(spec):
-        P = math.prod(lips[i + 1:])
+        P = math.prod(lips[i + 1 :])
         Bt = _aug(Bs[i], bias)
         c = 1.0 if S_C is None else S_C
         for h in range(len(S_V)):
@@ -276,9 +336,18 @@ def _shape_atoms(layers, d: int, out_dim: int, bias: bool) -> dict[str, float]:
     return out
 
 
-def tt_log_cover(layers: Sequence[LayerRadii], *, B_X: float, B_w: float, d: int, out_dim: int = 1,
-                 L_sigma: float = 1.0, kappa: float = KAPPA_DEFAULT, bias: bool = False,
-                 row_norm: bool = False) -> InverseSquareCover:
+def tt_log_cover(
+    layers: Sequence[LayerRadii],
+    *,
+    B_X: float,
+    B_w: float,
+    d: int,
+    out_dim: int = 1,
+    L_sigma: float = 1.0,
+    kappa: float = KAPPA_DEFAULT,
+    bias: bool = False,
+    row_norm: bool = False,
+) -> InverseSquareCover:
     """Uniform cover of the class in sup-norm over all inputs (:prf:ref:`thm-tt-multilayer`; for one
     layer without dense map, :prf:ref:`thm-tt-single-layer`): ``log N(eps) <= A/eps^2 + Lambda``.
 
@@ -291,7 +360,9 @@ def tt_log_cover(layers: Sequence[LayerRadii], *, B_X: float, B_w: float, d: int
     """
     d = check_positive_int(d, "d")
     out_dim = check_positive_int(out_dim, "out_dim")
-    sens = tt_sensitivities(layers, B_X=B_X, B_w=B_w, L_sigma=L_sigma, kappa=kappa, bias=bias, row_norm=row_norm)
+    sens = tt_sensitivities(
+        layers, B_X=B_X, B_w=B_w, L_sigma=L_sigma, kappa=kappa, bias=bias, row_norm=row_norm
+    )
     atoms = _shape_atoms(layers, d, out_dim, bias)
     radius = {"w": float(B_w)}
     for i, lay in enumerate(layers):
@@ -300,7 +371,9 @@ def tt_log_cover(layers: Sequence[LayerRadii], *, B_X: float, B_w: float, d: int
             radius[f"V[{i + 1},{h + 1}]"] = lay.B_V[h]
         if lay.dense:
             radius[f"C[{i + 1}]"] = lay.B_C
-    return InverseSquareCover(tuple(CoverTerm(k, sens.rho[k], radius[k], atoms[k], sens.factor[k]) for k in sens.rho))
+    return InverseSquareCover(
+        tuple(CoverTerm(k, sens.rho[k], radius[k], atoms[k], sens.factor[k]) for k in sens.rho)
+    )
 
 
 def loss_lipschitz(margin: float, out_dim: int) -> float:
@@ -362,7 +435,9 @@ class TTBound(DudleyHooks, BoundResult):
     def capacity(self) -> float:
         """``12 (L_loss sqrt(A) + (c/2) sqrt(Lambda))`` at the loss diameter ``c = 1/2``
         (:func:`genbound.rademacher.inverse_square_capacity`); free of ``m`` and of ``T``."""
-        return inverse_square_capacity(self.loss_A, self.log_cover.Lambda, diameter=self.dudley.diameter)
+        return inverse_square_capacity(
+            self.loss_A, self.log_cover.Lambda, diameter=self.dudley.diameter
+        )
 
     @property
     def log_factor(self) -> float:
@@ -370,29 +445,61 @@ class TTBound(DudleyHooks, BoundResult):
         return inverse_square_log_factor(self.loss_A, m=self.m, diameter=self.dudley.diameter)
 
     def _dict_fields(self) -> dict:
-        return {"log_factor": self.log_factor, "rademacher": self.rademacher, "m": int(self.m),
-                "delta": float(self.delta), "margin": float(self.margin)}
+        return {
+            "log_factor": self.log_factor,
+            "rademacher": self.rademacher,
+            "m": int(self.m),
+            "delta": float(self.delta),
+            "margin": float(self.margin),
+        }
 
     @classmethod
     def examples(cls) -> list["TTBound"]:
         """One layer at ``m = 300`` (trivial) and ``10**6`` (not), and two dense layers with biases."""
         lay = LayerRadii((1.0,), (1.0,), (1.0,), (1.0,))
         two = [LayerRadii((1.0, 0.5), (0.5, 0.5), (1.0, 0.5), (0.5, 0.5), 1.0, 0.5)] * 2
-        return [trauger_tewari_bound([lay], B_X=1.0, B_w=1.0, d=4, m=300, delta=0.05),
-                trauger_tewari_bound([lay], B_X=1.0, B_w=1.0, d=4, m=10**6, delta=0.05),
-                trauger_tewari_bound(two, B_X=1.0, B_w=1.0, d=3, m=10**9, delta=0.1, margin=0.5, bias=True)]
+        return [
+            trauger_tewari_bound([lay], B_X=1.0, B_w=1.0, d=4, m=300, delta=0.05),
+            trauger_tewari_bound([lay], B_X=1.0, B_w=1.0, d=4, m=10**6, delta=0.05),
+            trauger_tewari_bound(
+                two, B_X=1.0, B_w=1.0, d=3, m=10**9, delta=0.1, margin=0.5, bias=True
+            ),
+        ]
 
     def at(self, m: int) -> "TTBound":
         """The same bound (every radius, ``delta`` and ``margin`` held fixed) at sample size ``m``."""
         n = self.norms
-        return trauger_tewari_bound(n["layers"], B_X=n["B_X"], B_w=n["B_w"], d=n["d"], m=m, delta=self.delta,
-                                    margin=self.margin, out_dim=n["out_dim"], L_sigma=n["L_sigma"],
-                                    kappa=n["kappa"], bias=n["bias"], row_norm=n["row_norm"])
+        return trauger_tewari_bound(
+            n["layers"],
+            B_X=n["B_X"],
+            B_w=n["B_w"],
+            d=n["d"],
+            m=m,
+            delta=self.delta,
+            margin=self.margin,
+            out_dim=n["out_dim"],
+            L_sigma=n["L_sigma"],
+            kappa=n["kappa"],
+            bias=n["bias"],
+            row_norm=n["row_norm"],
+        )
 
 
-def trauger_tewari_bound(layers: Sequence[LayerRadii], *, B_X: float, B_w: float, d: int, m: int, delta: float,
-                         margin: float = 1.0, out_dim: int = 1, L_sigma: float = 1.0,
-                         kappa: float = KAPPA_DEFAULT, bias: bool = False, row_norm: bool = False) -> TTBound:
+def trauger_tewari_bound(
+    layers: Sequence[LayerRadii],
+    *,
+    B_X: float,
+    B_w: float,
+    d: int,
+    m: int,
+    delta: float,
+    margin: float = 1.0,
+    out_dim: int = 1,
+    L_sigma: float = 1.0,
+    kappa: float = KAPPA_DEFAULT,
+    bias: bool = False,
+    row_norm: bool = False,
+) -> TTBound:
     """The generalization bound of :prf:ref:`thm-tt-multilayer` (one layer: :prf:ref:`thm-tt-single-layer`).
 
     With probability ``>= 1 - delta`` over ``m`` i.i.d. samples, every network in the class has
@@ -404,14 +511,34 @@ def trauger_tewari_bound(layers: Sequence[LayerRadii], *, B_X: float, B_w: float
     m = check_positive_int(m, "m")
     delta = check_real(delta, "delta", lo=0.0, hi=1.0, lo_open=True, hi_open=True)
     Lloss = loss_lipschitz(margin, out_dim)
-    cover = tt_log_cover(layers, B_X=B_X, B_w=B_w, d=d, out_dim=out_dim, L_sigma=L_sigma, kappa=kappa,
-                         bias=bias, row_norm=row_norm)
-    sens = tt_sensitivities(layers, B_X=B_X, B_w=B_w, L_sigma=L_sigma, kappa=kappa, bias=bias, row_norm=row_norm)
+    cover = tt_log_cover(
+        layers,
+        B_X=B_X,
+        B_w=B_w,
+        d=d,
+        out_dim=out_dim,
+        L_sigma=L_sigma,
+        kappa=kappa,
+        bias=bias,
+        row_norm=row_norm,
+    )
+    sens = tt_sensitivities(
+        layers, B_X=B_X, B_w=B_w, L_sigma=L_sigma, kappa=kappa, bias=bias, row_norm=row_norm
+    )
     dud = dudley_inverse_square(Lloss**2 * cover.A, cover.Lambda, m=m, diameter=0.5)
     rad = min(dud.value, TRIVIAL_RADEMACHER)
     value = generalization_gap_bound(rad, m=m, delta=delta, b=1.0)
-    norms = {"B_X": float(B_X), "B_w": float(B_w), "layers": tuple(layers), "d": d, "out_dim": out_dim,
-             "L_sigma": float(L_sigma), "kappa": float(kappa), "bias": bool(bias), "row_norm": bool(row_norm)}
+    norms = {
+        "B_X": float(B_X),
+        "B_w": float(B_w),
+        "layers": tuple(layers),
+        "d": d,
+        "out_dim": out_dim,
+        "L_sigma": float(L_sigma),
+        "kappa": float(kappa),
+        "bias": bool(bias),
+        "row_norm": bool(row_norm),
+    }
     return TTBound(value, rad, cover, dud, sens, norms, m, float(delta), float(margin), Lloss)
 
 
@@ -419,7 +546,9 @@ def layer_radii_from_model(model, *, spectral: bool = True) -> list[LayerRadii]:
     """Read the radii off a :class:`genbound.nets.ReferenceTransformer` (its effective maps, biases
     absorbed): ``B = ||.||_{1,1}``, ``S = ||.||_op`` (``spectral=False``: ``S = B``, no spectral control)."""
     if not hasattr(model, "weight_norms") or not hasattr(model, "n_layers"):
-        raise ArchitectureError(f"expected a genbound.nets.ReferenceTransformer, got {type(model).__name__}")
+        raise ArchitectureError(
+            f"expected a genbound.nets.ReferenceTransformer, got {type(model).__name__}"
+        )
     n = model.weight_norms()
     out = []
     for l in range(model.n_layers):
@@ -436,9 +565,17 @@ def layer_radii_from_model(model, *, spectral: bool = True) -> list[LayerRadii]:
     return out
 
 
-def trauger_tewari_bound_from_model(model, *, m: int, delta: float, B_X: float, margin: float = 1.0,
-                                    kappa: float = KAPPA_DEFAULT, spectral: bool = True,
-                                    radius_grid: bool = False) -> TTBound:
+def trauger_tewari_bound_from_model(
+    model,
+    *,
+    m: int,
+    delta: float,
+    B_X: float,
+    margin: float = 1.0,
+    kappa: float = KAPPA_DEFAULT,
+    spectral: bool = True,
+    radius_grid: bool = False,
+) -> TTBound:
     """:func:`trauger_tewari_bound` with every radius read off ``model`` (a ``ReferenceTransformer``).
 
     ``B_X`` bounds the l2 norm of every input row (token plus position); it is the only data quantity.
@@ -459,6 +596,17 @@ def trauger_tewari_bound_from_model(model, *, m: int, delta: float, B_X: float, 
         layers, idx = round_layer_radii(layers)
         (B_w,), i_w = round_radii([B_w])
         delta = union_delta(delta, idx + i_w)
-    return trauger_tewari_bound(layers, B_X=B_X, B_w=B_w, d=model.d, m=m, delta=delta, margin=margin,
-                                out_dim=model.out_dim, L_sigma=model.L_sigma, kappa=kappa, bias=model.bias,
-                                row_norm=model.row_norm)
+    return trauger_tewari_bound(
+        layers,
+        B_X=B_X,
+        B_w=B_w,
+        d=model.d,
+        m=m,
+        delta=delta,
+        margin=margin,
+        out_dim=model.out_dim,
+        L_sigma=model.L_sigma,
+        kappa=kappa,
+        bias=model.bias,
+        row_norm=model.row_norm,
+    )

@@ -24,21 +24,62 @@ import pkgutil
 from functools import lru_cache
 
 from ..errors import ParameterError
-from ._core import (LOOSE_THRESHOLD, PROVENANCES, AllOf, Claim, ClaimResult, FunctionCheck, InequalityCheck,
-                    Mutant, MutantResult, NumericCheck, register_cache, replaced, scaled)
+from ._core import (
+    LOOSE_THRESHOLD,
+    PROVENANCES,
+    AllOf,
+    Claim,
+    ClaimResult,
+    FunctionCheck,
+    InequalityCheck,
+    Mutant,
+    MutantResult,
+    NumericCheck,
+    register_cache,
+    replaced,
+    scaled,
+)
 from ._links import claims_index_html
 
-__all__ = ["Claim", "ClaimResult", "InequalityCheck", "FunctionCheck", "AllOf", "NumericCheck", "Mutant",
-           "MutantResult", "PROVENANCES", "LOOSE_THRESHOLD", "register_cache", "scaled", "replaced",
-           "register", "get", "all_claims", "labels", "check", "check_all", "check_mutants", "NUMERIC_CORE",
-           "numeric_core_files", "claims_index_html"]
+__all__ = [
+    "Claim",
+    "ClaimResult",
+    "InequalityCheck",
+    "FunctionCheck",
+    "AllOf",
+    "NumericCheck",
+    "Mutant",
+    "MutantResult",
+    "PROVENANCES",
+    "LOOSE_THRESHOLD",
+    "register_cache",
+    "scaled",
+    "replaced",
+    "register",
+    "get",
+    "all_claims",
+    "labels",
+    "check",
+    "check_all",
+    "check_mutants",
+    "NUMERIC_CORE",
+    "numeric_core_files",
+    "claims_index_html",
+]
 
 #: The numeric core, the modules (a package stands for all its modules) whose functions produce the numbers
 #: the book publishes. ``tests/test_claims_cover.py`` requires every core function a chapter or experiment
 #: calls to be covered by a claim, and ``tools/mutation.py`` draws its mutants from every module of it
 #: (:func:`numeric_core_files`).
-NUMERIC_CORE = ("genbound.spectra", "genbound.norms", "genbound.rademacher", "genbound.covering",
-                "genbound.schatten_entropy", "genbound.example_spectra", "genbound.bounds")
+NUMERIC_CORE = (
+    "genbound.spectra",
+    "genbound.norms",
+    "genbound.rademacher",
+    "genbound.covering",
+    "genbound.schatten_entropy",
+    "genbound.example_spectra",
+    "genbound.bounds",
+)
 
 _REGISTRY: dict[str, Claim] = {}
 
@@ -56,6 +97,7 @@ def numeric_core_files() -> list[str]:
         files = sorted(path.parent.rglob("*.py")) if path.name == "__init__.py" else [path]
         out += [f.relative_to(root).as_posix() for f in files]
     return sorted(out)
+
 
 _LOADED = False
 

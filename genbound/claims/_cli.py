@@ -6,13 +6,19 @@ import json
 
 
 def add_parser(sub) -> None:
-    p = sub.add_parser("claims", help="list the book's executable claims, or check them",
-                       description="List every claim (label, source, statement); with --check run "
-                                   "their symbolic and numeric checks.")
+    p = sub.add_parser(
+        "claims",
+        help="list the book's executable claims, or check them",
+        description="List every claim (label, source, statement); with --check run "
+        "their symbolic and numeric checks.",
+    )
     p.add_argument("--check", action="store_true", help="run the checks")
-    p.add_argument("--mutants", action="store_true",
-                   help="with --check: also run every claim's mutants (deliberately wrong versions of the "
-                        "statement); each must make the check fail")
+    p.add_argument(
+        "--mutants",
+        action="store_true",
+        help="with --check: also run every claim's mutants (deliberately wrong versions of the "
+        "statement); each must make the check fail",
+    )
     p.add_argument("--json", action="store_true", help="one JSON object per claim, one per line")
     p.add_argument("--select", metavar="TEXT", help="only labels containing TEXT")
     p.add_argument("--only", metavar="LABEL,...", help="only these labels (comma-separated, exact)")
@@ -50,7 +56,10 @@ def run(args) -> int:
                 failed += (not r.mutants) or r.mutants_killed < len(r.mutants)
             failed += not r.passed
             if args.json:
-                print(json.dumps({**r.to_dict(), "statement": c.statement, "chapter": c.chapter}), flush=True)
+                print(
+                    json.dumps({**r.to_dict(), "statement": c.statement, "chapter": c.chapter}),
+                    flush=True,
+                )
             else:
                 status = "PASS" if r.passed else "FAIL"
                 line = f"{status}  {c.label:32s} {r.summary()} ({r.seconds:.2f} s)"

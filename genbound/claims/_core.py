@@ -27,9 +27,23 @@ import torch
 from ..errors import ParameterError
 from ..jsonsafe import json_float
 
-__all__ = ["ClaimResult", "Claim", "InequalityCheck", "FunctionCheck", "AllOf", "NumericCheck", "Mutant",
-           "MutantResult", "PROVENANCES", "LOOSE_THRESHOLD", "register_cache", "scaled", "replaced",
-           "call_with_time_limit", "timed_check"]
+__all__ = [
+    "ClaimResult",
+    "Claim",
+    "InequalityCheck",
+    "FunctionCheck",
+    "AllOf",
+    "NumericCheck",
+    "Mutant",
+    "MutantResult",
+    "PROVENANCES",
+    "LOOSE_THRESHOLD",
+    "register_cache",
+    "scaled",
+    "replaced",
+    "call_with_time_limit",
+    "timed_check",
+]
 
 Params = dict[str, torch.Tensor]
 
@@ -62,8 +76,11 @@ def call_with_time_limit(fn, seconds: float):
     import signal
     import threading
 
-    if (threading.current_thread() is not threading.main_thread() or not hasattr(signal, "setitimer")
-            or signal.getitimer(signal.ITIMER_REAL)[0] > 0):
+    if (
+        threading.current_thread() is not threading.main_thread()
+        or not hasattr(signal, "setitimer")
+        or signal.getitimer(signal.ITIMER_REAL)[0] > 0
+    ):
         return fn()
 
     def _raise(signum, frame):
@@ -119,6 +136,7 @@ class Mutant:
 def _times(value: Any, factor: float) -> Any:
     """``value * factor`` for numbers and tensors; for a callable, a wrapper scaling its result."""
     if callable(value):
+
         def wrapped(*args, **kwargs):
             return value(*args, **kwargs) * factor
 
@@ -153,7 +171,7 @@ class MutantResult:
         return {**asdict(self), "worst_ratio": _json_float(self.worst_ratio)}
 
 
-_json_float = json_float     # the package's one non-finite policy (genbound.jsonsafe): None
+_json_float = json_float  # the package's one non-finite policy (genbound.jsonsafe): None
 
 
 @dataclass(frozen=True)
@@ -177,7 +195,9 @@ class ClaimResult:
         ``{name, what, killed, worst_ratio, seconds, note}``."""
         d = asdict(self)
         d["worst_ratio"] = _json_float(self.worst_ratio)
-        d["mutants"] = [m.to_dict() if isinstance(m, MutantResult) else dict(m) for m in self.mutants]
+        d["mutants"] = [
+            m.to_dict() if isinstance(m, MutantResult) else dict(m) for m in self.mutants
+        ]
         return d
 
     @property
@@ -190,11 +210,18 @@ class ClaimResult:
         >>> ClaimResult("x", True, 0.5, 10, 3, True, 0.1).summary()
         'worst ratio 0.5000 over 10 random and 3 adversarial trials; symbolic check passed'
         """
-        sym = {None: "no symbolic step", True: "symbolic check passed", False: "symbolic check FAILED"}
+        sym = {
+            None: "no symbolic step",
+            True: "symbolic check passed",
+            False: "symbolic check FAILED",
+        }
         if self.trials == 0:
             return f"symbolic only; {sym[self.symbolic]}"
-        how = (f"{self.trials:,} random and {self.adversarial_steps:,} adversarial trials"
-               if self.adversarial_steps else f"{self.trials:,} trials")
+        how = (
+            f"{self.trials:,} random and {self.adversarial_steps:,} adversarial trials"
+            if self.adversarial_steps
+            else f"{self.trials:,} trials"
+        )
         return f"worst ratio {self.worst_ratio:.4f} over {how}; {sym[self.symbolic]}"
 
 
@@ -204,7 +231,9 @@ class NumericCheck:
     ``stop_above``: the search may stop as soon as a ratio above this value is found (a mutant run
     only needs one violation); ``None`` runs the whole search."""
 
-    def run(self, seed: int, stop_above: float | None = None) -> tuple[float, int, int, str]:  # pragma: no cover
+    def run(
+        self, seed: int, stop_above: float | None = None
+    ) -> tuple[float, int, int, str]:  # pragma: no cover
         raise NotImplementedError
 
 
@@ -341,17 +370,23 @@ class Claim:
 
     def __post_init__(self):
         if self.source and self.provenance and self.source != self.provenance:
-            raise ParameterError(f"claim {self.label!r}: source {self.source!r} and provenance "
-                                 f"{self.provenance!r} disagree (source is the older name)")
+            raise ParameterError(
+                f"claim {self.label!r}: source {self.source!r} and provenance "
+                f"{self.provenance!r} disagree (source is the older name)"
+            )
         object.__setattr__(self, "provenance", self.provenance or self.source)
         object.__setattr__(self, "source", self.provenance)
         if self.provenance not in PROVENANCES:
-            raise ParameterError(f"claim {self.label!r}: provenance must be one of {PROVENANCES}, "
-                                 f"got {self.provenance!r}")
+            raise ParameterError(
+                f"claim {self.label!r}: provenance must be one of {PROVENANCES}, "
+                f"got {self.provenance!r}"
+            )
         if self.numeric is None and self.symbolic is None:
             raise ParameterError(f"claim {self.label!r} has neither a numeric nor a symbolic check")
         if self.loose_reason is not None and not self.loose_reason.strip():
-            raise ParameterError(f"claim {self.label!r}: loose_reason must be None or a non-empty string")
+            raise ParameterError(
+                f"claim {self.label!r}: loose_reason must be None or a non-empty string"
+            )
         names = [m.name for m in self.mutants]
         if len(set(names)) != len(names):
             raise ParameterError(f"claim {self.label!r}: mutant names must be unique, got {names}")
@@ -369,16 +404,33 @@ class Claim:
         try:
             sym = None if self.symbolic is None else bool(self.symbolic())
             if self.numeric is not None and not (stop_on_fail and sym is False):
-                worst, trials, adv, note = self.numeric.run(seed, 1.0 + self.rtol if stop_on_fail else None)
+                worst, trials, adv, note = self.numeric.run(
+                    seed, 1.0 + self.rtol if stop_on_fail else None
+                )
             elif self.numeric is not None:
-                worst, trials, adv, note = math.nan, 0, 0, "symbolic check failed; numeric check skipped"
+                worst, trials, adv, note = (
+                    math.nan,
+                    0,
+                    0,
+                    "symbolic check failed; numeric check skipped",
+                )
             else:
                 worst, trials, adv, note = 0.0, 0, 0, "symbolic only"
         finally:
             torch.set_num_threads(threads)
         passed = (worst <= 1.0 + self.rtol) and (sym is not False)
-        return ClaimResult(self.label, passed, worst, trials, adv, sym, time.perf_counter() - t0, note,
-                           self.provenance, self.loose_reason)
+        return ClaimResult(
+            self.label,
+            passed,
+            worst,
+            trials,
+            adv,
+            sym,
+            time.perf_counter() - t0,
+            note,
+            self.provenance,
+            self.loose_reason,
+        )
 
     def check_mutants(self, seed: int = 0) -> tuple[MutantResult, ...]:
         """Re-run the check under every mutant (stopping at the first violation); killed = failed.
@@ -397,11 +449,20 @@ class Claim:
                     note = "symbolic check failed" + (f"; {note}" if note else "")
             except Exception as exc:  # noqa: BLE001 - reported, never a kill
                 killed, worst, note = False, math.nan, f"raised {type(exc).__name__}: {exc}"
-            out.append(MutantResult(mut.name, mut.what, killed, float(worst), time.perf_counter() - t0, note))
+            out.append(
+                MutantResult(
+                    mut.name, mut.what, killed, float(worst), time.perf_counter() - t0, note
+                )
+            )
         return tuple(out)
 
     def describe(self) -> Mapping[str, Any]:
         """Label, statement, chapter, provenance, loose reason and mutant names as a dict."""
-        return {"label": self.label, "statement": self.statement, "chapter": self.chapter,
-                "provenance": self.provenance, "loose_reason": self.loose_reason,
-                "mutants": [{"name": m.name, "what": m.what} for m in self.mutants]}
+        return {
+            "label": self.label,
+            "statement": self.statement,
+            "chapter": self.chapter,
+            "provenance": self.provenance,
+            "loose_reason": self.loose_reason,
+            "mutants": [{"name": m.name, "what": m.what} for m in self.mutants],
+        }

@@ -129,13 +129,20 @@ def _code_cell(label: str, from_page: str) -> str:
     for qualname, is_module in objs:
         short = qualname.removeprefix("genbound.")
         text = short if is_module else short.rsplit(".", 1)[-1] + "()"
-        links.append(f'<a href="{_esc(api_href(qualname, is_module=is_module, from_page=from_page))}" '
-                     f'title="{_esc(qualname)}"><code>{_esc(text)}</code></a>')
+        links.append(
+            f'<a href="{_esc(api_href(qualname, is_module=is_module, from_page=from_page))}" '
+            f'title="{_esc(qualname)}"><code>{_esc(text)}</code></a>'
+        )
     return ", ".join(links)
 
 
-def claims_index_html(table, *, formats: dict | None = None, numeric: tuple[str, ...] = (),
-                      from_page: str = INDEX_PAGE) -> str:
+def claims_index_html(
+    table,
+    *,
+    formats: dict | None = None,
+    numeric: tuple[str, ...] = (),
+    from_page: str = INDEX_PAGE,
+) -> str:
     """The claims table as HTML, with links both ways.
 
     ``table`` is a DataFrame with one row per claim and at least the columns ``label`` and ``chapter``.
@@ -161,15 +168,19 @@ def claims_index_html(table, *, formats: dict | None = None, numeric: tuple[str,
     formats = dict(formats or {})
     columns = [c for c in table.columns if c != "chapter"]
     columns.insert(columns.index("label") + 1, "code")
-    head = "".join(f"<th>{_esc(c.replace('_', ' '))}</th>" for c in columns)  # headers wrap at spaces
+    head = "".join(
+        f"<th>{_esc(c.replace('_', ' '))}</th>" for c in columns
+    )  # headers wrap at spaces
     rows = []
     for rec in table.to_dict("records"):
         label, chapter = rec["label"], rec["chapter"]
         cells = []
         for col in columns:
             if col == "label":
-                cells.append(f'<td><a href="{_esc(statement_href(label, chapter, from_page=from_page))}" '
-                             f'title="{_esc(chapter)}">{_esc(label)}</a></td>')
+                cells.append(
+                    f'<td><a href="{_esc(statement_href(label, chapter, from_page=from_page))}" '
+                    f'title="{_esc(chapter)}">{_esc(label)}</a></td>'
+                )
             elif col == "code":
                 cells.append(f"<td>{_code_cell(label, from_page)}</td>")
             else:
@@ -178,5 +189,7 @@ def claims_index_html(table, *, formats: dict | None = None, numeric: tuple[str,
                 cls = ' class="num"' if col in numeric else ""
                 cells.append(f"<td{cls}>{_esc(text)}</td>")
         rows.append(f'<tr id="claim-{_esc(label)}">{"".join(cells)}</tr>')
-    return (f'<table class="genbound-claims"><thead><tr>{head}</tr></thead>'
-            f'<tbody>{"".join(rows)}</tbody></table>')
+    return (
+        f'<table class="genbound-claims"><thead><tr>{head}</tr></thead>'
+        f"<tbody>{''.join(rows)}</tbody></table>"
+    )

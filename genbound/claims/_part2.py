@@ -28,6 +28,7 @@ F64 = torch.float64
 def _sensitivities_times(part: str, factor: float):
     """Mutant maker: ``sensitivities_raw`` with every ``rho`` (``part="rho"``) or every layer Lipschitz
     constant (``part="lipschitz"``) multiplied by ``factor``."""
+
     def make(old):
         def new(*args, **kwargs):
             rho, Bs, lips = old(*args, **kwargs)
@@ -36,12 +37,19 @@ def _sensitivities_times(part: str, factor: float):
             else:
                 lips = [v * factor for v in lips]
             return rho, Bs, lips
+
         return new
+
     return make
 
 
-RHO_HALVED = replaced(tt_mod, "sensitivities_raw", _sensitivities_times("rho", 0.5), name="rho-halved",
-                      what="every sensitivity rho_j of the perturbation bound halved")
+RHO_HALVED = replaced(
+    tt_mod,
+    "sensitivities_raw",
+    _sensitivities_times("rho", 0.5),
+    name="rho-halved",
+    what="every sensitivity rho_j of the perturbation bound halved",
+)
 
 
 def _op(M: torch.Tensor) -> torch.Tensor:
@@ -61,7 +69,9 @@ def _scales(gen, n, *tail, lo=-1.0, hi=0.7):
     return 10 ** (lo + (hi - lo) * torch.rand(n, *([1] * len(tail)), generator=gen, dtype=F64))
 
 
-def maurey_draw(W: torch.Tensor, B: torch.Tensor, K: int, draws: int, gen: torch.Generator) -> torch.Tensor:
+def maurey_draw(
+    W: torch.Tensor, B: torch.Tensor, K: int, draws: int, gen: torch.Generator
+) -> torch.Tensor:
     """Maurey's empirical method for the ``||.||_{1,1}`` ball of radius ``B`` (batched over ``W``).
 
     ``W = sum_ij |W_ij|/B * (B sign(W_ij) E_ij) + (1 - ||W||_{1,1}/B) * 0``, the zero written as
@@ -72,9 +82,13 @@ def maurey_draw(W: torch.Tensor, B: torch.Tensor, K: int, draws: int, gen: torch
     flat = W.reshape(n, -1)
     rest = (1 - flat.abs().sum(-1) / B).clamp(min=0)
     probs = torch.cat([flat.abs() / B[:, None], rest[:, None] / 2, rest[:, None] / 2], -1)
-    idx = torch.multinomial(probs.repeat(draws, 1), K, replacement=True, generator=gen)   # (draws*n, K)
+    idx = torch.multinomial(
+        probs.repeat(draws, 1), K, replacement=True, generator=gen
+    )  # (draws*n, K)
     D = flat.shape[-1]
-    sign = torch.cat([torch.sign(flat), torch.ones(n, 1, dtype=F64), -torch.ones(n, 1, dtype=F64)], -1)
+    sign = torch.cat(
+        [torch.sign(flat), torch.ones(n, 1, dtype=F64), -torch.ones(n, 1, dtype=F64)], -1
+    )
     sign = sign.repeat(draws, 1)
     pos = torch.where(idx >= D, torch.zeros_like(idx), idx)
     val = torch.gather(sign, 1, idx) * B.repeat(draws)[:, None] / K
@@ -90,7 +104,9 @@ VALUE_RTOL = 1e-12
 @lru_cache(maxsize=None)
 def _tt_value_fn(L, H, dense, bias, row_norm, multiclass):
     """The lambdified :func:`genbound.symbolic.trauger_tewari.tt_bound_value` (built once per architecture)."""
-    expr, names = sym.tt_bound_value(L, H, dense=dense, bias=bias, row_norm=row_norm, multiclass=multiclass)
+    expr, names = sym.tt_bound_value(
+        L, H, dense=dense, bias=bias, row_norm=row_norm, multiclass=multiclass
+    )
     keys = tuple(names)
     return keys, sym.sp.lambdify([names[k] for k in keys], expr, modules="math")
 
@@ -112,21 +128,51 @@ def _tt_case(rng, L, H, dense, i):
         qk = [pair() for _ in range(H)]
         v = [pair() for _ in range(H)]
         c = pair() if dense else (None, None)
-        layers.append(LayerRadii(tuple(b for b, _ in qk), tuple(s for _, s in qk), tuple(b for b, _ in v),
-                                 tuple(s for _, s in v), c[0], c[1]))
-    kw = dict(B_X=u(-1, 1), B_w=u(), d=rng.randint(1, 64), m=int(10 ** rng.uniform(0, 12)),
-              delta=10 ** rng.uniform(-4, -0.01), margin=u(-1.5, 0.5), L_sigma=rng.uniform(0.5, 2.0),
-              kappa=rng.uniform(0.5, 1.5))
+        layers.append(
+            LayerRadii(
+                tuple(b for b, _ in qk),
+                tuple(s for _, s in qk),
+                tuple(b for b, _ in v),
+                tuple(s for _, s in v),
+                c[0],
+                c[1],
+            )
+        )
+    kw = dict(
+        B_X=u(-1, 1),
+        B_w=u(),
+        d=rng.randint(1, 64),
+        m=int(10 ** rng.uniform(0, 12)),
+        delta=10 ** rng.uniform(-4, -0.01),
+        margin=u(-1.5, 0.5),
+        L_sigma=rng.uniform(0.5, 2.0),
+        kappa=rng.uniform(0.5, 1.5),
+    )
     return layers, kw
 
 
 def _tt_values(layers, kw, out_dim):
-    vals = {"B_X": kw["B_X"], "B_w": kw["B_w"], "d": kw["d"], "out_dim": out_dim, "m": kw["m"],
-            "delta": kw["delta"], "gamma": kw["margin"], "L_sigma": kw["L_sigma"], "kappa": kw["kappa"]}
+    vals = {
+        "B_X": kw["B_X"],
+        "B_w": kw["B_w"],
+        "d": kw["d"],
+        "out_dim": out_dim,
+        "m": kw["m"],
+        "delta": kw["delta"],
+        "gamma": kw["margin"],
+        "L_sigma": kw["L_sigma"],
+        "kappa": kw["kappa"],
+    }
     for l, lay in enumerate(layers, start=1):
         for h in range(lay.n_heads):
-            vals.update({f"B_QK[{l},{h + 1}]": lay.B_QK[h], f"S_QK[{l},{h + 1}]": lay.S_QK[h],
-                         f"B_V[{l},{h + 1}]": lay.B_V[h], f"S_V[{l},{h + 1}]": lay.S_V[h]})
+            vals.update(
+                {
+                    f"B_QK[{l},{h + 1}]": lay.B_QK[h],
+                    f"S_QK[{l},{h + 1}]": lay.S_QK[h],
+                    f"B_V[{l},{h + 1}]": lay.B_V[h],
+                    f"S_V[{l},{h + 1}]": lay.S_V[h],
+                }
+            )
         if lay.dense:
             vals.update({f"B_C[{l}]": lay.B_C, f"S_C[{l}]": lay.S_C})
     return vals
@@ -144,7 +190,9 @@ def tt_value_agreement(seed: int, configs, n: int = 40) -> tuple[float, int, int
         keys, f = _tt_value_fn(L, H, dense, bias, row_norm, out_dim > 1)
         for i in range(n):
             layers, kw = _tt_case(rng, L, H, dense, i)
-            r = tt_mod.trauger_tewari_bound(layers, out_dim=out_dim, bias=bias, row_norm=row_norm, **kw)
+            r = tt_mod.trauger_tewari_bound(
+                layers, out_dim=out_dim, bias=bias, row_norm=row_norm, **kw
+            )
             vals = _tt_values(layers, kw, out_dim)
             ref = f(*[vals[k] for k in keys])
             worst = max(worst, abs(r.value - ref) / abs(ref))
@@ -154,7 +202,11 @@ def tt_value_agreement(seed: int, configs, n: int = 40) -> tuple[float, int, int
 
 TT_VALUE_CONFIGS = {
     "single": ((1, 2, False, False, False, 1), (1, 1, False, True, False, 1)),
-    "multi": ((2, 2, True, True, False, 1), (2, 1, True, False, True, 1), (3, 1, False, False, False, 1)),
+    "multi": (
+        (2, 2, True, True, False, 1),
+        (2, 1, True, False, True, 1),
+        (3, 1, False, False, False, 1),
+    ),
     "masked": ((2, 1, True, False, True, 4), (1, 2, True, True, True, 3)),
 }
 
@@ -162,25 +214,40 @@ TT_VALUE_CONFIGS = {
 def _tt_value_check(kind):
     """FunctionCheck body: the value agreement as a ratio ``worst / VALUE_RTOL`` (equality to ``1e-12``
     relative is a ratio ``<= 1``, in both directions)."""
+
     def fn(seed):
         worst, trials, _ = tt_value_agreement(seed, TT_VALUE_CONFIGS[kind])
         return worst / VALUE_RTOL, trials
+
     return fn
 
 
 #: Loosened statements the equality checks must reject (a one-sided check would pass them).
-COVER_CONSTANT_DOUBLED = replaced(tt_mod.CoverTerm, "c", lambda old: property(lambda self: 2 * old.fget(self)),
-                                  name="cover-constant-doubled",
-                                  what="every cover constant c_j = f rho B sqrt(log atoms) doubled (a looser bound)")
-CONFIDENCE_3_TO_4 = replaced(rad_mod, "GAP_CONFIDENCE_COEF", lambda old: 4.0,
-                             name="confidence-3-to-4",
-                             what="3 sqrt(log(2/delta)/(2m)) replaced by 4 sqrt(log(2/delta)/(2m)) (a looser bound)")
+COVER_CONSTANT_DOUBLED = replaced(
+    tt_mod.CoverTerm,
+    "c",
+    lambda old: property(lambda self: 2 * old.fget(self)),
+    name="cover-constant-doubled",
+    what="every cover constant c_j = f rho B sqrt(log atoms) doubled (a looser bound)",
+)
+CONFIDENCE_3_TO_4 = replaced(
+    rad_mod,
+    "GAP_CONFIDENCE_COEF",
+    lambda old: 4.0,
+    name="confidence-3-to-4",
+    what="3 sqrt(log(2/delta)/(2m)) replaced by 4 sqrt(log(2/delta)/(2m)) (a looser bound)",
+)
 
 
-TT_COVERS = ("genbound.bounds.trauger_tewari.trauger_tewari_bound", "genbound.bounds.trauger_tewari.tt_log_cover",
-             "genbound.bounds.trauger_tewari.tt_sensitivities", "genbound.bounds.trauger_tewari.sensitivities_raw",
-             "genbound.covering.allocation_value", "genbound.rademacher.dudley_inverse_square",
-             "genbound.rademacher.generalization_gap_bound")
+TT_COVERS = (
+    "genbound.bounds.trauger_tewari.trauger_tewari_bound",
+    "genbound.bounds.trauger_tewari.tt_log_cover",
+    "genbound.bounds.trauger_tewari.tt_sensitivities",
+    "genbound.bounds.trauger_tewari.sensitivities_raw",
+    "genbound.covering.allocation_value",
+    "genbound.rademacher.dudley_inverse_square",
+    "genbound.rademacher.generalization_gap_bound",
+)
 
 
 # ---------------------------------------------------------------------------- perturbation machinery
@@ -188,8 +255,11 @@ def _net_sample(gen, n, *, L, H, d, T, K, dense, bias, perturb=0.3):
     """Effective maps of a network and of a perturbed copy, plus sequences of length ``T``."""
     din = d + (1 if bias else 0)
     s = _scales(gen, n, 1, 1, 1, 1, lo=-0.7, hi=0.3)
-    p = {"QK": _randn(gen, n, L, H, din, din) * s, "V": _randn(gen, n, L, H, din, d) * s / math.sqrt(d),
-         "w": _randn(gen, n, din, K) / math.sqrt(d)}
+    p = {
+        "QK": _randn(gen, n, L, H, din, din) * s,
+        "V": _randn(gen, n, L, H, din, d) * s / math.sqrt(d),
+        "w": _randn(gen, n, din, K) / math.sqrt(d),
+    }
     if dense:
         p["C"] = _randn(gen, n, L, din, d) / math.sqrt(d)
     eps = _scales(gen, n, 1, 1, 1, 1, lo=-3, hi=0) * perturb
@@ -210,19 +280,34 @@ def _perturbation_ratio(p, *, bias, row_norm, positions="cls", act="relu", kappa
     QK, V, w, X = p["QK"], p["V"], p["w"], p["X"]
     C = p.get("C")
     L, H = QK.shape[1], QK.shape[2]
-    f = forward_effective(QK, V, C, w, X, bias=bias, activation=act, row_norm=row_norm, all_rows=True)
-    fh = forward_effective(p["QK_hat"], p["V_hat"], p.get("C_hat"), p["w_hat"], X, bias=bias, activation=act,
-                           row_norm=row_norm, all_rows=True)
+    f = forward_effective(
+        QK, V, C, w, X, bias=bias, activation=act, row_norm=row_norm, all_rows=True
+    )
+    fh = forward_effective(
+        p["QK_hat"],
+        p["V_hat"],
+        p.get("C_hat"),
+        p["w_hat"],
+        X,
+        bias=bias,
+        activation=act,
+        row_norm=row_norm,
+        all_rows=True,
+    )
     out = torch.einsum("bti,bik->btk", augment(f, bias), w)
     outh = torch.einsum("bti,bik->btk", augment(fh, bias), p["w_hat"])
-    diff = torch.linalg.vector_norm(out - outh, dim=-1)             # (n, T)
+    diff = torch.linalg.vector_norm(out - outh, dim=-1)  # (n, T)
     lhs = diff[:, -1] if positions == "cls" else diff.amax(-1)
     B_X = torch.linalg.vector_norm(X, dim=-1).amax(-1)
     spec, eta = [], {}
     for l in range(L):
         S_QK = [_op(QK[:, l, h]) for h in range(H)]
-        S_V = [torch.maximum(_op(V[:, l, h]), _op(p["V_hat"][:, l, h])) if (not row_norm and l < L - 1)
-               else _op(V[:, l, h]) for h in range(H)]
+        S_V = [
+            torch.maximum(_op(V[:, l, h]), _op(p["V_hat"][:, l, h]))
+            if (not row_norm and l < L - 1)
+            else _op(V[:, l, h])
+            for h in range(H)
+        ]
         S_C = None if C is None else torch.maximum(_op(C[:, l]), _op(p["C_hat"][:, l]))
         spec.append((S_QK, S_V, S_C))
         for h in range(H):
@@ -232,7 +317,9 @@ def _perturbation_ratio(p, *, bias, row_norm, positions="cls", act="relu", kappa
             eta[f"C[{l + 1}]"] = _op(C[:, l] - p["C_hat"][:, l])
     eta["w"] = _op(w - p["w_hat"])
     B_w = _op(p["w_hat"])
-    rho, _, _ = tt_mod.sensitivities_raw(spec, B_X=B_X, B_w=B_w, kappa=kappa, bias=bias, row_norm=row_norm)
+    rho, _, _ = tt_mod.sensitivities_raw(
+        spec, B_X=B_X, B_w=B_w, kappa=kappa, bias=bias, row_norm=row_norm
+    )
     bound = sum(rho[k] * eta[k] for k in rho)
     return lhs / bound
 
@@ -245,8 +332,16 @@ def _constructive_cover_ratio(seed, *, L, H, dense, bias, row_norm, d=4, out_dim
     gen = torch.Generator().manual_seed(seed)
     worst, trials = 0.0, 0
     for i in range(n_models):
-        net = ReferenceTransformer(d, n_layers=L, n_heads=H, dense=dense, bias=bias, row_norm=row_norm,
-                                   out_dim=out_dim, seed=seed * 100 + i)
+        net = ReferenceTransformer(
+            d,
+            n_layers=L,
+            n_heads=H,
+            dense=dense,
+            bias=bias,
+            row_norm=row_norm,
+            out_dim=out_dim,
+            seed=seed * 100 + i,
+        )
         with torch.no_grad():
             for prm in net.parameters():
                 prm.add_(0.3 * torch.randn(prm.shape, generator=gen, dtype=F64))
@@ -255,7 +350,9 @@ def _constructive_cover_ratio(seed, *, L, H, dense, bias, row_norm, d=4, out_dim
         layers = layer_radii_from_model(net)
         B_X = 1.5
         B_w = float(E.w.detach().abs().sum())
-        cover = tt_mod.tt_log_cover(layers, B_X=B_X, B_w=B_w, d=d, out_dim=out_dim, bias=bias, row_norm=row_norm)
+        cover = tt_mod.tt_log_cover(
+            layers, B_X=B_X, B_w=B_w, d=d, out_dim=out_dim, bias=bias, row_norm=row_norm
+        )
         sens = tt_mod.tt_sensitivities(layers, B_X=B_X, B_w=B_w, bias=bias, row_norm=row_norm)
         # choose eps so that the largest Maurey atom count is between 4 and 2000 (log-uniform)
         k0 = max(cover.atoms_per_term(1.0).values())
@@ -278,14 +375,18 @@ def _constructive_cover_ratio(seed, *, L, H, dense, bias, row_norm, d=4, out_dim
             cands = maurey_draw(W[None], B, K[name], 8, gen)[:, 0]
             errs = _op(W[None] - cands)
             Wh = cands[int(errs.argmin())]
-            if fac[name] == 2.0:          # proper cover: shrink the centre back into the spectral ball
+            if fac[name] == 2.0:  # proper cover: shrink the centre back into the spectral ball
                 S = _opf(W)
                 Wh = Wh * min(1.0, S / max(_opf(Wh), 1e-300))
             hats[name] = Wh
             cert += float(sens.rho[name]) * _opf(W - Wh)
         # (b): the network with the cover element's maps, on sequences of several lengths
-        QKh = torch.stack([torch.stack([hats[f"QK[{l + 1},{h + 1}]"] for h in range(H)]) for l in range(L)])
-        Vh = torch.stack([torch.stack([hats[f"V[{l + 1},{h + 1}]"] for h in range(H)]) for l in range(L)])
+        QKh = torch.stack(
+            [torch.stack([hats[f"QK[{l + 1},{h + 1}]"] for h in range(H)]) for l in range(L)]
+        )
+        Vh = torch.stack(
+            [torch.stack([hats[f"V[{l + 1},{h + 1}]"] for h in range(H)]) for l in range(L)]
+        )
         Ch = torch.stack([hats[f"C[{l + 1}]"] for l in range(L)]) if dense else None
         gap = 0.0
         for T in (1, 7, 64):
@@ -293,8 +394,12 @@ def _constructive_cover_ratio(seed, *, L, H, dense, bias, row_norm, d=4, out_dim
             X = B_X * X / torch.linalg.vector_norm(X, dim=-1, keepdim=True).clamp(min=1.0) * 0.999
             ex = lambda t: None if t is None else t.expand(4, *t.shape)
             with torch.no_grad():
-                f = forward_effective(ex(E.QK), ex(E.V), ex(E.C), ex(E.w), X, bias=bias, row_norm=row_norm)
-                fh = forward_effective(ex(QKh), ex(Vh), ex(Ch), ex(hats["w"]), X, bias=bias, row_norm=row_norm)
+                f = forward_effective(
+                    ex(E.QK), ex(E.V), ex(E.C), ex(E.w), X, bias=bias, row_norm=row_norm
+                )
+                fh = forward_effective(
+                    ex(QKh), ex(Vh), ex(Ch), ex(hats["w"]), X, bias=bias, row_norm=row_norm
+                )
             gap = max(gap, float(torch.linalg.vector_norm(f - fh, dim=-1).max()))
         count = sum(K[t.name] * t.log_atoms for t in cover.terms)
         worst = max(worst, cert / eps, gap / eps, count / cover(eps))
@@ -302,8 +407,13 @@ def _constructive_cover_ratio(seed, *, L, H, dense, bias, row_norm, d=4, out_dim
     return worst, trials
 
 
-COVER_A_HALVED = scaled(tt_mod, "allocation_value", 0.5, name="complexity-halved",
-                        what="the allocated complexity A = (sum_j c_j^{2/3})^3 halved in log N <= A/eps^2 + Lambda")
+COVER_A_HALVED = scaled(
+    tt_mod,
+    "allocation_value",
+    0.5,
+    name="complexity-halved",
+    what="the allocated complexity A = (sum_j c_j^{2/3})^3 halved in log N <= A/eps^2 + Lambda",
+)
 
 
 # ------------------------------------------------------------------------------ capacities
@@ -327,13 +437,23 @@ def _patch_both(name, factor):
     """Mutant patches: ``name`` scaled by ``factor`` where the bounds call it and where Part I defines it."""
     from ._core import _times
 
-    return tuple((owner, name, lambda old: _times(old, factor)) for owner in (tt_mod, ed_mod, rad_mod))
+    return tuple(
+        (owner, name, lambda old: _times(old, factor)) for owner in (tt_mod, ed_mod, rad_mod)
+    )
 
 
 CAPACITY_MUTANTS = (
-    Mutant("capacity-halved", "capacity 6 (sqrt(A) + (c/2) sqrt(Lambda)): half the derived constant",
-           _patch_both("inverse_square_capacity", 0.5)),
-    Mutant("capacity-doubled", "capacity 24 (sqrt(A) + (c/2) sqrt(Lambda)): a looser constant",
-           _patch_both("inverse_square_capacity", 2.0)),
-    Mutant("log-factor-halved", "the log factor halved", _patch_both("inverse_square_log_factor", 0.5)),
+    Mutant(
+        "capacity-halved",
+        "capacity 6 (sqrt(A) + (c/2) sqrt(Lambda)): half the derived constant",
+        _patch_both("inverse_square_capacity", 0.5),
+    ),
+    Mutant(
+        "capacity-doubled",
+        "capacity 24 (sqrt(A) + (c/2) sqrt(Lambda)): a looser constant",
+        _patch_both("inverse_square_capacity", 2.0),
+    ),
+    Mutant(
+        "log-factor-halved", "the log factor halved", _patch_both("inverse_square_log_factor", 0.5)
+    ),
 )

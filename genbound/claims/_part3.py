@@ -45,15 +45,28 @@ def _sym_numeric():
     constants L_phi, 4, 2 and the Edelman exponents."""
     e = _sb.term_exponents()
     ex = {k: sym.sp.lambdify(_sb.p, v, "numpy") for k, v in e.items()}
-    g_auth = {k: sym.sp.lambdify((sym.C_V, sym.C_in, sym.C_out), sym.gamma_authors(k), "numpy") for k in _KINDS}
-    g_der = {k: sym.sp.lambdify((sym.C_V, sym.C_in, sym.C_out, sym.L_phi), sym.GAMMA_STATED[k], "numpy")
-             for k in _KINDS}
+    g_auth = {
+        k: sym.sp.lambdify((sym.C_V, sym.C_in, sym.C_out), sym.gamma_authors(k), "numpy")
+        for k in _KINDS
+    }
+    g_der = {
+        k: sym.sp.lambdify((sym.C_V, sym.C_in, sym.C_out, sym.L_phi), sym.GAMMA_STATED[k], "numpy")
+        for k in _KINDS
+    }
     kappa = sym.sp.lambdify(sym.p, sym.capacity_factor(), "numpy")
     cp = sym.sp.lambdify(sym.p, sym.c_p(), "numpy")
-    return {"exp": ex, "gamma_authors": g_auth, "gamma_derived": g_der, "kappa": kappa, "c_p": cp,
-            "L_phi": float(_sb.L_phi_two_decimals()), "qk4": float(_sb.attention_qk_factor()),
-            "qk2": float(_sb.gamma_qk_factor()), "inner": float(_sb.EDELMAN_INNER_EXPONENT),
-            "outer": float(_sb.EDELMAN_OUTER_EXPONENT)}
+    return {
+        "exp": ex,
+        "gamma_authors": g_auth,
+        "gamma_derived": g_der,
+        "kappa": kappa,
+        "c_p": cp,
+        "L_phi": float(_sb.L_phi_two_decimals()),
+        "qk4": float(_sb.attention_qk_factor()),
+        "qk2": float(_sb.gamma_qk_factor()),
+        "inner": float(_sb.EDELMAN_INNER_EXPONENT),
+        "outer": float(_sb.EDELMAN_OUTER_EXPONENT),
+    }
 
 
 def _np_logsumexp(x, axis=None):
@@ -70,7 +83,9 @@ def _np_logsumexp(x, axis=None):
 # has its own tolerance ``tol`` (relative to the scale named); the check's ratio is ``1 + EQ_RTOL * excess``
 # with ``excess = max error / (tol * scale)``, so the claim passes exactly when every comparison is within its
 # tolerance, and a constant loosened or tightened by any factor above ``1 + tol`` fails.
-EQ_RTOL = 1e-10  #: the claims' rtol: a ratio above 1 + EQ_RTOL means some comparison missed its tolerance
+EQ_RTOL = (
+    1e-10  #: the claims' rtol: a ratio above 1 + EQ_RTOL means some comparison missed its tolerance
+)
 
 
 class _Excess:
@@ -80,7 +95,9 @@ class _Excess:
         self.worst, self.n, self.where = 0.0, 0, ""
 
     def close(self, got, want, tol, *, scale=None, what=""):
-        g = np.asarray(got.detach().cpu().numpy() if isinstance(got, torch.Tensor) else got, dtype=np.float64)
+        g = np.asarray(
+            got.detach().cpu().numpy() if isinstance(got, torch.Tensor) else got, dtype=np.float64
+        )
         w = np.asarray(want, dtype=np.float64)
         if g.shape != w.shape:
             self._add(math.inf, f"{what}: shape {g.shape} != {w.shape}")
@@ -90,7 +107,11 @@ class _Excess:
             self._add(math.inf, what)
             return
         gg, ww = np.where(both_inf, 0.0, g), np.where(both_inf, 0.0, w)
-        sc = np.maximum(np.abs(ww), 1e-300) if scale is None else np.broadcast_to(np.asarray(scale, dtype=np.float64), ww.shape)
+        sc = (
+            np.maximum(np.abs(ww), 1e-300)
+            if scale is None
+            else np.broadcast_to(np.asarray(scale, dtype=np.float64), ww.shape)
+        )
         err = np.abs(gg - ww) / (tol * np.maximum(sc, 1e-300))
         self._add(float(err.max()) if err.size else 0.0, what)
         self.n += int(w.size)

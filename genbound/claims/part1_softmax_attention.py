@@ -25,8 +25,12 @@ ATT_PLAN = [(2, 1000, 100), (8, 400, 60), (64, 64, 30), (1024, 4, 6)]  #: (T, tr
 
 
 def _sm_sample(gen, n):
-    y = torch.randn(n, SM_T, generator=gen, dtype=F64) * 10 ** (3 * torch.rand(n, 1, generator=gen, dtype=F64) - 2)
-    dx = torch.randn(n, SM_T, generator=gen, dtype=F64) * 10 ** (4 * torch.rand(n, 1, generator=gen, dtype=F64) - 4)
+    y = torch.randn(n, SM_T, generator=gen, dtype=F64) * 10 ** (
+        3 * torch.rand(n, 1, generator=gen, dtype=F64) - 2
+    )
+    dx = torch.randn(n, SM_T, generator=gen, dtype=F64) * 10 ** (
+        4 * torch.rand(n, 1, generator=gen, dtype=F64) - 4
+    )
     return {"x": y + dx, "y": y}
 
 
@@ -37,26 +41,49 @@ def _sm_linf_ratio(x, y):
 
 def _sm_l2_ratio(x, y):
     num = torch.linalg.vector_norm(torch.softmax(x, -1) - torch.softmax(y, -1), dim=-1)
-    return num / (float(sym_soft.KAPPA_L2) * torch.linalg.vector_norm(x - y, dim=-1)).clamp(min=_TINY)
+    return num / (float(sym_soft.KAPPA_L2) * torch.linalg.vector_norm(x - y, dim=-1)).clamp(
+        min=_TINY
+    )
 
 
-register(Claim(
-    label="lem-softmax-linf-l1", covers=('genbound.symbolic.softmax.KAPPA_LINF_L1', 'genbound.bounds.trauger_tewari.KAPPA_DEFAULT'),
-    statement="||softmax(x) - softmax(y)||_1 <= ||x - y||_inf (kappa = 1, tight; Edelman et al. use 2)",
-    chapter=CH_SOFT, provenance="reconstructed",
-    numeric=InequalityCheck(_sm_sample, _sm_linf_ratio, trials=4000, starts=32, steps=200, lr=0.01),
-    symbolic=sym_soft.verify_linf_l1_identity,
-    mutants=(scaled(sym_soft, "KAPPA_LINF_L1", 0.5, name="kappa-halved", what="kappa = 1/2 instead of 1"),),
-))
+register(
+    Claim(
+        label="lem-softmax-linf-l1",
+        covers=(
+            "genbound.symbolic.softmax.KAPPA_LINF_L1",
+            "genbound.bounds.trauger_tewari.KAPPA_DEFAULT",
+        ),
+        statement="||softmax(x) - softmax(y)||_1 <= ||x - y||_inf (kappa = 1, tight; Edelman et al. use 2)",
+        chapter=CH_SOFT,
+        provenance="reconstructed",
+        numeric=InequalityCheck(
+            _sm_sample, _sm_linf_ratio, trials=4000, starts=32, steps=200, lr=0.01
+        ),
+        symbolic=sym_soft.verify_linf_l1_identity,
+        mutants=(
+            scaled(
+                sym_soft, "KAPPA_LINF_L1", 0.5, name="kappa-halved", what="kappa = 1/2 instead of 1"
+            ),
+        ),
+    )
+)
 
-register(Claim(
-    label="lem-softmax-l2", covers=('genbound.symbolic.softmax.KAPPA_L2',),
-    statement="||softmax(x) - softmax(y)||_2 <= (1/2) ||x - y||_2",
-    chapter=CH_SOFT, provenance="reconstructed",
-    numeric=InequalityCheck(_sm_sample, _sm_l2_ratio, trials=4000, starts=32, steps=200, lr=0.01),
-    symbolic=sym_soft.verify_l2_half,
-    mutants=(scaled(sym_soft, "KAPPA_L2", 0.5, name="constant-halved", what="1/4 instead of 1/2"),),
-))
+register(
+    Claim(
+        label="lem-softmax-l2",
+        covers=("genbound.symbolic.softmax.KAPPA_L2",),
+        statement="||softmax(x) - softmax(y)||_2 <= (1/2) ||x - y||_2",
+        chapter=CH_SOFT,
+        provenance="reconstructed",
+        numeric=InequalityCheck(
+            _sm_sample, _sm_l2_ratio, trials=4000, starts=32, steps=200, lr=0.01
+        ),
+        symbolic=sym_soft.verify_l2_half,
+        mutants=(
+            scaled(sym_soft, "KAPPA_L2", 0.5, name="constant-halved", what="1/4 instead of 1/2"),
+        ),
+    )
+)
 
 
 def self_attention(Z: torch.Tensor, W_qk: torch.Tensor, W_v: torch.Tensor) -> torch.Tensor:
@@ -75,14 +102,26 @@ def attention_lipschitz_constant(S_v, S_qk, B, kappa=1.0):
 def att_make(T, d=4, dv=3):
     """``(sample, ratio, project)`` of the attention-Lipschitz check at sequence length ``T`` (token width ``d``,
     value width ``dv``): the chapter runs the same search at several ``T``."""
+
     def sample(gen, n):
         B = 0.3 + 2.7 * torch.rand(n, generator=gen, dtype=F64)
         Z = torch.randn(n, T, d, generator=gen, dtype=F64)
-        Z = Z / torch.linalg.vector_norm(Z, dim=-1, keepdim=True) * B.view(-1, 1, 1) * torch.rand(n, T, 1, generator=gen, dtype=F64)
-        dZ = torch.randn(n, T, d, generator=gen, dtype=F64) * 10 ** (2 * torch.rand(n, 1, 1, generator=gen, dtype=F64) - 3)
-        return {"Z": Z, "Zp": Z + dZ, "B": B,
-                "Wqk": torch.randn(n, d, d, generator=gen, dtype=F64) / math.sqrt(d),
-                "Wv": torch.randn(n, d, dv, generator=gen, dtype=F64) / math.sqrt(d)}
+        Z = (
+            Z
+            / torch.linalg.vector_norm(Z, dim=-1, keepdim=True)
+            * B.view(-1, 1, 1)
+            * torch.rand(n, T, 1, generator=gen, dtype=F64)
+        )
+        dZ = torch.randn(n, T, d, generator=gen, dtype=F64) * 10 ** (
+            2 * torch.rand(n, 1, 1, generator=gen, dtype=F64) - 3
+        )
+        return {
+            "Z": Z,
+            "Zp": Z + dZ,
+            "B": B,
+            "Wqk": torch.randn(n, d, d, generator=gen, dtype=F64) / math.sqrt(d),
+            "Wv": torch.randn(n, d, dv, generator=gen, dtype=F64) / math.sqrt(d),
+        }
 
     def project(x):
         out = dict(x)
@@ -92,7 +131,9 @@ def att_make(T, d=4, dv=3):
         return out
 
     def ratio(Z, Zp, B, Wqk, Wv):
-        diff = torch.linalg.vector_norm(self_attention(Z, Wqk, Wv) - self_attention(Zp, Wqk, Wv), dim=-1).amax(-1)
+        diff = torch.linalg.vector_norm(
+            self_attention(Z, Wqk, Wv) - self_attention(Zp, Wqk, Wv), dim=-1
+        ).amax(-1)
         dz = torch.linalg.vector_norm(Z - Zp, dim=-1).amax(-1)
         S_qk = torch.linalg.matrix_norm(Wqk, ord=2)
         S_v = torch.linalg.matrix_norm(Wv, ord=2)
@@ -106,19 +147,35 @@ def _att_checks():
     out = []
     for T, trials, steps in ATT_PLAN:
         s, r, p = att_make(T)
-        out.append(InequalityCheck(s, r, p, trials=trials, starts=min(8, trials), steps=steps, lr=0.02))
+        out.append(
+            InequalityCheck(s, r, p, trials=trials, starts=min(8, trials), steps=steps, lr=0.02)
+        )
     return tuple(out)
 
 
-register(Claim(
-    label="lem-attention-maxrow-lipschitz", covers=('genbound.claims.part1_softmax_attention.attention_lipschitz_constant', 'genbound.symbolic.softmax.SCORE_OCCURRENCES'),
-    statement="rows <= B: ||SA(Z) - SA(Z')||_row <= S_V (1 + 2 kappa B^2 S_QK) ||Z - Z'||_row, kappa = 1, for every T",
-    chapter=CH_SOFT, provenance="reconstructed",
-    numeric=AllOf(_att_checks()),
-    symbolic=sym_soft.verify_attention_lipschitz_form,
-    mutants=(scaled(_THIS, "attention_lipschitz_constant", 0.5, name="rhs-halved",
-                    what="attention_lipschitz_constant returns half of S_V (1 + 2 kappa B^2 S_QK)"),),
-))
+register(
+    Claim(
+        label="lem-attention-maxrow-lipschitz",
+        covers=(
+            "genbound.claims.part1_softmax_attention.attention_lipschitz_constant",
+            "genbound.symbolic.softmax.SCORE_OCCURRENCES",
+        ),
+        statement="rows <= B: ||SA(Z) - SA(Z')||_row <= S_V (1 + 2 kappa B^2 S_QK) ||Z - Z'||_row, kappa = 1, for every T",
+        chapter=CH_SOFT,
+        provenance="reconstructed",
+        numeric=AllOf(_att_checks()),
+        symbolic=sym_soft.verify_attention_lipschitz_form,
+        mutants=(
+            scaled(
+                _THIS,
+                "attention_lipschitz_constant",
+                0.5,
+                name="rhs-halved",
+                what="attention_lipschitz_constant returns half of S_V (1 + 2 kappa B^2 S_QK)",
+            ),
+        ),
+    )
+)
 
 
 def no_global_lipschitz_instance(B: float, delta: float):
@@ -130,9 +187,15 @@ def no_global_lipschitz_instance(B: float, delta: float):
     Zp = torch.tensor([[B, 0.0], [0.0, delta]], dtype=F64)
     Wqk = torch.tensor([[0.0, 1.0], [0.0, 0.0]], dtype=F64)
     Wv = torch.eye(2, dtype=F64)
-    diff = torch.linalg.vector_norm(self_attention(Z, Wqk, Wv) - self_attention(Zp, Wqk, Wv), dim=-1).amax()
+    diff = torch.linalg.vector_norm(
+        self_attention(Z, Wqk, Wv) - self_attention(Zp, Wqk, Wv), dim=-1
+    ).amax()
     observed = float(diff / delta)
-    return observed, _THIS.no_global_lower(B, delta), float(attention_lipschitz_constant(1.0, 1.0, B))
+    return (
+        observed,
+        _THIS.no_global_lower(B, delta),
+        float(attention_lipschitz_constant(1.0, 1.0, B)),
+    )
 
 
 def no_global_lower(B: float, delta: float) -> float:
@@ -151,12 +214,23 @@ def _noglobal_check(seed):
     return worst, n
 
 
-register(Claim(
-    label="prop-no-global-lipschitz", covers=('genbound.claims.part1_softmax_attention.no_global_lipschitz_instance',),
-    statement="on rows <= B the best max-row Lipschitz constant of self-attention is >= B^2/4 (for S_V = S_QK = 1): no global constant",
-    chapter=CH_SOFT, provenance="reconstructed",
-    numeric=FunctionCheck(_noglobal_check),
-    symbolic=sym_soft.verify_sigmoid_lower,
-    mutants=(scaled(_THIS, "no_global_lower", 2.0, name="lower-doubled",
-                    what="the local constant claimed to be at least B^2/2 (1 - B^2 delta^2/12)"),),
-))
+register(
+    Claim(
+        label="prop-no-global-lipschitz",
+        covers=("genbound.claims.part1_softmax_attention.no_global_lipschitz_instance",),
+        statement="on rows <= B the best max-row Lipschitz constant of self-attention is >= B^2/4 (for S_V = S_QK = 1): no global constant",
+        chapter=CH_SOFT,
+        provenance="reconstructed",
+        numeric=FunctionCheck(_noglobal_check),
+        symbolic=sym_soft.verify_sigmoid_lower,
+        mutants=(
+            scaled(
+                _THIS,
+                "no_global_lower",
+                2.0,
+                name="lower-doubled",
+                what="the local constant claimed to be at least B^2/2 (1 - B^2 delta^2/12)",
+            ),
+        ),
+    )
+)

@@ -1,6 +1,8 @@
 """Claims of :ref:`ch-edelman-baseline` (``book/part2/edelman_baseline.md``): the data-dependent perturbation
 chain, the Edelman-type cover (built along the proof's tree with the matrix Maurey lemma of Bartlett, Foster
 and Telgarsky) with its value and split two-sided against sympy, and its m- and T-free capacity.
+
+One concept: the claims of one chapter (the naming scheme of ``genbound.claims``).
 """
 
 from __future__ import annotations
@@ -16,8 +18,19 @@ from ..bounds import trauger_tewari as tt_mod
 from ..nets import augment
 from ..symbolic import trauger_tewari as sym
 from . import AllOf, Claim, FunctionCheck, InequalityCheck, register, replaced, scaled
-from ._part2 import (CAPACITY_MUTANTS, CONFIDENCE_3_TO_4, COVER_CONSTANT_DOUBLED, F64, VALUE_RTOL, _capacity_fn,
-                     _net_sample, _op, _opf, _randn, _rel)
+from ._part2 import (
+    CAPACITY_MUTANTS,
+    CONFIDENCE_3_TO_4,
+    COVER_CONSTANT_DOUBLED,
+    F64,
+    VALUE_RTOL,
+    _capacity_fn,
+    _net_sample,
+    _op,
+    _opf,
+    _randn,
+    _rel,
+)
 
 CH = "book/part2/edelman_baseline.md"
 _THIS = sys.modules[__name__]  # mutants patch the right-hand-side functions defined here
@@ -30,10 +43,22 @@ EDELMAN_VALUE_RTOL = 1e-12
 
 def _edelman_args(keys, lay, kw, H, dense, out_dim):
     """The arguments, in the order ``keys``, of the lambdified Edelman-type statement at one case."""
-    vals = {"B_X": kw["B_X"], "B_w21": kw["B_w21"], "S_w": kw["S_w"], "d": kw["d"], "out_dim": out_dim,
-            "m": kw["m"], "T": kw["T"], "gamma": kw["margin"], "L_sigma": kw["L_sigma"], "kappa": kw["kappa"]}
+    vals = {
+        "B_X": kw["B_X"],
+        "B_w21": kw["B_w21"],
+        "S_w": kw["S_w"],
+        "d": kw["d"],
+        "out_dim": out_dim,
+        "m": kw["m"],
+        "T": kw["T"],
+        "gamma": kw["margin"],
+        "L_sigma": kw["L_sigma"],
+        "kappa": kw["kappa"],
+    }
     for h in range(H):
-        vals.update({f"F_QK[{h}]": lay.F_QK[h], f"B_V21[{h}]": lay.B_V21[h], f"S_V[{h}]": lay.S_V[h]})
+        vals.update(
+            {f"F_QK[{h}]": lay.F_QK[h], f"B_V21[{h}]": lay.B_V21[h], f"S_V[{h}]": lay.S_V[h]}
+        )
     if dense:
         vals.update({"B_C21": lay.B_C21, "S_C": lay.S_C})
     return [vals[k] for k in keys]
@@ -43,7 +68,9 @@ def _edelman_args(keys, lay, kw, H, dense, out_dim):
 @lru_cache(maxsize=None)
 def _edelman_parts_fn(H, dense, bias, row_norm, multiclass):
     """Lambdified :func:`genbound.symbolic.trauger_tewari.edelman_bound_parts` (built once per architecture)."""
-    maps, zhang, names = sym.edelman_bound_parts(H, dense=dense, bias=bias, row_norm=row_norm, multiclass=multiclass)
+    maps, zhang, names = sym.edelman_bound_parts(
+        H, dense=dense, bias=bias, row_norm=row_norm, multiclass=multiclass
+    )
     keys = tuple(names)
     args = [names[k] for k in keys]
     fm = {k: sym.sp.lambdify(args, list(v), modules="math") for k, v in maps.items()}
@@ -72,7 +99,9 @@ def _edelman_reference_split(parts, zf, iterations):
         return zf(a, b, e / rho, n)
 
     def total(sc):
-        return sum(C * C / sc[k] ** 2 + la for k, (C, la) in maps.items()) + sum(zcost(k, sc[k]) for k in zh)
+        return sum(C * C / sc[k] ** 2 + la for k, (C, la) in maps.items()) + sum(
+            zcost(k, sc[k]) for k in zh
+        )
 
     def chosen(eps):
         C = {k: C for k, (C, _) in maps.items()}
@@ -81,7 +110,12 @@ def _edelman_reference_split(parts, zf, iterations):
             sc = split(C, eps)
             C.update({k: math.sqrt(zcost(k, sc[k])) * sc[k] for k in zh})
         fixed = {k: C for k, (C, _) in maps.items()}
-        fixed.update({k: math.sqrt(float(sym.ZHANG_LEADING)) * rho * a * b for k, (rho, a, b, n) in zh.items()})
+        fixed.update(
+            {
+                k: math.sqrt(float(sym.ZHANG_LEADING)) * rho * a * b
+                for k, (rho, a, b, n) in zh.items()
+            }
+        )
         it, fx = split(C, eps), split(fixed, eps)
         t_it, t_fx = total(it), total(fx)
         return (it, t_it) if t_it <= t_fx else (fx, t_fx)
@@ -124,30 +158,48 @@ def edelman_value_agreement(seed: int, n: int = 10) -> tuple[float, int, int]:
     from ..symbolic import rademacher as srad
 
     rng = random.Random(seed)
-    gap = sym.sp.lambdify((srad.R, srad.m, srad.delta), srad.generalization_gap().subs(srad.b, 1), modules="math")
+    gap = sym.sp.lambdify(
+        (srad.R, srad.m, srad.delta), srad.generalization_gap().subs(srad.b, 1), modules="math"
+    )
     worst, trials, live = 0.0, 0, 0
-    for i, (H, dense, bias, row_norm, out_dim) in enumerate(((2, True, True, False, 1), (1, False, False, False, 1),
-                                                             (2, True, False, True, 3)) * n):
+    for i, (H, dense, bias, row_norm, out_dim) in enumerate(
+        ((2, True, True, False, 1), (1, False, False, False, 1), (2, True, False, True, 3)) * n
+    ):
         u = lambda lo=-1.5, hi=1.0: 10 ** rng.uniform(lo, hi)  # noqa: E731
         sv = [u() for _ in range(H)]
         b21 = [s if (i + h) % 3 == 0 else u() for h, s in enumerate(sv)]
         sc = u() if dense else None
         bc = (sc if i % 2 else u()) if dense else None
         lay = ed_mod.EdelmanLayerRadii(tuple(u() for _ in range(H)), tuple(b21), tuple(sv), bc, sc)
-        kw = dict(B_X=u(-1, 0.7), B_w21=u(), S_w=u(), d=rng.randint(1, 32), m=int(10 ** rng.uniform(1, 12)),
-                  T=rng.randint(1, 2000), delta=10 ** rng.uniform(-4, -0.01), margin=u(-1, 0.5),
-                  L_sigma=rng.uniform(0.5, 2.0), kappa=rng.uniform(0.5, 1.5))
+        kw = dict(
+            B_X=u(-1, 0.7),
+            B_w21=u(),
+            S_w=u(),
+            d=rng.randint(1, 32),
+            m=int(10 ** rng.uniform(1, 12)),
+            T=rng.randint(1, 2000),
+            delta=10 ** rng.uniform(-4, -0.01),
+            margin=u(-1, 0.5),
+            L_sigma=rng.uniform(0.5, 2.0),
+            kappa=rng.uniform(0.5, 1.5),
+        )
         r = ed_mod.edelman_bound(lay, out_dim=out_dim, bias=bias, row_norm=row_norm, **kw)
         keys, fm, fz, zf = _edelman_parts_fn(H, dense, bias, row_norm, out_dim > 1)
         args = _edelman_args(keys, lay, kw, H, dense, out_dim)
-        parts = ({k: tuple(f(*args)) for k, f in fm.items()}, {k: tuple(f(*args)) for k, f in fz.items()})
+        parts = (
+            {k: tuple(f(*args)) for k, f in fm.items()},
+            {k: tuple(f(*args)) for k, f in fz.items()},
+        )
         cover = _edelman_reference_cover(parts, zf, r.log_cover.iterations)
         loss = r.loss_cover
         errs = [abs(loss(e) - cover(e)) / cover(e) for e in (1e-3, 0.03, 0.25)]
         c, alpha = r.dudley.diameter, r.dudley.alpha
         D = _dudley_reference(cover, alpha, kw["m"], c)
         errs.append(abs(r.dudley.value - D) / D)
-        others = [_dudley_reference(cover, a, kw["m"], c) for a in (0.8 * alpha, min(1.25 * alpha, c / 2), c / 2)]
+        others = [
+            _dudley_reference(cover, a, kw["m"], c)
+            for a in (0.8 * alpha, min(1.25 * alpha, c / 2), c / 2)
+        ]
         errs.append(max(0.0, (r.dudley.value - min(others)) / r.dudley.value))
         ref = gap(min(D, float(sym.LOSS_DIAMETER)), kw["m"], kw["delta"])
         errs.append(abs(r.value - ref) / ref)
@@ -156,11 +208,17 @@ def edelman_value_agreement(seed: int, n: int = 10) -> tuple[float, int, int]:
     return worst, trials, live
 
 
-EDELMAN_COVERS = ("genbound.bounds.edelman.edelman_bound", "genbound.bounds.edelman.edelman_log_cover",
-                  "genbound.bounds.edelman.edelman_sensitivities", "genbound.bounds.edelman.EdelmanCover",
-                  "genbound.bounds.edelman.ZhangTerm", "genbound.covering.allocation_split",
-                  "genbound.rademacher.dudley_bound", "genbound.rademacher.dudley_objective",
-                  "genbound.rademacher.generalization_gap_bound")
+EDELMAN_COVERS = (
+    "genbound.bounds.edelman.edelman_bound",
+    "genbound.bounds.edelman.edelman_log_cover",
+    "genbound.bounds.edelman.edelman_sensitivities",
+    "genbound.bounds.edelman.EdelmanCover",
+    "genbound.bounds.edelman.ZhangTerm",
+    "genbound.covering.allocation_split",
+    "genbound.rademacher.dudley_bound",
+    "genbound.rademacher.dudley_objective",
+    "genbound.rademacher.generalization_gap_bound",
+)
 
 
 def _edelman_value_check(seed):
@@ -179,22 +237,45 @@ def edelman_split_agreement(seed: int, n: int = 2) -> tuple[float, int]:
 
     rng = random.Random(seed)
     worst, trials = 0.0, 0
-    for i, (H, dense, bias, row_norm, out_dim) in enumerate(((2, True, True, False, 1), (1, False, False, False, 1),
-                                                             (2, True, False, True, 3)) * 2 * n):
+    for i, (H, dense, bias, row_norm, out_dim) in enumerate(
+        ((2, True, True, False, 1), (1, False, False, False, 1), (2, True, False, True, 3)) * 2 * n
+    ):
         u = lambda lo=-1.5, hi=1.0: 10 ** rng.uniform(lo, hi)  # noqa: E731
         tie = i % 2 == 1
         sv = [u() for _ in range(H)]
-        lay = ed_mod.EdelmanLayerRadii(tuple(1e-30 if tie else u() for _ in range(H)), tuple(u() for _ in range(H)),
-                                       tuple(sv), u() if dense else None, u() if dense else None)
-        kw = dict(B_X=u(-1, 0.7), B_w21=u(), S_w=u(), d=rng.randint(1, 32), m=int(10 ** rng.uniform(1, 12)),
-                  T=rng.randint(1, 2000), delta=0.05, margin=u(-1, 0.5), L_sigma=rng.uniform(0.5, 2.0),
-                  kappa=rng.uniform(0.5, 1.5))
-        cover = ed_mod.edelman_log_cover(lay, out_dim=out_dim, bias=bias, row_norm=row_norm,
-                                         **{k: v for k, v in kw.items() if k not in ("delta", "margin")})
+        lay = ed_mod.EdelmanLayerRadii(
+            tuple(1e-30 if tie else u() for _ in range(H)),
+            tuple(u() for _ in range(H)),
+            tuple(sv),
+            u() if dense else None,
+            u() if dense else None,
+        )
+        kw = dict(
+            B_X=u(-1, 0.7),
+            B_w21=u(),
+            S_w=u(),
+            d=rng.randint(1, 32),
+            m=int(10 ** rng.uniform(1, 12)),
+            T=rng.randint(1, 2000),
+            delta=0.05,
+            margin=u(-1, 0.5),
+            L_sigma=rng.uniform(0.5, 2.0),
+            kappa=rng.uniform(0.5, 1.5),
+        )
+        cover = ed_mod.edelman_log_cover(
+            lay,
+            out_dim=out_dim,
+            bias=bias,
+            row_norm=row_norm,
+            **{k: v for k, v in kw.items() if k not in ("delta", "margin")},
+        )
         loss = cover.scaled(tt_mod.loss_lipschitz(kw["margin"], out_dim))
         keys, fm, fz, zf = _edelman_parts_fn(H, dense, bias, row_norm, out_dim > 1)
         args = _edelman_args(keys, lay, kw, H, dense, out_dim)
-        parts = ({k: tuple(f(*args)) for k, f in fm.items()}, {k: tuple(f(*args)) for k, f in fz.items()})
+        parts = (
+            {k: tuple(f(*args)) for k, f in fm.items()},
+            {k: tuple(f(*args)) for k, f in fz.items()},
+        )
         chosen = _edelman_reference_split(parts, zf, loss.iterations)
         for e in (1e-3, 0.03, 0.25):
             got, (want, _) = loss.scales(e), chosen(e)
@@ -212,18 +293,30 @@ def _edelman_split_check(seed):
 
 def _prefer_fixed_on_tie(old):
     """Mutant maker: :meth:`~genbound.bounds.edelman.EdelmanCover.scales` reporting the fixed split on a tie."""
+
     def scales(self, eps):
         sc, fx = old(self, eps), self.fixed_scales(eps)
         return fx if self._total(fx) <= self._total(sc) else sc
+
     return scales
 
 
-TIE_PREFERS_FIXED = replaced(ed_mod.EdelmanCover, "scales", _prefer_fixed_on_tie, name="tie-prefers-fixed",
-                             what="on a tie of the two covers, the split at the m-free constants reported")
+TIE_PREFERS_FIXED = replaced(
+    ed_mod.EdelmanCover,
+    "scales",
+    _prefer_fixed_on_tie,
+    name="tie-prefers-fixed",
+    what="on a tie of the two covers, the split at the m-free constants reported",
+)
 
 
-ZHANG_CONSTANT_DOUBLED = replaced(ed_mod, "ZHANG_CONSTANT", lambda old: 2 * old, name="zhang-constant-doubled",
-                                  what="Zhang's leading constant 36 taken as 72 in the score covers (a looser bound)")
+ZHANG_CONSTANT_DOUBLED = replaced(
+    ed_mod,
+    "ZHANG_CONSTANT",
+    lambda old: 2 * old,
+    name="zhang-constant-doubled",
+    what="Zhang's leading constant 36 taken as 72 in the score covers (a looser bound)",
+)
 
 
 # ------------------------------------------------------------------------------ Edelman baseline
@@ -236,10 +329,10 @@ def _edelman_sample(gen, n):
 
 def _edelman_parts(QK, V, C, w, Xs):
     """Per sample (i) and head: scores at the [CLS] row, pooled rows p_h, u, sigma(u), z~ (all with bias)."""
-    Za = augment(Xs, True)                                               # (n, m, T, din)
+    Za = augment(Xs, True)  # (n, m, T, din)
     s = torch.einsum("nmi,nhij,nmtj->nmht", Za[:, :, -1], QK[:, 0], Za)
     a = torch.softmax(s, -1)
-    P = torch.einsum("nmht,nmti->nmhi", a, Za)                            # pooled (augmented) rows per head
+    P = torch.einsum("nmht,nmti->nmhi", a, Za)  # pooled (augmented) rows per head
     u = torch.einsum("nmhi,nhid->nmd", P, V[:, 0])
     y = torch.einsum("nmi,nid->nmd", augment(torch.relu(u), True), C[:, 0])
     return s, P, u, y
@@ -251,7 +344,7 @@ def _edelman_ratio(**p):
     sh, Ph, uh, yh = _edelman_parts(p["QK_hat"], p["V_hat"], p["C_hat"], p["w_hat"], X)
     f = torch.einsum("nmi,nik->nmk", augment(y, True), w)
     fh = torch.einsum("nmi,nik->nmk", augment(yh, True), p["w_hat"])
-    rms = lambda t: (t**2).mean(-1).sqrt()                               # over the sample
+    rms = lambda t: (t**2).mean(-1).sqrt()  # over the sample
     lhs = rms(torch.linalg.vector_norm(f - fh, dim=-1))
     B_X = torch.linalg.vector_norm(X, dim=-1).amax((-2, -1))
     return lhs / _THIS.edelman_chain_bound(p, s, sh, Ph, uh, yh, B_X)
@@ -260,7 +353,7 @@ def _edelman_ratio(**p):
 def edelman_chain_bound(p, s, sh, Ph, uh, yh, B_X):
     """The right side of :prf:ref:`lem-edelman-perturbation` on a batch (see :func:`_edelman_parts`)."""
     QK, V, C, w = p["QK"], p["V"], p["C"], p["w"]
-    rms = lambda t: (t**2).mean(-1).sqrt()                               # over the sample
+    rms = lambda t: (t**2).mean(-1).sqrt()  # over the sample
     H = QK.shape[2]
     S_w, S_C = _op(w), _op(C[:, 0])
     Bt = (B_X**2 + 1).sqrt()
@@ -270,26 +363,41 @@ def edelman_chain_bound(p, s, sh, Ph, uh, yh, B_X):
     for h in range(H):
         S_V = _op(V[:, 0, h])
         eta_inf = (s[:, :, h] - sh[:, :, h]).abs().amax((-2, -1))
-        bound = bound + S_w * S_C * S_V * Bt * eta_inf                   # rho_QK (kappa = 1, L_sigma = 1)
+        bound = bound + S_w * S_C * S_V * Bt * eta_inf  # rho_QK (kappa = 1, L_sigma = 1)
         dV = torch.einsum("nmi,nid->nmd", Ph[:, :, h], (V - p["V_hat"])[:, 0, h])
         eta_V = rms(torch.linalg.vector_norm(dV, dim=-1))
-        bound = bound + S_w * S_C * eta_V                                # rho_V
+        bound = bound + S_w * S_C * eta_V  # rho_V
     return bound
 
 
-register(Claim(
-    label="lem-edelman-perturbation", covers=('genbound.claims.part2_edelman_baseline.edelman_chain_bound',),
-    statement="one layer at the [CLS] row, data-dependent chain: rho(f, f_hat) <= sum_h rho_QK^h max_{i,t}|s - s_hat| "
-              "+ sum_h rho_V rho(p_hat_h (V_h - V_hat_h)) + S_w rho([sigma(u_hat), 1](C - C_hat)) + rho(z_hat (w - w_hat)), "
-              "rho = RMS over the m samples; only the true spectral norms S_V, S_C, S_w enter",
-    chapter=CH, provenance="reconstructed",
-    numeric=InequalityCheck(_edelman_sample, _edelman_ratio, trials=300, starts=6, steps=30, lr=0.03),
-    mutants=(scaled(_THIS, "edelman_chain_bound", 0.5, name="rhs-halved",
-                    what="the data-dependent chain bound halved"),),
-))
+register(
+    Claim(
+        label="lem-edelman-perturbation",
+        covers=("genbound.claims.part2_edelman_baseline.edelman_chain_bound",),
+        statement="one layer at the [CLS] row, data-dependent chain: rho(f, f_hat) <= sum_h rho_QK^h max_{i,t}|s - s_hat| "
+        "+ sum_h rho_V rho(p_hat_h (V_h - V_hat_h)) + S_w rho([sigma(u_hat), 1](C - C_hat)) + rho(z_hat (w - w_hat)), "
+        "rho = RMS over the m samples; only the true spectral norms S_V, S_C, S_w enter",
+        chapter=CH,
+        provenance="reconstructed",
+        numeric=InequalityCheck(
+            _edelman_sample, _edelman_ratio, trials=300, starts=6, steps=30, lr=0.03
+        ),
+        mutants=(
+            scaled(
+                _THIS,
+                "edelman_chain_bound",
+                0.5,
+                name="rhs-halved",
+                what="the data-dependent chain bound halved",
+            ),
+        ),
+    )
+)
 
 
-def bft_maurey_draw(X: torch.Tensor, A: torch.Tensor, a: float, K: int, draws: int, gen: torch.Generator):
+def bft_maurey_draw(
+    X: torch.Tensor, A: torch.Tensor, a: float, K: int, draws: int, gen: torch.Generator
+):
     """Maurey's method in the form of Bartlett, Foster and Telgarsky (2017, Lemma 3.2, ``p = q = 2``):
     ``X A = sum_ij alpha_ij V_ij`` with atoms ``V_ij = ||X||_F / ||X e_i|| X e_i e_j^T`` (all of Frobenius
     norm ``||X||_F``) and weights ``alpha_ij = A_ij ||X e_i|| / ||X||_F``, whose l1 norm is at most
@@ -297,10 +405,12 @@ def bft_maurey_draw(X: torch.Tensor, A: torch.Tensor, a: float, K: int, draws: i
     probabilities ``|alpha_ij| / a`` (the rest split between ``+-a V_11``), ``draws`` times, and returns
     the matrices ``A_K`` with ``X A_K`` the averages, shape ``(draws, *A.shape)``.
     ``E ||X (A - A_K)||_F^2 <= a^2 ||X||_F^2 / K``."""
-    col = torch.linalg.vector_norm(X, dim=0)                              # ||X e_i||
+    col = torch.linalg.vector_norm(X, dim=0)  # ||X e_i||
     fro = float(torch.linalg.vector_norm(col))
     live = col > 0
-    scale = torch.where(live, fro / col.clamp(min=1e-300), torch.zeros_like(col))   # A-space atom size
+    scale = torch.where(
+        live, fro / col.clamp(min=1e-300), torch.zeros_like(col)
+    )  # A-space atom size
     alpha = A * col[:, None] / max(fro, 1e-300)
     flat = alpha.reshape(-1)
     rest = max(1.0 - float(flat.abs().sum()) / a, 0.0)
@@ -339,10 +449,16 @@ def _edelman_constructive_ratio(seed, *, n_models=4, m=16, H=2, d=4):
         s, P, u, y = _edelman_parts(QK, V, C, w, X)
         f = torch.einsum("nmi,nik->nmk", augment(y, True), w)[0, :, 0]
         l21 = lambda M: float(torch.linalg.vector_norm(M, dim=-2).sum())
-        lay = ed_mod.EdelmanLayerRadii(tuple(float(torch.linalg.matrix_norm(QK[0, 0, h])) for h in range(H)),
-                                       tuple(l21(V[0, 0, h]) for h in range(H)),
-                                       tuple(_opf(V[0, 0, h]) for h in range(H)), l21(C[0, 0]), _opf(C[0, 0]))
-        cover = ed_mod.edelman_log_cover(lay, B_X=B_X, B_w21=l21(w[0]), S_w=_opf(w[0]), d=d, m=m, T=T, bias=True)
+        lay = ed_mod.EdelmanLayerRadii(
+            tuple(float(torch.linalg.matrix_norm(QK[0, 0, h])) for h in range(H)),
+            tuple(l21(V[0, 0, h]) for h in range(H)),
+            tuple(_opf(V[0, 0, h]) for h in range(H)),
+            l21(C[0, 0]),
+            _opf(C[0, 0]),
+        )
+        cover = ed_mod.edelman_log_cover(
+            lay, B_X=B_X, B_w21=l21(w[0]), S_w=_opf(w[0]), d=d, m=m, T=T, bias=True
+        )
         rho = ed_mod.edelman_sensitivities(lay, B_X=B_X, S_w=_opf(w[0]), bias=True)
         terms = {t.name: t for t in cover.terms}
         # eps such that the largest atom count is between about 4 and 400
@@ -357,12 +473,14 @@ def _edelman_constructive_ratio(seed, *, n_models=4, m=16, H=2, d=4):
             t = terms[name]
             K = max(1, math.ceil((t.factor * t.rho * t.radius / sc[name]) ** 2 - 1e-12))
             cands = bft_maurey_draw(inputs, A, t.radius, K, EDELMAN_DRAWS, gen)
-            err = torch.linalg.vector_norm(torch.einsum("mi,sid->smd", inputs, A[None] - cands), dim=-1)
-            eta2 = err.pow(2).mean(-1)                                      # squared RMS over the sample
+            err = torch.linalg.vector_norm(
+                torch.einsum("mi,sid->smd", inputs, A[None] - cands), dim=-1
+            )
+            eta2 = err.pow(2).mean(-1)  # squared RMS over the sample
             low = float(eta2.mean() - 4 * eta2.std() / math.sqrt(EDELMAN_DRAWS))
             bound = t.radius**2 * float(inputs.pow(2).sum(-1).mean()) / K
             Ah = cands[int(eta2.argmin())]
-            if t.factor == 2.0:            # proper cover: shrink the centre back into the spectral ball
+            if t.factor == 2.0:  # proper cover: shrink the centre back into the spectral ball
                 S = _opf(A)
                 Ah = Ah * min(1.0, S / max(_opf(Ah), 1e-300))
             eta = float(torch.linalg.vector_norm(inputs @ (A - Ah), dim=-1).pow(2).mean().sqrt())
@@ -414,20 +532,38 @@ def _edelman_allocation_check(seed):
     return worst, trials
 
 
-register(Claim(
-    label="thm-edelman-type",
-    statement="one layer on m sequences of length T: log N(F, eps, rho) <= sum_h Zhang(B~^2, ||W_QK^h||_F, eps_h/rho_QK^h, n = m T) "
-              "+ sum_j ceil(c_j^2/eps_j^2) log(2 d_in d_out) for any split sum eps_j = eps; grows like log(mT)",
-    chapter=CH, provenance="reconstructed",
-    numeric=AllOf((FunctionCheck(_edelman_constructive_ratio), FunctionCheck(_edelman_allocation_check),
-                   FunctionCheck(_edelman_value_check), FunctionCheck(_edelman_split_check))),
-    symbolic=lambda: _edelman_sensitivities_match(),
-    mutants=(replaced(ed_mod, "allocation_split",
-                      lambda old: (lambda radii, eps: {k: 2 * v for k, v in old(radii, eps).items()}),
-                      name="split-doubled", what="the scales eps_j of the cover add up to 2 eps"),
-             COVER_CONSTANT_DOUBLED, CONFIDENCE_3_TO_4, ZHANG_CONSTANT_DOUBLED, TIE_PREFERS_FIXED),
-    covers=EDELMAN_COVERS + ("genbound.bounds.edelman.EdelmanCover.scales",),
-))
+register(
+    Claim(
+        label="thm-edelman-type",
+        statement="one layer on m sequences of length T: log N(F, eps, rho) <= sum_h Zhang(B~^2, ||W_QK^h||_F, eps_h/rho_QK^h, n = m T) "
+        "+ sum_j ceil(c_j^2/eps_j^2) log(2 d_in d_out) for any split sum eps_j = eps; grows like log(mT)",
+        chapter=CH,
+        provenance="reconstructed",
+        numeric=AllOf(
+            (
+                FunctionCheck(_edelman_constructive_ratio),
+                FunctionCheck(_edelman_allocation_check),
+                FunctionCheck(_edelman_value_check),
+                FunctionCheck(_edelman_split_check),
+            )
+        ),
+        symbolic=lambda: _edelman_sensitivities_match(),
+        mutants=(
+            replaced(
+                ed_mod,
+                "allocation_split",
+                lambda old: lambda radii, eps: {k: 2 * v for k, v in old(radii, eps).items()},
+                name="split-doubled",
+                what="the scales eps_j of the cover add up to 2 eps",
+            ),
+            COVER_CONSTANT_DOUBLED,
+            CONFIDENCE_3_TO_4,
+            ZHANG_CONSTANT_DOUBLED,
+            TIE_PREFERS_FIXED,
+        ),
+        covers=EDELMAN_COVERS + ("genbound.bounds.edelman.EdelmanCover.scales",),
+    )
+)
 
 
 def _edelman_sensitivities_match() -> bool:
@@ -438,10 +574,18 @@ def _edelman_sensitivities_match() -> bool:
     for _ in range(5):
         v = (0.1 + 3 * torch.rand(6, generator=gen, dtype=F64)).tolist()
         lay = ed_mod.EdelmanLayerRadii((1.0, 1.0), (1.0, 1.0), (v[0], v[1]), 1.0, v[2])
-        num = ed_mod.edelman_sensitivities(lay, B_X=v[3], S_w=v[4], L_sigma=v[5], kappa=1.0, bias=True)
-        subs = {sym.sp.Symbol("S_V1_1", positive=True): v[0], sym.sp.Symbol("S_V1_2", positive=True): v[1],
-                sym.sp.Symbol("S_C1", positive=True): v[2], sym.B_X: v[3], sym.sp.Symbol("S_w", positive=True): v[4],
-                sym.L_sigma: v[5], sym.kappa: 1.0}
+        num = ed_mod.edelman_sensitivities(
+            lay, B_X=v[3], S_w=v[4], L_sigma=v[5], kappa=1.0, bias=True
+        )
+        subs = {
+            sym.sp.Symbol("S_V1_1", positive=True): v[0],
+            sym.sp.Symbol("S_V1_2", positive=True): v[1],
+            sym.sp.Symbol("S_C1", positive=True): v[2],
+            sym.B_X: v[3],
+            sym.sp.Symbol("S_w", positive=True): v[4],
+            sym.L_sigma: v[5],
+            sym.kappa: 1.0,
+        }
         names = {"QK1": "QK[1]", "QK2": "QK[2]", "V1": "V[1]", "V2": "V[2]", "C": "C", "w": "w"}
         for k, e in expr.items():
             want = float(e.subs(subs))
@@ -459,10 +603,14 @@ def _log_factor_parts_fn():
     from ..symbolic import dudley as sd
 
     a, b, eta, n = sym.sp.symbols("a b eta n", positive=True)
-    ell = sym.sp.simplify(sym.zhang_smooth_log_cover(a, b, eta, n) * eta**2 / (sym.ZHANG_LEADING * a**2 * b**2))
+    ell = sym.sp.simplify(
+        sym.zhang_smooth_log_cover(a, b, eta, n) * eta**2 / (sym.ZHANG_LEADING * a**2 * b**2)
+    )
     a0 = sym.sp.simplify(sd.inverse_square_alpha().subs(sd.Lam, 0))
-    return (sym.sp.lambdify((sd.A, sd.m), a0, modules="math"),
-            sym.sp.lambdify((a, b, eta, n), ell, modules="math"))
+    return (
+        sym.sp.lambdify((sd.A, sd.m), a0, modules="math"),
+        sym.sp.lambdify((a, b, eta, n), ell, modules="math"),
+    )
 
 
 def edelman_log_factor_reference(maps, zh, A0, m, c):
@@ -509,15 +657,30 @@ def edelman_capacity_ratios(seed: int, n: int = 6) -> tuple[float, float, int]:
     fc, _ = _capacity_fn()
     p_cost, _, outer = (float(x) for x in ALLOCATION_EXPONENTS)
     worst, err, trials = 0.0, 0.0, 0
-    for i, (H, dense, bias, row_norm, out_dim) in enumerate(((2, True, True, False, 1), (1, False, False, False, 1),
-                                                             (2, True, False, True, 3)) * n):
+    for i, (H, dense, bias, row_norm, out_dim) in enumerate(
+        ((2, True, True, False, 1), (1, False, False, False, 1), (2, True, False, True, 3)) * n
+    ):
         u = lambda lo=-1.5, hi=1.0: 10 ** rng.uniform(lo, hi)  # noqa: E731
         sv = [u() for _ in range(H)]
-        lay = ed_mod.EdelmanLayerRadii(tuple(u() for _ in range(H)), tuple(s if i % 2 else u() for s in sv),
-                                       tuple(sv), u() if dense else None, u() if dense else None)
-        kw = dict(B_X=u(-1, 0.7), B_w21=u(), S_w=u(), d=rng.randint(1, 32), m=int(10 ** rng.uniform(1, 12)),
-                  T=rng.randint(1, 2000), delta=10 ** rng.uniform(-4, -0.01), margin=u(-1, 0.5),
-                  L_sigma=rng.uniform(0.5, 2.0), kappa=rng.uniform(0.5, 1.5))
+        lay = ed_mod.EdelmanLayerRadii(
+            tuple(u() for _ in range(H)),
+            tuple(s if i % 2 else u() for s in sv),
+            tuple(sv),
+            u() if dense else None,
+            u() if dense else None,
+        )
+        kw = dict(
+            B_X=u(-1, 0.7),
+            B_w21=u(),
+            S_w=u(),
+            d=rng.randint(1, 32),
+            m=int(10 ** rng.uniform(1, 12)),
+            T=rng.randint(1, 2000),
+            delta=10 ** rng.uniform(-4, -0.01),
+            margin=u(-1, 0.5),
+            L_sigma=rng.uniform(0.5, 2.0),
+            kappa=rng.uniform(0.5, 1.5),
+        )
         r = ed_mod.edelman_bound(lay, out_dim=out_dim, bias=bias, row_norm=row_norm, **kw)
         worst = max(worst, r.rademacher / (r.capacity * r.log_factor / math.sqrt(r.m)))
         cov = r.loss_cover
@@ -528,23 +691,36 @@ def edelman_capacity_ratios(seed: int, n: int = 6) -> tuple[float, float, int]:
         maps = [tuple(f(*args)) for f in fm.values()]
         zh = [tuple(f(*args)) for f in fz.values()]
         lead = float(sym.ZHANG_LEADING)
-        A0 = (sum((C * C) ** p_cost for C, _ in maps) + sum((lead * (rho * a * b) ** 2) ** p_cost
-                                                             for rho, a, b, _ in zh)) ** outer
+        A0 = (
+            sum((C * C) ** p_cost for C, _ in maps)
+            + sum((lead * (rho * a * b) ** 2) ** p_cost for rho, a, b, _ in zh)
+        ) ** outer
         Lam = sum(la for _, la in maps)
         c = float(sym.LOSS_DIAMETER)
         err = max(err, _rel(cov.A0, A0), _rel(cov.Lambda, Lam), _rel(r.capacity, fc(A0, Lam, c)))
-        ell, lf = edelman_log_factor_reference(dict(zip(fm, maps)), dict(zip(fz, zh)), A0, kw["m"], c)
-        err = max(err, _rel(r.log_factor, lf), *(_rel(cov.log_factor(e), ell(e)) for e in (1e-4, 1e-2, 0.25)))
+        ell, lf = edelman_log_factor_reference(
+            dict(zip(fm, maps)), dict(zip(fz, zh)), A0, kw["m"], c
+        )
+        err = max(
+            err,
+            _rel(r.log_factor, lf),
+            *(_rel(cov.log_factor(e), ell(e)) for e in (1e-4, 1e-2, 0.25)),
+        )
         trials += 1
     # degenerate instances: a score class with rho, a or b zero is one function (log cover 0), and a layer
     # with every radius 0 has A0 = 0, where the log factor is sqrt(l) * 1 with l read as 1
     for rho, a, b in ((0.0, 1.0, 1.0), (1.0, 0.0, 2.0), (1.0, 3.0, 0.0)):
         z = ed_mod.ZhangTerm("degenerate", rho, a, b, rng.randint(1, 10**6))
-        err = max(err, *(abs(z.log_cover(e)) for e in (1e-3, 0.1)), *(abs(z.log_term(e)) for e in (1e-3, 0.1)))
+        err = max(
+            err,
+            *(abs(z.log_cover(e)) for e in (1e-3, 0.1)),
+            *(abs(z.log_term(e)) for e in (1e-3, 0.1)),
+        )
         trials += 1
     zero = ed_mod.EdelmanLayerRadii((0.0,), (0.0,), (0.0,), None, None)
-    r0 = ed_mod.edelman_bound(zero, B_X=1.0, B_w21=0.0, S_w=0.0, d=4, m=rng.randint(2, 10**8), T=5, delta=0.1,
-                              margin=1.0)
+    r0 = ed_mod.edelman_bound(
+        zero, B_X=1.0, B_w21=0.0, S_w=0.0, d=4, m=rng.randint(2, 10**8), T=5, delta=0.1, margin=1.0
+    )
     err = max(err, abs(r0.loss_cover.A0), _rel(r0.log_factor, 1.0))
     return worst, err, trials + 1
 
@@ -554,25 +730,51 @@ def _edelman_capacity_check(seed):
     return max(worst, err / VALUE_RTOL), trials
 
 
-register(Claim(
-    label="cor-edelman-capacity",
-    statement="the Edelman-type loss cover satisfies log N(eps) <= A0 l(eps)/eps^2 + Lambda with A0 = (sum_j C_j^{2/3})^3 "
-              "(C_j = f rho B sqrt(log atoms) of the maps, 6 rho a b of the score classes) and l(eps) Zhang's logarithm "
-              "at the fixed split, so R <= capacity * sqrt(l(alpha_0)) max(1, 1 + log(c sqrt(m)/(6 sqrt(A0)))) / sqrt(m) "
-              "with capacity = 12 (sqrt(A0) + (c/2) sqrt(Lambda)), free of m and T",
-    chapter=CH, provenance="reconstructed",
-    numeric=FunctionCheck(_edelman_capacity_check),
-    mutants=CAPACITY_MUTANTS[:1] + CAPACITY_MUTANTS[2:] + (
-        replaced(ed_mod.ZhangTerm, "c0", lambda old: property(lambda self: 0.5 * old.fget(self)),
-                 name="zhang-c0-halved", what="the m-free constant of a score class taken as 3 rho a b"),
-        replaced(ed_mod, "INVERSE_SQUARE_ALPHA_COEF", lambda old: 2 * old, name="log-factor-cutoff-doubled",
-                 what="Zhang's logarithm of the log factor read at alpha_0 = 6 sqrt(A0)/sqrt(m) (a smaller log factor)"),
-        replaced(ed_mod.EdelmanCover, "log_factor",
-                 lambda old: (lambda self, eps: max([1.0] + [z.log_term(eps) for z in self.zhang])),
-                 name="log-factor-unsplit", what="l(eps) read at the whole eps instead of each score class's share "
-                                                 "(a smaller log factor)")),
-    covers=("genbound.bounds.edelman.EdelmanBound.capacity", "genbound.bounds.edelman.EdelmanBound.log_factor",
-            "genbound.bounds.edelman.EdelmanCover.A0", "genbound.bounds.edelman.EdelmanCover.log_factor",
-            "genbound.bounds.edelman.EdelmanCover.fixed_scales", "genbound.rademacher.inverse_square_capacity",
-            "genbound.rademacher.inverse_square_log_factor", "genbound.bounds.edelman.edelman_bound"),
-))
+register(
+    Claim(
+        label="cor-edelman-capacity",
+        statement="the Edelman-type loss cover satisfies log N(eps) <= A0 l(eps)/eps^2 + Lambda with A0 = (sum_j C_j^{2/3})^3 "
+        "(C_j = f rho B sqrt(log atoms) of the maps, 6 rho a b of the score classes) and l(eps) Zhang's logarithm "
+        "at the fixed split, so R <= capacity * sqrt(l(alpha_0)) max(1, 1 + log(c sqrt(m)/(6 sqrt(A0)))) / sqrt(m) "
+        "with capacity = 12 (sqrt(A0) + (c/2) sqrt(Lambda)), free of m and T",
+        chapter=CH,
+        provenance="reconstructed",
+        numeric=FunctionCheck(_edelman_capacity_check),
+        mutants=CAPACITY_MUTANTS[:1]
+        + CAPACITY_MUTANTS[2:]
+        + (
+            replaced(
+                ed_mod.ZhangTerm,
+                "c0",
+                lambda old: property(lambda self: 0.5 * old.fget(self)),
+                name="zhang-c0-halved",
+                what="the m-free constant of a score class taken as 3 rho a b",
+            ),
+            replaced(
+                ed_mod,
+                "INVERSE_SQUARE_ALPHA_COEF",
+                lambda old: 2 * old,
+                name="log-factor-cutoff-doubled",
+                what="Zhang's logarithm of the log factor read at alpha_0 = 6 sqrt(A0)/sqrt(m) (a smaller log factor)",
+            ),
+            replaced(
+                ed_mod.EdelmanCover,
+                "log_factor",
+                lambda old: lambda self, eps: max([1.0] + [z.log_term(eps) for z in self.zhang]),
+                name="log-factor-unsplit",
+                what="l(eps) read at the whole eps instead of each score class's share "
+                "(a smaller log factor)",
+            ),
+        ),
+        covers=(
+            "genbound.bounds.edelman.EdelmanBound.capacity",
+            "genbound.bounds.edelman.EdelmanBound.log_factor",
+            "genbound.bounds.edelman.EdelmanCover.A0",
+            "genbound.bounds.edelman.EdelmanCover.log_factor",
+            "genbound.bounds.edelman.EdelmanCover.fixed_scales",
+            "genbound.rademacher.inverse_square_capacity",
+            "genbound.rademacher.inverse_square_log_factor",
+            "genbound.bounds.edelman.edelman_bound",
+        ),
+    )
+)

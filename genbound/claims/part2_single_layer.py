@@ -17,9 +17,27 @@ from ..bounds import trauger_tewari as tt_mod
 from ..symbolic import trauger_tewari as sym
 from . import AllOf, Claim, FunctionCheck, InequalityCheck, register, replaced
 from ._core import timed_check
-from ._part2 import (CAPACITY_MUTANTS, CONFIDENCE_3_TO_4, COVER_A_HALVED, COVER_CONSTANT_DOUBLED, RHO_HALVED, TT_COVERS,
-                     TT_VALUE_CONFIGS, VALUE_RTOL, _capacity_fn, _constructive_cover_ratio, _net_sample, _op,
-                     _perturbation_ratio, _randn, _rel, _scales, _tt_case, _tt_value_check, _tt_values)
+from ._part2 import (
+    CAPACITY_MUTANTS,
+    CONFIDENCE_3_TO_4,
+    COVER_A_HALVED,
+    COVER_CONSTANT_DOUBLED,
+    RHO_HALVED,
+    TT_COVERS,
+    TT_VALUE_CONFIGS,
+    VALUE_RTOL,
+    _capacity_fn,
+    _constructive_cover_ratio,
+    _net_sample,
+    _op,
+    _perturbation_ratio,
+    _randn,
+    _rel,
+    _scales,
+    _tt_case,
+    _tt_value_check,
+    _tt_values,
+)
 
 CH = "book/part2/single_layer.md"
 
@@ -30,7 +48,7 @@ SINGLE_LONG_T = 1024
 def _single_sample(gen, n):
     p = _net_sample(gen, n, L=1, H=2, d=4, T=12, K=1, dense=False, bias=False)
     X = _randn(gen, n, SINGLE_LONG_T, 4) * _scales(gen, n, 1, 1, lo=-0.5, hi=0.5)
-    rep = (torch.arange(n) % 3 == 0)[:, None, None]          # long runs of one token plus a few others
+    rep = (torch.arange(n) % 3 == 0)[:, None, None]  # long runs of one token plus a few others
     p["X_long"] = torch.where(rep, X[:, :1].expand_as(X) + 0.01 * X, X)
     return p
 
@@ -38,7 +56,7 @@ def _single_sample(gen, n):
 def cls_forward(QK, V, w, X, act=torch.relu):
     """One layer read at the last row only, ``O(T d^2)``: ``sigma(sum_h softmax(x_cls QK_h X^T) X V_h) w``
     (no dense map, no bias); equal to :func:`genbound.nets.forward_effective` for that class (a test checks)."""
-    x = X[:, -1]                                                      # (n, d)
+    x = X[:, -1]  # (n, d)
     s = torch.einsum("ni,nhij,ntj->nht", x, QK[:, 0], X)
     a = torch.softmax(s, dim=-1)
     u = torch.einsum("nht,nti,nhid->nd", a, X, V[:, 0])
@@ -49,10 +67,15 @@ def _single_ratio(**p):
     """Worst of a short sequence (T = 12) and a long one (T = 1024), both searched adversarially."""
     short = _perturbation_ratio(p, bias=False, row_norm=False)
     X = p["X_long"]
-    lhs = torch.linalg.vector_norm(cls_forward(p["QK"], p["V"], p["w"], X)
-                                   - cls_forward(p["QK_hat"], p["V_hat"], p["w_hat"], X), dim=-1)
+    lhs = torch.linalg.vector_norm(
+        cls_forward(p["QK"], p["V"], p["w"], X)
+        - cls_forward(p["QK_hat"], p["V_hat"], p["w_hat"], X),
+        dim=-1,
+    )
     H = p["QK"].shape[2]
-    spec = [([_op(p["QK"][:, 0, h]) for h in range(H)], [_op(p["V"][:, 0, h]) for h in range(H)], None)]
+    spec = [
+        ([_op(p["QK"][:, 0, h]) for h in range(H)], [_op(p["V"][:, 0, h]) for h in range(H)], None)
+    ]
     B_X = torch.linalg.vector_norm(X, dim=-1).amax(-1)
     rho, _, _ = tt_mod.sensitivities_raw(spec, B_X=B_X, B_w=_op(p["w_hat"]))
     bound = rho["w"] * _op(p["w"] - p["w_hat"])
@@ -62,18 +85,23 @@ def _single_ratio(**p):
     return torch.maximum(short, lhs / bound)
 
 
-register(Claim(
-    label="lem-tt-single-perturbation",
-    covers=("genbound.bounds.trauger_tewari.sensitivities_raw",),
-    statement="one layer, H heads, no dense map: |f(X) - f_hat(X)| <= rho_w ||w - w_hat|| + sum_h rho_V ||V_h - V_hat_h||_op "
-              "+ sum_h rho_QK^h ||W_QK^h - W_hat_QK^h||_op with rho_w = L_sigma B_X sum_h S_V^h, rho_V = B_w L_sigma B_X, "
-              "rho_QK^h = B_w L_sigma S_V^h kappa B_X^3 (kappa = 1), for every X of every length (checked at T = 12 "
-              "and T = 1024)",
-    chapter=CH, provenance="reconstructed",
-    numeric=InequalityCheck(_single_sample, _single_ratio, trials=200, starts=6, steps=30, lr=0.03),
-    symbolic=sym.verify_single_layer_factorisation,
-    mutants=(RHO_HALVED,),
-))
+register(
+    Claim(
+        label="lem-tt-single-perturbation",
+        covers=("genbound.bounds.trauger_tewari.sensitivities_raw",),
+        statement="one layer, H heads, no dense map: |f(X) - f_hat(X)| <= rho_w ||w - w_hat|| + sum_h rho_V ||V_h - V_hat_h||_op "
+        "+ sum_h rho_QK^h ||W_QK^h - W_hat_QK^h||_op with rho_w = L_sigma B_X sum_h S_V^h, rho_V = B_w L_sigma B_X, "
+        "rho_QK^h = B_w L_sigma S_V^h kappa B_X^3 (kappa = 1), for every X of every length (checked at T = 12 "
+        "and T = 1024)",
+        chapter=CH,
+        provenance="reconstructed",
+        numeric=InequalityCheck(
+            _single_sample, _single_ratio, trials=200, starts=6, steps=30, lr=0.03
+        ),
+        symbolic=sym.verify_single_layer_factorisation,
+        mutants=(RHO_HALVED,),
+    )
+)
 
 
 #: the round-off slack of Maurey's atom count: ``K = ceil(x^2 - ATOM_SLACK)``, ``x = f rho B / eps_j``
@@ -97,8 +125,16 @@ def _atoms_check(seed):
             if k + delta < 1:
                 continue
             n_terms = 1 + trials % 3
-            terms = [tt_mod.CoverTerm(f"M{j}", rng.uniform(0.5, 2.0), rng.uniform(0.5, 2.0), math.log(2 * 4 * 4),
-                                      2.0 if j == 1 else 1.0) for j in range(n_terms)]
+            terms = [
+                tt_mod.CoverTerm(
+                    f"M{j}",
+                    rng.uniform(0.5, 2.0),
+                    rng.uniform(0.5, 2.0),
+                    math.log(2 * 4 * 4),
+                    2.0 if j == 1 else 1.0,
+                )
+                for j in range(n_terms)
+            ]
             cover = tt_mod.InverseSquareCover(tuple(terms))
             t0 = terms[0]
             x0 = t0.factor * t0.rho * t0.radius
@@ -116,33 +152,66 @@ def _atoms_check(seed):
 
 def _atoms_with_slack(slack):
     """Mutant maker: :meth:`InverseSquareCover.atoms_per_term` with another round-off slack."""
+
     def make(old):
         def atoms_per_term(self, eps):
             sc = self.scales(eps)
-            return {t.name: (1 if t.factor * t.rho * t.radius == 0 or sc[t.name] == 0 else
-                             max(1, math.ceil((t.factor * t.rho * t.radius / sc[t.name]) ** 2 - slack)))
-                    for t in self.terms}
+            return {
+                t.name: (
+                    1
+                    if t.factor * t.rho * t.radius == 0 or sc[t.name] == 0
+                    else max(1, math.ceil((t.factor * t.rho * t.radius / sc[t.name]) ** 2 - slack))
+                )
+                for t in self.terms
+            }
+
         return atoms_per_term
+
     return make
 
 
-register(Claim(
-    label="thm-tt-single-layer",
-    statement="one layer, no dense map: log N_unif(F, eps) <= C_1^2/eps^2 + Lambda_Sigma with "
-              "C_1 = [sum_j (rho_j B_j sqrt(Lambda_j))^{2/3}]^{3/2} (no T, no m); then Dudley and the Rademacher "
-              "generalization bound",
-    chapter=CH, provenance="reconstructed",
-    numeric=AllOf((FunctionCheck(lambda s: _constructive_cover_ratio(s, L=1, H=2, dense=False, bias=False,
-                                                                     row_norm=False)),
-                   FunctionCheck(_tt_value_check("single")), FunctionCheck(_atoms_check))),
-    symbolic=sym.verify_single_layer_factorisation,
-    mutants=(COVER_A_HALVED, COVER_CONSTANT_DOUBLED, CONFIDENCE_3_TO_4,
-             replaced(tt_mod.InverseSquareCover, "atoms_per_term", _atoms_with_slack(2 * ATOM_SLACK),
-                      name="atom-slack-doubled", what="Maurey's atom count rounded down within 2e-12 of an integer"),
-             replaced(tt_mod.InverseSquareCover, "atoms_per_term", _atoms_with_slack(0.0),
-                      name="atom-slack-dropped", what="Maurey's atom count with no round-off slack")),
-    covers=TT_COVERS + ("genbound.bounds.trauger_tewari.InverseSquareCover.atoms_per_term",),
-))
+register(
+    Claim(
+        label="thm-tt-single-layer",
+        statement="one layer, no dense map: log N_unif(F, eps) <= C_1^2/eps^2 + Lambda_Sigma with "
+        "C_1 = [sum_j (rho_j B_j sqrt(Lambda_j))^{2/3}]^{3/2} (no T, no m); then Dudley and the Rademacher "
+        "generalization bound",
+        chapter=CH,
+        provenance="reconstructed",
+        numeric=AllOf(
+            (
+                FunctionCheck(
+                    lambda s: _constructive_cover_ratio(
+                        s, L=1, H=2, dense=False, bias=False, row_norm=False
+                    )
+                ),
+                FunctionCheck(_tt_value_check("single")),
+                FunctionCheck(_atoms_check),
+            )
+        ),
+        symbolic=sym.verify_single_layer_factorisation,
+        mutants=(
+            COVER_A_HALVED,
+            COVER_CONSTANT_DOUBLED,
+            CONFIDENCE_3_TO_4,
+            replaced(
+                tt_mod.InverseSquareCover,
+                "atoms_per_term",
+                _atoms_with_slack(2 * ATOM_SLACK),
+                name="atom-slack-doubled",
+                what="Maurey's atom count rounded down within 2e-12 of an integer",
+            ),
+            replaced(
+                tt_mod.InverseSquareCover,
+                "atoms_per_term",
+                _atoms_with_slack(0.0),
+                name="atom-slack-dropped",
+                what="Maurey's atom count with no round-off slack",
+            ),
+        ),
+        covers=TT_COVERS + ("genbound.bounds.trauger_tewari.InverseSquareCover.atoms_per_term",),
+    )
+)
 
 
 @lru_cache(maxsize=None)
@@ -150,13 +219,17 @@ def _integral_fn():
     """``int_alpha^{c/2} (sqrt(A)/eps + sqrt(Lambda)) d eps`` (sympy), lambdified."""
     from ..symbolic import dudley as sd
 
-    expr = sym.sp.integrate(sym.sp.sqrt(sd.A) / sd.eps + sym.sp.sqrt(sd.Lam), (sd.eps, sd.alpha, sd.c / 2))
+    expr = sym.sp.integrate(
+        sym.sp.sqrt(sd.A) / sd.eps + sym.sp.sqrt(sd.Lam), (sd.eps, sd.alpha, sd.c / 2)
+    )
     return sym.sp.lambdify((sd.A, sd.Lam, sd.alpha, sd.c), expr, modules="math")
 
 
 @lru_cache(maxsize=None)
 def _tt_loss_cover_fn(L, H, dense, bias, row_norm, multiclass):
-    A, Lam, names = sym.tt_loss_cover(L, H, dense=dense, bias=bias, row_norm=row_norm, multiclass=multiclass)
+    A, Lam, names = sym.tt_loss_cover(
+        L, H, dense=dense, bias=bias, row_norm=row_norm, multiclass=multiclass
+    )
     keys = tuple(names)
     return keys, sym.sp.lambdify([names[k] for k in keys], [A, Lam], modules="math")
 
@@ -181,27 +254,37 @@ def tt_capacity_ratios(seed: int, n: int = 12) -> tuple[float, float, float, int
             keys, fA = _tt_loss_cover_fn(L, H, dense, bias, row_norm, out_dim > 1)
             for i in range(n):
                 layers, kw = _tt_case(rng, L, H, dense, i)
-                r = tt_mod.trauger_tewari_bound(layers, out_dim=out_dim, bias=bias, row_norm=row_norm, **kw)
+                r = tt_mod.trauger_tewari_bound(
+                    layers, out_dim=out_dim, bias=bias, row_norm=row_norm, **kw
+                )
                 ineq = max(ineq, r.rademacher / (r.capacity * r.log_factor / math.sqrt(r.m)))
                 vals = _tt_values(layers, kw, out_dim)
                 A, Lam = fA(*[vals[k] for k in keys])
                 c = float(sym.LOSS_DIAMETER)
-                sym_err = max(sym_err, _rel(r.capacity, fc(A, Lam, c)), _rel(r.log_factor, fl(A, r.m, c)))
+                sym_err = max(
+                    sym_err, _rel(r.capacity, fc(A, Lam, c)), _rel(r.log_factor, fl(A, r.m, c))
+                )
                 trials += 1
     for _ in range(4 * n):
         A, c = 10 ** rng.uniform(-4, 4), 10 ** rng.uniform(-1, 1)
         m = math.ceil(36 * A / c**2 * 10 ** rng.uniform(0, 8))
         d = rad_mod.dudley_inverse_square(A, 0.0, m=m, diameter=c)
-        bound = rad_mod.inverse_square_capacity(A, 0.0, diameter=c) * rad_mod.inverse_square_log_factor(
-            A, m=m, diameter=c) / math.sqrt(m)
+        bound = (
+            rad_mod.inverse_square_capacity(A, 0.0, diameter=c)
+            * rad_mod.inverse_square_log_factor(A, m=m, diameter=c)
+            / math.sqrt(m)
+        )
         r_t = d.value / bound
         tight = max(tight, r_t, 1 / r_t)
         Lam = 10 ** rng.uniform(-2, 3)
         dl = rad_mod.dudley_inverse_square(A, Lam, m=m, diameter=c)
-        if 0 < dl.alpha < c / 2:        # the reported integral is the statement's integral at the cut-off
+        if 0 < dl.alpha < c / 2:  # the reported integral is the statement's integral at the cut-off
             sym_err = max(sym_err, _rel(dl.integral, _integral_fn()(A, Lam, dl.alpha, c)))
-        sym_err = max(sym_err, _rel(rad_mod.inverse_square_capacity(A, Lam, diameter=c), fc(A, Lam, c)),
-                      _rel(rad_mod.inverse_square_log_factor(A, m=m, diameter=c), fl(A, m, c)))
+        sym_err = max(
+            sym_err,
+            _rel(rad_mod.inverse_square_capacity(A, Lam, diameter=c), fc(A, Lam, c)),
+            _rel(rad_mod.inverse_square_log_factor(A, m=m, diameter=c), fl(A, m, c)),
+        )
         trials += 1
     return ineq, tight, sym_err, trials
 
@@ -209,6 +292,7 @@ def tt_capacity_ratios(seed: int, n: int = 12) -> tuple[float, float, float, int
 def _tt_capacity_check(seed):
     ineq, tight, err, trials = tt_capacity_ratios(seed)
     return max(ineq, tight, err / VALUE_RTOL), trials
+
 
 class _Recorded:
     """``value_at`` that records where it is evaluated (and gives up after ``limit`` evaluations)."""
@@ -280,20 +364,32 @@ def samples_needed_contract(seed: int, n: int = 3) -> tuple[float, int]:
         except RuntimeError:
             return False
         vals = [fn(m) for m in rec.calls]
-        return _follows_bisection(rec.calls, vals, target, tol, max_m, M) and (max_m != 10**40 or meets(fn, target, tol, M))
+        return _follows_bisection(rec.calls, vals, target, tol, max_m, M) and (
+            max_m != 10**40 or meets(fn, target, tol, M)
+        )
 
     tols = (0.0, 0.01, 0.05, 0.2, 0.3, 0.5, 1.0, 2.0)
     for i in range(8 * n):
-        C, t = 10 ** rng.uniform(1, 5.5), rng.uniform(0.05, 1.0)    # m* below 10^14: v steps by more than an ulp
+        C, t = (
+            10 ** rng.uniform(1, 5.5),
+            rng.uniform(0.05, 1.0),
+        )  # m* below 10^14: v steps by more than an ulp
         bad |= not run(lambda m, C=C: C / math.sqrt(m), t, tols[i % len(tols)])
         trials += 1
     C = rng.uniform(0.5, 1.0)
-    for fn, t, tol, max_m in ((lambda m: 1.0 / math.sqrt(m), 1.0 / math.sqrt(5), 1.0, 10**32),    # [1, 100] -> [1, 10]
-                              (lambda m: 1.0 / math.sqrt(m), 1.0 / math.sqrt(6), 0.0, 2**96),     # [1, 8] -> [2, 8]
-                              (lambda m: C / math.sqrt(m), C / math.sqrt(10**40), 0.0, 10**40),   # target = value_at(max_m)
-                              (lambda m: C / math.sqrt(m), C, 0.3, 10**40),                       # target = value_at(1)
-                              (lambda m: 1.0 if m < 12345 else 0.5, 0.5, 0.0, 10**40),            # equal from m* on
-                              (lambda m: 1.0 if m < 10**9 else 0.5, 0.5, 0.01, 10**40)):
+    for fn, t, tol, max_m in (
+        (lambda m: 1.0 / math.sqrt(m), 1.0 / math.sqrt(5), 1.0, 10**32),  # [1, 100] -> [1, 10]
+        (lambda m: 1.0 / math.sqrt(m), 1.0 / math.sqrt(6), 0.0, 2**96),  # [1, 8] -> [2, 8]
+        (
+            lambda m: C / math.sqrt(m),
+            C / math.sqrt(10**40),
+            0.0,
+            10**40,
+        ),  # target = value_at(max_m)
+        (lambda m: C / math.sqrt(m), C, 0.3, 10**40),  # target = value_at(1)
+        (lambda m: 1.0 if m < 12345 else 0.5, 0.5, 0.0, 10**40),  # equal from m* on
+        (lambda m: 1.0 if m < 10**9 else 0.5, 0.5, 0.01, 10**40),
+    ):
         bad |= not run(fn, t, tol, max_m)
         trials += 1
     configs = TT_VALUE_CONFIGS["single"]
@@ -308,9 +404,14 @@ def samples_needed_contract(seed: int, n: int = 3) -> tuple[float, int]:
     # the trivial rule behind every Dudley-based result, at and next to each of its three thresholds
     from types import SimpleNamespace
 
-    for dv, val, a, want in ((0.5, 0.9, 0.0, True), (0.5 - 1e-12, 0.9, 0.0, False),
-                             (0.1, 1.0, 0.0, True), (0.1, 1.0 - 1e-12, 0.0, False),
-                             (0.1, 0.5, 0.5, True), (0.1, 0.5, 0.5 - 1e-12, False)):
+    for dv, val, a, want in (
+        (0.5, 0.9, 0.0, True),
+        (0.5 - 1e-12, 0.9, 0.0, False),
+        (0.1, 1.0, 0.0, True),
+        (0.1, 1.0 - 1e-12, 0.0, False),
+        (0.1, 0.5, 0.5, True),
+        (0.1, 0.5, 0.5 - 1e-12, False),
+    ):
         bad |= _result.is_trivial(SimpleNamespace(value=dv, alpha=a, diameter=1.0), val) != want
         trials += 1
     return (math.inf if bad else 0.0), trials
@@ -327,26 +428,47 @@ def _samples_needed_check(seed):
 
 def _smallest_m_overshoot(old):
     """Mutant maker: ``smallest_m`` returning ``ceil(10**tol M)`` (``M + 1`` at ``tol = 0``): still meets the target."""
+
     def smallest_m(value_at, target, *, tol=0.0, max_m=10**40):
         M = old(value_at, target, tol=tol, max_m=max_m)
         return M if M == math.inf else max(M + 1, math.ceil(M * 10**tol))
+
     return smallest_m
 
 
-register(Claim(
-    label="cor-tt-capacity",
-    statement="for log N(eps) <= A/eps^2 + Lambda at diameter c, Dudley's closed form is at most "
-              "capacity * max(1, 1 + log(c sqrt(m) / (6 sqrt(A)))) / sqrt(m) for every m, with the m-free "
-              "capacity = 12 (sqrt(A) + (c/2) sqrt(Lambda)); equality when Lambda = 0 and 3 sqrt(A)/sqrt(m) <= c/2; "
-              "for the Trauger-Tewari bounds A = L_loss^2 A_cover, c = 1/2",
-    chapter=CH, provenance="reconstructed",
-    numeric=AllOf((FunctionCheck(_tt_capacity_check), FunctionCheck(_samples_needed_check))),
-    symbolic=lambda: __import__("genbound.symbolic.dudley", fromlist=["x"]).verify_capacity_bound(),
-    mutants=CAPACITY_MUTANTS + (replaced(_result_mod, "smallest_m", _smallest_m_overshoot, name="m-star-overshoot",
-                                         what="samples_needed one tolerance step too large (still meets the target)"),),
-    covers=("genbound.rademacher.inverse_square_capacity", "genbound.rademacher.inverse_square_log_factor",
-            "genbound.rademacher.dudley_inverse_square", "genbound.bounds.trauger_tewari.TTBound.capacity",
-            "genbound.bounds.trauger_tewari.TTBound.log_factor", "genbound.bounds.trauger_tewari.trauger_tewari_bound",
-            "genbound.bounds._result.smallest_m", "genbound.bounds._result.BoundResult.samples_needed",
-            "genbound.bounds._result.dudley_trivial_reason"),
-))
+register(
+    Claim(
+        label="cor-tt-capacity",
+        statement="for log N(eps) <= A/eps^2 + Lambda at diameter c, Dudley's closed form is at most "
+        "capacity * max(1, 1 + log(c sqrt(m) / (6 sqrt(A)))) / sqrt(m) for every m, with the m-free "
+        "capacity = 12 (sqrt(A) + (c/2) sqrt(Lambda)); equality when Lambda = 0 and 3 sqrt(A)/sqrt(m) <= c/2; "
+        "for the Trauger-Tewari bounds A = L_loss^2 A_cover, c = 1/2",
+        chapter=CH,
+        provenance="reconstructed",
+        numeric=AllOf((FunctionCheck(_tt_capacity_check), FunctionCheck(_samples_needed_check))),
+        symbolic=lambda: __import__(
+            "genbound.symbolic.dudley", fromlist=["x"]
+        ).verify_capacity_bound(),
+        mutants=CAPACITY_MUTANTS
+        + (
+            replaced(
+                _result_mod,
+                "smallest_m",
+                _smallest_m_overshoot,
+                name="m-star-overshoot",
+                what="samples_needed one tolerance step too large (still meets the target)",
+            ),
+        ),
+        covers=(
+            "genbound.rademacher.inverse_square_capacity",
+            "genbound.rademacher.inverse_square_log_factor",
+            "genbound.rademacher.dudley_inverse_square",
+            "genbound.bounds.trauger_tewari.TTBound.capacity",
+            "genbound.bounds.trauger_tewari.TTBound.log_factor",
+            "genbound.bounds.trauger_tewari.trauger_tewari_bound",
+            "genbound.bounds._result.smallest_m",
+            "genbound.bounds._result.BoundResult.samples_needed",
+            "genbound.bounds._result.dudley_trivial_reason",
+        ),
+    )
+)

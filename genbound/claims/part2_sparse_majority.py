@@ -114,42 +114,96 @@ def _encoding_sup_symbolic() -> bool:
     import sympy as sp
 
     i, S, X = sp.Symbol("i", real=True), sp.Symbol("S"), sp.Symbol("X")
-    ok = sp.simplify(sp.Integer(10000) ** (-(i + 16) / sp.Integer(64))
-                     / sp.Integer(10000) ** (-i / sp.Integer(64)) - sp.Rational(1, 10)) == 0
+    ok = (
+        sp.simplify(
+            sp.Integer(10000) ** (-(i + 16) / sp.Integer(64))
+            / sp.Integer(10000) ** (-i / sp.Integer(64))
+            - sp.Rational(1, 10)
+        )
+        == 0
+    )
     om = [sp.Integer(10000) ** sp.Rational(-k, _D) for k in range(_D)]
     q = _D // 4
-    ok &= all(om[k] == om[k % q + 3 * q] * sp.Integer(10) ** (3 - k // q) and k % 2 == (k % q) % 2
-              for k in range(_D))
+    ok &= all(
+        om[k] == om[k % q + 3 * q] * sp.Integer(10) ** (3 - k // q) and k % 2 == (k % q) % 2
+        for k in range(_D)
+    )
     ok &= bool(sp.Poly(X**q - 10, X).is_irreducible)
     ok &= sp.expand(sp.Rational(_D, 8) * (4 + S) - (32 + 8 * S)) == 0
     ok &= sp.Integer(10000) ** sp.Rational(1, 4) == sp.nsimplify(_en.CHAIN_RATIO)
     return bool(ok)
 
 
-register(Claim(
-    label="prop-sm-encoding-sup",
-    statement="sup over positions x >= 0 of ||PE_x||_2 (d = 64, frequencies 10000^(-i/64)) equals "
-              "sqrt(32 + 8 S), S = sup_t sum_(a<4) sin^2(10^a t), about 7.968",
-    chapter=CH, provenance="reconstructed",
-    numeric=AllOf((InequalityCheck(_sup_sample, _sup_ratio, _sup_project, trials=20000, starts=16, steps=60,
-                                   lr=0.01, search=("x",)),
-                   FunctionCheck(_chain_identity), FunctionCheck(_closed_form_vs_numeric))),
-    symbolic=_encoding_sup_symbolic, rtol=1e-8,
-    covers=("genbound.experiments.sparse_majority.encoding_norm.encoding_supremum",
+register(
+    Claim(
+        label="prop-sm-encoding-sup",
+        statement="sup over positions x >= 0 of ||PE_x||_2 (d = 64, frequencies 10000^(-i/64)) equals "
+        "sqrt(32 + 8 S), S = sup_t sum_(a<4) sin^2(10^a t), about 7.968",
+        chapter=CH,
+        provenance="reconstructed",
+        numeric=AllOf(
+            (
+                InequalityCheck(
+                    _sup_sample,
+                    _sup_ratio,
+                    _sup_project,
+                    trials=20000,
+                    starts=16,
+                    steps=60,
+                    lr=0.01,
+                    search=("x",),
+                ),
+                FunctionCheck(_chain_identity),
+                FunctionCheck(_closed_form_vs_numeric),
+            )
+        ),
+        symbolic=_encoding_sup_symbolic,
+        rtol=1e-8,
+        covers=(
+            "genbound.experiments.sparse_majority.encoding_norm.encoding_supremum",
             "genbound.experiments.sparse_majority.encoding_norm.chain_sum_sup",
             "genbound.experiments.sparse_majority.encoding_norm.encoding_norm_sq_by_chains",
-            "genbound.experiments.sparse_majority.encoding_norm.supremum_from_chain_sup"),
-    mutants=(replaced(_en, "CHAIN_RATIO", lambda old: 100.0, name="chain-ratio-100",
-                      what="frequencies d/4 apart in ratio 100 instead of 10"),
-             replaced(_en, "CHAIN_RATIO", lambda old: 10.0 ** 1.001, name="chain-ratio-off",
-                      what="chain ratio 10^1.001: the chains almost, but not exactly, geometric in 10"),
-             replaced(_en, "supremum_from_chain_sup", lambda old: (lambda S, d=64: math.sqrt(d)),
-                      name="sqrt-d", what="the supremum taken to be sqrt(d) (every coordinate at +-1 at once)"),
-             replaced(_en, "supremum_from_chain_sup", lambda old: (lambda S, d=64: math.sqrt(24 + 8 * S)),
-                      name="constant-24", what="sqrt(24 + 8 S): the cosine chains' constant 4 d/8 = 32 miscounted"),
-             replaced(_en, "supremum_from_chain_sup", lambda old: (lambda S, d=64: math.sqrt(d / 8 * S)),
-                      name="cosine-chains-dropped", what="sqrt(8 S): only the sine chains counted")),
-))
+            "genbound.experiments.sparse_majority.encoding_norm.supremum_from_chain_sup",
+        ),
+        mutants=(
+            replaced(
+                _en,
+                "CHAIN_RATIO",
+                lambda old: 100.0,
+                name="chain-ratio-100",
+                what="frequencies d/4 apart in ratio 100 instead of 10",
+            ),
+            replaced(
+                _en,
+                "CHAIN_RATIO",
+                lambda old: 10.0**1.001,
+                name="chain-ratio-off",
+                what="chain ratio 10^1.001: the chains almost, but not exactly, geometric in 10",
+            ),
+            replaced(
+                _en,
+                "supremum_from_chain_sup",
+                lambda old: lambda S, d=64: math.sqrt(d),
+                name="sqrt-d",
+                what="the supremum taken to be sqrt(d) (every coordinate at +-1 at once)",
+            ),
+            replaced(
+                _en,
+                "supremum_from_chain_sup",
+                lambda old: lambda S, d=64: math.sqrt(24 + 8 * S),
+                name="constant-24",
+                what="sqrt(24 + 8 S): the cosine chains' constant 4 d/8 = 32 miscounted",
+            ),
+            replaced(
+                _en,
+                "supremum_from_chain_sup",
+                lambda old: lambda S, d=64: math.sqrt(d / 8 * S),
+                name="cosine-chains-dropped",
+                what="sqrt(8 S): only the sine chains counted",
+            ),
+        ),
+    )
+)
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -162,8 +216,8 @@ def _radius_sample(gen: torch.Generator, n: int) -> dict:
     from ..experiments.sparse_majority import encoding_rows
 
     d = torch.randint(1, _D_MAX + 1, (n,), generator=gen)
-    d[: n // 6] = 1                                                   # d = 1: the bound is attained
-    d[n // 6: n // 3] = 64
+    d[: n // 6] = 1  # d = 1: the bound is attained
+    d[n // 6 : n // 3] = 64
     mask = (torch.arange(_D_MAX)[None, :] < d[:, None]).to(F64)
     e = torch.randn(n, _D_MAX, generator=gen, dtype=F64) * mask
     e = e / e.abs().sum(-1, keepdim=True) * torch.rand(n, 1, generator=gen, dtype=F64).sqrt()
@@ -171,7 +225,7 @@ def _radius_sample(gen: torch.Generator, n: int) -> dict:
     kind = torch.arange(n) % 3
     aligned = torch.where(e >= 0, 1.0, -1.0).to(F64) * mask
     j = torch.randint(0, 10**7, (n,), generator=gen)
-    pe = encoding_rows(j, _D_MAX)                                      # real encoding rows
+    pe = encoding_rows(j, _D_MAX)  # real encoding rows
     p = torch.where((kind == 1)[:, None], aligned, p)
     p = torch.where(((kind == 2) & (d == _D_MAX))[:, None], pe, p)
     return {"e": e, "p": p, "mask": mask}
@@ -191,19 +245,44 @@ def _radius_ratio(e, p, mask):
     return torch.linalg.vector_norm(e + p, dim=-1) / bound
 
 
-register(Claim(
-    label="lem-sm-uniform-radius",
-    statement="every input row e + PE_j (||e||_1 <= 1, any position j, any T) has ||e + PE_j||_2 <= 1 + sqrt(d)",
-    chapter=CH, provenance="reconstructed",
-    numeric=InequalityCheck(_radius_sample, _radius_ratio, _radius_project, trials=3000, starts=12, steps=80,
-                            lr=0.05, search=("e", "p")),
-    covers=("genbound.experiments.sparse_majority.uniform_input_radius",
-            "genbound.experiments.sparse_majority.encoding_rows"),
-    mutants=(replaced(_sm, "uniform_input_radius", lambda old: (lambda d: math.sqrt(d)),
-                      name="token-term-dropped", what="B_X = sqrt(d): the token embedding's norm left out"),
-             replaced(_sm, "uniform_input_radius", lambda old: (lambda d: 1 + math.sqrt(d) / 2),
-                      name="encoding-halved", what="B_X = 1 + sqrt(d)/2: the encoding term halved")),
-))
+register(
+    Claim(
+        label="lem-sm-uniform-radius",
+        statement="every input row e + PE_j (||e||_1 <= 1, any position j, any T) has ||e + PE_j||_2 <= 1 + sqrt(d)",
+        chapter=CH,
+        provenance="reconstructed",
+        numeric=InequalityCheck(
+            _radius_sample,
+            _radius_ratio,
+            _radius_project,
+            trials=3000,
+            starts=12,
+            steps=80,
+            lr=0.05,
+            search=("e", "p"),
+        ),
+        covers=(
+            "genbound.experiments.sparse_majority.uniform_input_radius",
+            "genbound.experiments.sparse_majority.encoding_rows",
+        ),
+        mutants=(
+            replaced(
+                _sm,
+                "uniform_input_radius",
+                lambda old: lambda d: math.sqrt(d),
+                name="token-term-dropped",
+                what="B_X = sqrt(d): the token embedding's norm left out",
+            ),
+            replaced(
+                _sm,
+                "uniform_input_radius",
+                lambda old: lambda d: 1 + math.sqrt(d) / 2,
+                name="encoding-halved",
+                what="B_X = 1 + sqrt(d)/2: the encoding term halved",
+            ),
+        ),
+    )
+)
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -263,8 +342,10 @@ def _union_mass_ratio(seed: int) -> tuple[float, int]:
         worst = max(worst, tot / delta)
         trials += len(rng) ** k
     gen = torch.Generator().manual_seed(seed)
-    for _ in range(200):                                  # each share is delta * prod pi(i_j), exactly
-        idx = torch.randint(-50, 51, (int(torch.randint(1, 12, (1,), generator=gen)),), generator=gen).tolist()
+    for _ in range(200):  # each share is delta * prod pi(i_j), exactly
+        idx = torch.randint(
+            -50, 51, (int(torch.randint(1, 12, (1,), generator=gen)),), generator=gen
+        ).tolist()
         exact = Fraction(1)
         for i in idx:
             exact *= Fraction(2, 3 * (abs(i) + 1) * (abs(i) + 2))
@@ -276,7 +357,7 @@ def _union_mass_ratio(seed: int) -> tuple[float, int]:
 def _grid_up(r: float) -> tuple[int, float]:
     """``(i, 2^i)`` with ``2^i`` the smallest power of two ``>= r``, by ``frexp`` (independent of
     :func:`~genbound.bounds.radius_grid.grid_point`)."""
-    mant, ex = math.frexp(r)                  # r = mant 2^ex, mant in [0.5, 1)
+    mant, ex = math.frexp(r)  # r = mant 2^ex, mant in [0.5, 1)
     i = ex - 1 if mant == 0.5 else ex
     return i, math.ldexp(1.0, i)
 
@@ -304,7 +385,11 @@ def _from_model_agreement(seed: int) -> tuple[float, int]:
     import numpy as np
 
     from ..bounds.edelman import EdelmanLayerRadii, edelman_bound, edelman_bound_from_model
-    from ..bounds.trauger_tewari import LayerRadii, trauger_tewari_bound, trauger_tewari_bound_from_model
+    from ..bounds.trauger_tewari import (
+        LayerRadii,
+        trauger_tewari_bound,
+        trauger_tewari_bound_from_model,
+    )
     from ..nets import ReferenceTransformer
 
     rng = np.random.default_rng(seed)
@@ -312,8 +397,14 @@ def _from_model_agreement(seed: int) -> tuple[float, int]:
     for i in range(16):
         L = 1 + (i % 2)
         bias, dense = bool(i % 4 >= 2), bool(i % 8 < 6)
-        net = ReferenceTransformer(int(rng.integers(3, 7)), n_layers=L, n_heads=int(rng.integers(1, 3)),
-                                   bias=bias, dense=dense, seed=int(rng.integers(10**6)))
+        net = ReferenceTransformer(
+            int(rng.integers(3, 7)),
+            n_layers=L,
+            n_heads=int(rng.integers(1, 3)),
+            bias=bias,
+            dense=dense,
+            seed=int(rng.integers(10**6)),
+        )
         with torch.no_grad():
             scale = 10 ** rng.uniform(-2, 2)
             for prm in net.parameters():
@@ -324,7 +415,11 @@ def _from_model_agreement(seed: int) -> tuple[float, int]:
         op = lambda M: float(np.linalg.norm(M, 2))  # noqa: E731
         fro = lambda M: float(np.linalg.norm(M))  # noqa: E731
         l21 = lambda M: float(np.linalg.norm(M, axis=0).sum())  # noqa: E731
-        m, delta, B_X = int(10 ** rng.uniform(2, 12)), float(10 ** rng.uniform(-3, -1)), float(rng.uniform(0.5, 3))
+        m, delta, B_X = (
+            int(10 ** rng.uniform(2, 12)),
+            float(10 ** rng.uniform(-3, -1)),
+            float(rng.uniform(0.5, 3)),
+        )
         for grid in (False, True):
             idx = []
 
@@ -347,26 +442,50 @@ def _from_model_agreement(seed: int) -> tuple[float, int]:
                 layers.append(LayerRadii(B_QK, S_QK, B_V, S_V, *C))
             B_w = rad(l11(arr(E.w)))
             d_ref = delta * _prior_product(idx) if grid else delta
-            ref = trauger_tewari_bound(layers, B_X=B_X, B_w=B_w, d=net.d, m=m, delta=d_ref,
-                                       out_dim=net.out_dim, L_sigma=net.L_sigma, bias=net.bias,
-                                       row_norm=net.row_norm).value
-            got = trauger_tewari_bound_from_model(net, m=m, delta=delta, B_X=B_X, radius_grid=grid).value
+            ref = trauger_tewari_bound(
+                layers,
+                B_X=B_X,
+                B_w=B_w,
+                d=net.d,
+                m=m,
+                delta=d_ref,
+                out_dim=net.out_dim,
+                L_sigma=net.L_sigma,
+                bias=net.bias,
+                row_norm=net.row_norm,
+            ).value
+            got = trauger_tewari_bound_from_model(
+                net, m=m, delta=delta, B_X=B_X, radius_grid=grid
+            ).value
             worst, trials = max(worst, got / ref, ref / got), trials + 1
             if L == 1:
                 idx = []
                 QK, V = arr(E.QK[0]), arr(E.V[0])
                 H = QK.shape[0]
-                lay = EdelmanLayerRadii(tuple(rad(fro(QK[h])) for h in range(H)),
-                                        tuple(rad(l21(V[h])) for h in range(H)),
-                                        tuple(rad(op(V[h])) for h in range(H)),
-                                        rad(l21(arr(E.C[0]))) if dense else None,
-                                        rad(op(arr(E.C[0]))) if dense else None)
+                lay = EdelmanLayerRadii(
+                    tuple(rad(fro(QK[h])) for h in range(H)),
+                    tuple(rad(l21(V[h])) for h in range(H)),
+                    tuple(rad(op(V[h])) for h in range(H)),
+                    rad(l21(arr(E.C[0]))) if dense else None,
+                    rad(op(arr(E.C[0]))) if dense else None,
+                )
                 B_w21, S_w = rad(l21(arr(E.w))), rad(op(arr(E.w)))
                 d_ref = delta * _prior_product(idx) if grid else delta
                 T = int(rng.integers(2, 200))
-                ref = edelman_bound(lay, B_X=B_X, B_w21=B_w21, S_w=S_w, d=net.d, m=m, T=T, delta=d_ref,
-                                    bias=net.bias).value
-                got = edelman_bound_from_model(net, m=m, T=T, delta=delta, B_X=B_X, radius_grid=grid).value
+                ref = edelman_bound(
+                    lay,
+                    B_X=B_X,
+                    B_w21=B_w21,
+                    S_w=S_w,
+                    d=net.d,
+                    m=m,
+                    T=T,
+                    delta=d_ref,
+                    bias=net.bias,
+                ).value
+                got = edelman_bound_from_model(
+                    net, m=m, T=T, delta=delta, B_X=B_X, radius_grid=grid
+                ).value
                 worst, trials = max(worst, got / ref, ref / got), trials + 1
     return worst, trials
 
@@ -375,28 +494,61 @@ def _union_symbolic() -> bool:
     from ..bounds.radius_grid import PRIOR_NORMALISER
     from ..symbolic import radius_grid as srg
 
-    return (srg.verify_prior_sums_to_one() and srg.verify_rounding_factor()
-            and abs(float(srg.prior_normaliser()) - PRIOR_NORMALISER) < 1e-15)
+    return (
+        srg.verify_prior_sums_to_one()
+        and srg.verify_rounding_factor()
+        and abs(float(srg.prior_normaliser()) - PRIOR_NORMALISER) < 1e-15
+    )
 
 
-register(Claim(
-    label="thm-radius-union",
-    statement="with prob >= 1 - delta, every network satisfies the fixed-radius bound at its norms rounded up "
-              "to powers of 2, at confidence delta * prod_j (2/3)/((|i_j|+1)(|i_j|+2))",
-    chapter=CH, provenance="standard",
-    numeric=AllOf((FunctionCheck(_rounding_check), FunctionCheck(_union_mass_ratio),
-                   FunctionCheck(_from_model_agreement))),
-    symbolic=_union_symbolic,
-    covers=("genbound.bounds.radius_grid.grid_point", "genbound.bounds.radius_grid.union_delta",
-            "genbound.bounds.radius_grid.prior", "genbound.bounds.radius_grid.round_radii",
+register(
+    Claim(
+        label="thm-radius-union",
+        statement="with prob >= 1 - delta, every network satisfies the fixed-radius bound at its norms rounded up "
+        "to powers of 2, at confidence delta * prod_j (2/3)/((|i_j|+1)(|i_j|+2))",
+        chapter=CH,
+        provenance="standard",
+        numeric=AllOf(
+            (
+                FunctionCheck(_rounding_check),
+                FunctionCheck(_union_mass_ratio),
+                FunctionCheck(_from_model_agreement),
+            )
+        ),
+        symbolic=_union_symbolic,
+        covers=(
+            "genbound.bounds.radius_grid.grid_point",
+            "genbound.bounds.radius_grid.union_delta",
+            "genbound.bounds.radius_grid.prior",
+            "genbound.bounds.radius_grid.round_radii",
             "genbound.bounds.radius_grid.round_layer_radii",
             "genbound.bounds.trauger_tewari.trauger_tewari_bound_from_model",
-            "genbound.bounds.edelman.edelman_bound_from_model"),
-    mutants=(scaled(_rg, "PRIOR_NORMALISER", 1.5, name="prior-unnormalised",
-                    what="pi(i) = 1/((|i|+1)(|i|+2)): the shares sum to 3/2, not 1"),
-             replaced(_rg, "grid_point",
-                      lambda old: (lambda r, base=2.0: (old(r, base=base)[0] - 1, old(r, base=base)[1] / base)),
-                      name="round-down", what="radii rounded down to the grid (the network is not in the class)"),
-             replaced(_rg, "union_delta", lambda old: (lambda delta, indices: delta),
-                      name="no-confidence-split", what="every grid point at the full delta (no union bound)")),
-))
+            "genbound.bounds.edelman.edelman_bound_from_model",
+        ),
+        mutants=(
+            scaled(
+                _rg,
+                "PRIOR_NORMALISER",
+                1.5,
+                name="prior-unnormalised",
+                what="pi(i) = 1/((|i|+1)(|i|+2)): the shares sum to 3/2, not 1",
+            ),
+            replaced(
+                _rg,
+                "grid_point",
+                lambda old: (
+                    lambda r, base=2.0: (old(r, base=base)[0] - 1, old(r, base=base)[1] / base)
+                ),
+                name="round-down",
+                what="radii rounded down to the grid (the network is not in the class)",
+            ),
+            replaced(
+                _rg,
+                "union_delta",
+                lambda old: lambda delta, indices: delta,
+                name="no-confidence-split",
+                what="every grid point at the full delta (no union bound)",
+            ),
+        ),
+    )
+)

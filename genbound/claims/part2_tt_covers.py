@@ -21,9 +21,9 @@ _THIS = sys.modules[__name__]  # mutants patch the right-hand-side functions def
 def _norm_sample(gen, n):
     A = _randn(gen, n, 6, 4)
     kind = torch.randint(0, 4, (n, 1, 1), generator=gen)
-    flat = torch.sign(A)                                     # equal magnitudes: tight last link
-    rank1 = _randn(gen, n, 6, 1) @ _randn(gen, n, 1, 4)      # tight first link
-    col = A * (torch.arange(4) == 0)                          # one output unit
+    flat = torch.sign(A)  # equal magnitudes: tight last link
+    rank1 = _randn(gen, n, 6, 1) @ _randn(gen, n, 1, 4)  # tight first link
+    col = A * (torch.arange(4) == 0)  # one output unit
     A = torch.where(kind == 0, A, torch.where(kind == 1, flat, torch.where(kind == 2, rank1, col)))
     return {"A": A}
 
@@ -33,7 +33,9 @@ def _norm_ratio(A):
     fro = torch.linalg.matrix_norm(A, ord="fro")
     l21 = torch.linalg.vector_norm(A, dim=-2).sum(-1)
     l11 = A.abs().sum((-2, -1))
-    links = torch.stack([op / fro, fro / l21, l21 / l11, l11 / (_THIS.norm_price_factor(A.shape[-2]) * l21)], -1)
+    links = torch.stack(
+        [op / fro, fro / l21, l21 / l11, l11 / (_THIS.norm_price_factor(A.shape[-2]) * l21)], -1
+    )
     return links.amax(-1)
 
 
@@ -42,14 +44,25 @@ def norm_price_factor(d_in: int) -> float:
     return math.sqrt(d_in)
 
 
-register(Claim(
-    label="lem-tt-norm-price", covers=('genbound.claims.part2_tt_covers.norm_price_factor', 'genbound.nets.matrix_norms'),
-    statement="||A||_op <= ||A||_F <= ||A||_{2,1} <= ||A||_{1,1} <= sqrt(d_in) ||A||_{2,1} (column convention)",
-    chapter=CH, provenance="standard",
-    numeric=InequalityCheck(_norm_sample, _norm_ratio, trials=2000, starts=8, steps=60),
-    mutants=(scaled(_THIS, "norm_price_factor", 0.5, name="sqrt-din-halved",
-                    what="||A||_{1,1} <= sqrt(d_in)/2 ||A||_{2,1}"),),
-))
+register(
+    Claim(
+        label="lem-tt-norm-price",
+        covers=("genbound.claims.part2_tt_covers.norm_price_factor", "genbound.nets.matrix_norms"),
+        statement="||A||_op <= ||A||_F <= ||A||_{2,1} <= ||A||_{1,1} <= sqrt(d_in) ||A||_{2,1} (column convention)",
+        chapter=CH,
+        provenance="standard",
+        numeric=InequalityCheck(_norm_sample, _norm_ratio, trials=2000, starts=8, steps=60),
+        mutants=(
+            scaled(
+                _THIS,
+                "norm_price_factor",
+                0.5,
+                name="sqrt-din-halved",
+                what="||A||_{1,1} <= sqrt(d_in)/2 ||A||_{2,1}",
+            ),
+        ),
+    )
+)
 
 
 COVER_DRAWS = 400  #: Maurey draws per matrix in the checks of the three uniform covers
@@ -69,22 +82,33 @@ def _maurey_ratio_fn(shape_fn, sup_fn, input_power=1):
     def fn(seed):
         gen = torch.Generator().manual_seed(seed)
         worst, trials = 0.0, 0
-        R = 1.3 ** input_power
+        R = 1.3**input_power
         for K0 in (1, 3, 10, 40):
             n = 48
             W = _randn(gen, n, *shape_fn())
             kind = torch.arange(n) % 3
-            W = torch.where((kind == 1).reshape(n, *[1] * (W.ndim - 1)), torch.sign(W), W)   # flat: worst case
+            W = torch.where(
+                (kind == 1).reshape(n, *[1] * (W.ndim - 1)), torch.sign(W), W
+            )  # flat: worst case
             sparse = (torch.rand(W.shape, generator=gen, dtype=F64) < 0.2).to(F64)
             W = torch.where((kind == 2).reshape(n, *[1] * (W.ndim - 1)), W * sparse, W)
             l11 = W.abs().reshape(n, -1).sum(-1)
-            B = l11 * (1 + (torch.arange(n) % 2) * torch.rand(n, generator=gen, dtype=F64))  # tight or slack
+            B = l11 * (
+                1 + (torch.arange(n) % 2) * torch.rand(n, generator=gen, dtype=F64)
+            )  # tight or slack
             B = torch.where(B > 0, B, torch.ones_like(B))
             dims = W.shape[1:] if W.ndim == 3 else (W.shape[1], 1)
             Ks, eps = [], []
             for b in B.tolist():
                 e = b * R / math.sqrt(K0)
-                Ks.append(max(1, round(cov.maurey_log_cover(b, R, e, *dims) / math.log(2 * dims[0] * dims[1]))))
+                Ks.append(
+                    max(
+                        1,
+                        round(
+                            cov.maurey_log_cover(b, R, e, *dims) / math.log(2 * dims[0] * dims[1])
+                        ),
+                    )
+                )
                 eps.append(e)
             eps = torch.tensor(eps, dtype=F64)
             for K in sorted(set(Ks)):
@@ -102,28 +126,41 @@ def _maurey_ratio_fn(shape_fn, sup_fn, input_power=1):
     return fn
 
 
-COVER_HALVED = scaled(cov, "maurey_log_cover", 0.5, name="cover-halved",
-                      what="maurey_log_cover returns half of ceil(B^2 R^2/eps^2) log(2dk): too few atoms")
+COVER_HALVED = scaled(
+    cov,
+    "maurey_log_cover",
+    0.5,
+    name="cover-halved",
+    what="maurey_log_cover returns half of ceil(B^2 R^2/eps^2) log(2dk): too few atoms",
+)
 
 
-register(Claim(
-    label="lem-tt-cover-readout",
-    covers=("genbound.covering.maurey_log_cover",),
-    statement="{h -> w.h : ||w||_1 <= B_w} on ||h||_2 <= R: log N_unif(eps) <= ceil(R^2 B_w^2/eps^2) log(2k)",
-    chapter=CH, provenance="reconstructed",
-    numeric=FunctionCheck(_maurey_ratio_fn(lambda: (7,), lambda D: torch.linalg.vector_norm(D, dim=-1))),
-    mutants=(COVER_HALVED,),
-))
+register(
+    Claim(
+        label="lem-tt-cover-readout",
+        covers=("genbound.covering.maurey_log_cover",),
+        statement="{h -> w.h : ||w||_1 <= B_w} on ||h||_2 <= R: log N_unif(eps) <= ceil(R^2 B_w^2/eps^2) log(2k)",
+        chapter=CH,
+        provenance="reconstructed",
+        numeric=FunctionCheck(
+            _maurey_ratio_fn(lambda: (7,), lambda D: torch.linalg.vector_norm(D, dim=-1))
+        ),
+        mutants=(COVER_HALVED,),
+    )
+)
 
-register(Claim(
-    label="lem-tt-cover-value",
-    covers=("genbound.covering.maurey_log_cover",),
-    statement="{x -> W^T x : ||W||_{1,1} <= B} on ||x||_2 <= B_X, l2 outputs: "
-              "log N_unif(eps) <= ceil(B_X^2 B^2/eps^2) log(2 d k), certified by ||W - W_hat||_op <= eps/B_X",
-    chapter=CH, provenance="reconstructed",
-    numeric=FunctionCheck(_maurey_ratio_fn(lambda: (5, 4), _op)),
-    mutants=(COVER_HALVED,),
-))
+register(
+    Claim(
+        label="lem-tt-cover-value",
+        covers=("genbound.covering.maurey_log_cover",),
+        statement="{x -> W^T x : ||W||_{1,1} <= B} on ||x||_2 <= B_X, l2 outputs: "
+        "log N_unif(eps) <= ceil(B_X^2 B^2/eps^2) log(2 d k), certified by ||W - W_hat||_op <= eps/B_X",
+        chapter=CH,
+        provenance="reconstructed",
+        numeric=FunctionCheck(_maurey_ratio_fn(lambda: (5, 4), _op)),
+        mutants=(COVER_HALVED,),
+    )
+)
 
 
 def _qk_sup(D):
@@ -132,15 +169,18 @@ def _qk_sup(D):
     return torch.einsum("...i,...ij,...j->...", U[..., :, 0], D, Vh[..., 0, :]).abs()
 
 
-register(Claim(
-    label="lem-tt-cover-qk",
-    covers=("genbound.covering.maurey_log_cover",),
-    statement="{(x, z) -> x^T W z : ||W||_{1,1} <= B_QK} on ||x||_2, ||z||_2 <= B_X: "
-              "log N_unif(eps) <= ceil(B_X^4 B_QK^2/eps^2) log(2 d^2), uniformly over all positions and T",
-    chapter=CH, provenance="reconstructed",
-    numeric=FunctionCheck(_maurey_ratio_fn(lambda: (5, 5), _qk_sup, input_power=2)),
-    mutants=(COVER_HALVED,),
-))
+register(
+    Claim(
+        label="lem-tt-cover-qk",
+        covers=("genbound.covering.maurey_log_cover",),
+        statement="{(x, z) -> x^T W z : ||W||_{1,1} <= B_QK} on ||x||_2, ||z||_2 <= B_X: "
+        "log N_unif(eps) <= ceil(B_X^4 B_QK^2/eps^2) log(2 d^2), uniformly over all positions and T",
+        chapter=CH,
+        provenance="reconstructed",
+        numeric=FunctionCheck(_maurey_ratio_fn(lambda: (5, 5), _qk_sup, input_power=2)),
+        mutants=(COVER_HALVED,),
+    )
+)
 
 
 def _extreme_sample(gen, n):
@@ -166,13 +206,31 @@ def _extreme_ratio(D, x, B):
     return lhs / _THIS.extreme_point_bound(D, B)
 
 
-register(Claim(
-    label="lem-tt-cover-extreme", covers=('genbound.claims.part2_tt_covers.extreme_point_bound',),
-    statement="sup_{||x||_1 <= B_X} ||(W - W_hat)^T x||_inf = B_X max_ij |W - W_hat|_ij, so a uniform cover on the "
-              "l1 ball is a cover at the d k coordinates (then Zhang's bound with n = d k)",
-    chapter=CH, provenance="reconstructed",
-    numeric=InequalityCheck(_extreme_sample, _extreme_ratio, _extreme_project, trials=2000, starts=16, steps=80,
-                            search=("D", "x")),
-    mutants=(scaled(_THIS, "extreme_point_bound", 0.5, name="rhs-halved",
-                    what="sup over the l1 ball taken as B_X max |W - W_hat| / 2"),),
-))
+register(
+    Claim(
+        label="lem-tt-cover-extreme",
+        covers=("genbound.claims.part2_tt_covers.extreme_point_bound",),
+        statement="sup_{||x||_1 <= B_X} ||(W - W_hat)^T x||_inf = B_X max_ij |W - W_hat|_ij, so a uniform cover on the "
+        "l1 ball is a cover at the d k coordinates (then Zhang's bound with n = d k)",
+        chapter=CH,
+        provenance="reconstructed",
+        numeric=InequalityCheck(
+            _extreme_sample,
+            _extreme_ratio,
+            _extreme_project,
+            trials=2000,
+            starts=16,
+            steps=80,
+            search=("D", "x"),
+        ),
+        mutants=(
+            scaled(
+                _THIS,
+                "extreme_point_bound",
+                0.5,
+                name="rhs-halved",
+                what="sup over the l1 ball taken as B_X max |W - W_hat| / 2",
+            ),
+        ),
+    )
+)

@@ -57,18 +57,28 @@ def _instance(gen: torch.Generator, i: int):
     for layer in range(L):
         q, k, v, o = (torch.randn(N, N, generator=gen, dtype=F64) for _ in range(4))
         if kind == 1:
-            q = torch.randn(N, 1, generator=gen, dtype=F64) @ torch.randn(1, N, generator=gen, dtype=F64)
-            k = torch.randn(N, 1, generator=gen, dtype=F64) @ torch.randn(1, N, generator=gen, dtype=F64)
+            q = torch.randn(N, 1, generator=gen, dtype=F64) @ torch.randn(
+                1, N, generator=gen, dtype=F64
+            )
+            k = torch.randn(N, 1, generator=gen, dtype=F64) @ torch.randn(
+                1, N, generator=gen, dtype=F64
+            )
         elif kind == 2:
             k = q.clone()
         elif kind == 3:
             s = 10.0 ** (4 * torch.rand(N, 1, generator=gen, dtype=F64) - 2)
             q, k = q * s, k * s
         pre = f"encoder.layer.{layer}."
-        sd.update({pre + "attention.self.query.weight": q, pre + "attention.self.key.weight": k,
-                   pre + "attention.self.value.weight": v, pre + "attention.output.dense.weight": o,
-                   pre + "intermediate.dense.weight": torch.randn(4 * N, N, generator=gen, dtype=F64),
-                   pre + "output.dense.weight": torch.randn(N, 4 * N, generator=gen, dtype=F64)})
+        sd.update(
+            {
+                pre + "attention.self.query.weight": q,
+                pre + "attention.self.key.weight": k,
+                pre + "attention.self.value.weight": v,
+                pre + "attention.output.dense.weight": o,
+                pre + "intermediate.dense.weight": torch.randn(4 * N, N, generator=gen, dtype=F64),
+                pre + "output.dense.weight": torch.randn(N, 4 * N, generator=gen, dtype=F64),
+            }
+        )
     return sd, {"hidden_size": N, "num_attention_heads": H, "intermediate_size": 4 * N}, L, H, dh, N
 
 
@@ -102,16 +112,18 @@ def _qk_orientation_ratio(seed: int, n: int = 60) -> tuple[float, int]:
         for layer in range(L):
             Wq_st = sd[f"encoder.layer.{layer}.attention.self.query.weight"]
             Wk_st = sd[f"encoder.layer.{layer}.attention.self.key.weight"]
-            q_all, k_all = X @ Wq_st.T, X @ Wk_st.T            # BERT's query and key activations
+            q_all, k_all = X @ Wq_st.T, X @ Wk_st.T  # BERT's query and key activations
             for h in range(H):
                 blk = slice(h * dh, (h + 1) * dh)
-                W_Q, W_K = Wq_st[blk].T, Wk_st[blk].T            # row-vector maps, N x d_head
+                W_Q, W_K = Wq_st[blk].T, Wk_st[blk].T  # row-vector maps, N x d_head
                 P = named_qk_product(W_Q, W_K)
                 code = w.matrix("QK", layer, h, device="cpu")
                 worst = max(worst, _rel(code, P) if P.shape == code.shape else math.inf)
                 s_ref = torch.linalg.svdvals(P)
                 s_code = sp.qk[layer, h]
-                s_code = torch.cat([s_code, s_code.new_zeros(max(0, s_ref.numel() - s_code.numel()))])
+                s_code = torch.cat(
+                    [s_code, s_code.new_zeros(max(0, s_ref.numel() - s_code.numel()))]
+                )
                 worst = max(worst, _rel(s_code, s_ref))
                 scores = q_all[:, blk] @ k_all[:, blk].T
                 if P.shape == (N, N):
@@ -147,7 +159,7 @@ def _qk_rank_ratio(seed: int, n: int = 40) -> tuple[float, int]:
                     return math.inf, trials + 1
                 s = torch.linalg.svdvals(P)
                 tail = float(s[dh:].max()) / float(s[0]) if dh < N else 0.0
-                worst = max(worst, 1.0 + tail * 1e-3)     # round-off ~1e-16; 1e-3 * 1e-6 = 1e-9 trips
+                worst = max(worst, 1.0 + tail * 1e-3)  # round-off ~1e-16; 1e-3 * 1e-6 = 1e-9 trips
                 trials += 1
     return worst, trials
 
@@ -155,41 +167,63 @@ def _qk_rank_ratio(seed: int, n: int = 40) -> tuple[float, int]:
 def _transposed_head_factors(old):
     """Mutant: the code computes the ``d_head x d_head`` product (transpose on the query map) instead of
     ``W_Q W_K^T``."""
+
     def head_factors(self, kind, layer, *, device=None):
         left, right = old(self, kind, layer, device=device)
         if kind != "QK":
             return left, right
         return left.transpose(-1, -2), right.transpose(-1, -2)
+
     return head_factors
 
 
 def _swapped_head_factors(old):
     """Mutant: query and key swapped, ``W_K W_Q^T`` (same singular values, transposed scores)."""
+
     def head_factors(self, kind, layer, *, device=None):
         left, right = old(self, kind, layer, device=device)
         if kind != "QK":
             return left, right
         return right.transpose(-1, -2), left.transpose(-1, -2)
+
     return head_factors
 
 
-register(Claim(
-    label="prop-sa-qk-orientation",
-    statement="in the row-vector convention a head's query-key matrix is QK = W_Q W_K^T (N x N, rank <= d_head, "
-              "scores x_s QK x_t^T); the computed QK and its singular values are those of this product",
-    chapter=CH, provenance="standard",
-    numeric=AllOf((FunctionCheck(_qk_orientation_ratio), FunctionCheck(_qk_rank_ratio))),
-    covers=("genbound.weights.model.TransformerWeights.head_factors",
+register(
+    Claim(
+        label="prop-sa-qk-orientation",
+        statement="in the row-vector convention a head's query-key matrix is QK = W_Q W_K^T (N x N, rank <= d_head, "
+        "scores x_s QK x_t^T); the computed QK and its singular values are those of this product",
+        chapter=CH,
+        provenance="standard",
+        numeric=AllOf((FunctionCheck(_qk_orientation_ratio), FunctionCheck(_qk_rank_ratio))),
+        covers=(
+            "genbound.weights.model.TransformerWeights.head_factors",
             "genbound.weights.model.TransformerWeights.spectra",
-            "genbound.weights.model.TransformerWeights.matrix"),
-    mutants=(
-        replaced(_THIS, "named_qk_product", lambda old: (lambda W_Q, W_K: W_Q.transpose(-1, -2) @ W_K),
-                 name="named-transposed",
-                 what="the book names the product in the other order: d_head x d_head, another spectrum"),
-        replaced(_wmodel.TransformerWeights, "head_factors", _transposed_head_factors,
-                 name="code-transposed", what="the code prices the d_head x d_head product instead of W_Q W_K^T"),
-        replaced(_wmodel.TransformerWeights, "head_factors", _swapped_head_factors,
-                 name="query-key-swapped",
-                 what="the code uses W_K W_Q^T (same spectrum, transposed scores)"),
-    ),
-))
+            "genbound.weights.model.TransformerWeights.matrix",
+        ),
+        mutants=(
+            replaced(
+                _THIS,
+                "named_qk_product",
+                lambda old: lambda W_Q, W_K: W_Q.transpose(-1, -2) @ W_K,
+                name="named-transposed",
+                what="the book names the product in the other order: d_head x d_head, another spectrum",
+            ),
+            replaced(
+                _wmodel.TransformerWeights,
+                "head_factors",
+                _transposed_head_factors,
+                name="code-transposed",
+                what="the code prices the d_head x d_head product instead of W_Q W_K^T",
+            ),
+            replaced(
+                _wmodel.TransformerWeights,
+                "head_factors",
+                _swapped_head_factors,
+                name="query-key-swapped",
+                what="the code uses W_K W_Q^T (same spectrum, transposed scores)",
+            ),
+        ),
+    )
+)

@@ -21,7 +21,15 @@ import numpy as np
 import torch
 
 from . import register
-from ._core import AllOf, Claim, FunctionCheck, InequalityCheck, call_with_time_limit, replaced, scaled
+from ._core import (
+    AllOf,
+    Claim,
+    FunctionCheck,
+    InequalityCheck,
+    call_with_time_limit,
+    replaced,
+    scaled,
+)
 from ..bounds import pac_bayes as pb
 from ..symbolic import pac_bayes as spb
 
@@ -93,8 +101,13 @@ def _dv_ratio(a, b, f):
 def _kl_reference(q: list, p: list) -> float:
     """``sum_i q_i ln(q_i / p_i)`` in 30 digits (``0 ln 0 = 0``), independent of the package."""
     with mpmath.workdps(30):
-        return float(mpmath.fsum(mpmath.mpf(a) * mpmath.log(mpmath.mpf(a) / mpmath.mpf(b))
-                                 for a, b in zip(q, p) if a > 0))
+        return float(
+            mpmath.fsum(
+                mpmath.mpf(a) * mpmath.log(mpmath.mpf(a) / mpmath.mpf(b))
+                for a, b in zip(q, p)
+                if a > 0
+            )
+        )
 
 
 def _dv_values_check(seed: int) -> tuple[float, int]:
@@ -105,7 +118,7 @@ def _dv_values_check(seed: int) -> tuple[float, int]:
     gen = torch.Generator().manual_seed(int(seed))
     d = _dv_sample(gen, 400)
     q, p = torch.softmax(d["a"], -1), torch.softmax(d["b"], -1)
-    q[::7, 0] = 0.0                                   # exact zeros in Q (0 ln 0 = 0)
+    q[::7, 0] = 0.0  # exact zeros in Q (0 ln 0 = 0)
     q = q / q.sum(-1, keepdim=True)
     got = pb.kl_categorical(q, p)
     worst = 0.0
@@ -120,20 +133,39 @@ def _dv_values_check(seed: int) -> tuple[float, int]:
     return worst, 2 * q.shape[0]
 
 
-register(Claim(
-    label="lem-pb-change-of-measure",
-    statement="E_Q f <= KL(Q||P) + ln E_P e^f for all Q << P, with equality at Q ∝ P e^f",
-    chapter=CH, provenance="standard",
-    numeric=AllOf((InequalityCheck(_dv_sample, _dv_ratio, trials=3000, starts=16, steps=100, lr=0.05),
-                   FunctionCheck(_dv_values_check))),
-    symbolic=spb.verify_gibbs_attains_change_of_measure, rtol=1e-9,
-    covers=(_COV + "change_of_measure_bound", _COV + "kl_categorical"),
-    mutants=(replaced(pb, "kl_categorical", lambda old: (lambda q, p: 0.0 * old(q, p)),
-                      name="kl-dropped", what="the KL term left out: E_Q f <= ln E_P e^f"),
-             replaced(pb, "change_of_measure_bound",
-                      lambda old: (lambda q, p, f: pb.kl_categorical(q, p) + (p * f).sum(-1)),
-                      name="mean-for-log-mgf", what="ln E_P e^f replaced by E_P f (Jensen the wrong way)")),
-))
+register(
+    Claim(
+        label="lem-pb-change-of-measure",
+        statement="E_Q f <= KL(Q||P) + ln E_P e^f for all Q << P, with equality at Q ∝ P e^f",
+        chapter=CH,
+        provenance="standard",
+        numeric=AllOf(
+            (
+                InequalityCheck(_dv_sample, _dv_ratio, trials=3000, starts=16, steps=100, lr=0.05),
+                FunctionCheck(_dv_values_check),
+            )
+        ),
+        symbolic=spb.verify_gibbs_attains_change_of_measure,
+        rtol=1e-9,
+        covers=(_COV + "change_of_measure_bound", _COV + "kl_categorical"),
+        mutants=(
+            replaced(
+                pb,
+                "kl_categorical",
+                lambda old: lambda q, p: 0.0 * old(q, p),
+                name="kl-dropped",
+                what="the KL term left out: E_Q f <= ln E_P e^f",
+            ),
+            replaced(
+                pb,
+                "change_of_measure_bound",
+                lambda old: lambda q, p, f: pb.kl_categorical(q, p) + (p * f).sum(-1),
+                name="mean-for-log-mgf",
+                what="ln E_P e^f replaced by E_P f (Jensen the wrong way)",
+            ),
+        ),
+    )
+)
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -145,7 +177,12 @@ def _bernoulli_moment(n: int, p: float) -> float:
         pm, total = mpmath.mpf(p), mpmath.mpf(0)
         for k in range(n + 1):
             q = mpmath.mpf(k) / n
-            total += mpmath.binomial(n, k) * pm**k * (1 - pm) ** (n - k) * mpmath.exp(n * pb._kl_mp(q, pm))
+            total += (
+                mpmath.binomial(n, k)
+                * pm**k
+                * (1 - pm) ** (n - k)
+                * mpmath.exp(n * pb._kl_mp(q, pm))
+            )
         return float(total)
 
 
@@ -155,8 +192,12 @@ def _stirling_ratio(k: int) -> float:
     the package subtracts lgamma terms (``k <= 15``), ``1e-15`` on its series branch (``k > 15``)."""
     with mpmath.workdps(40):
         km = mpmath.mpf(k)
-        ref = float(mpmath.loggamma(km + 1) - (km + mpmath.mpf(1) / 2) * mpmath.log(km) + km
-                    - mpmath.log(2 * mpmath.pi) / 2)
+        ref = float(
+            mpmath.loggamma(km + 1)
+            - (km + mpmath.mpf(1) / 2) * mpmath.log(km)
+            + km
+            - mpmath.log(2 * mpmath.pi) / 2
+        )
     got = float(pb.stirling_error(np.array([float(k)]))[0])
     tol = 1e-13 if k <= 15 else 1e-15
     return 1.0 + 1e-9 * abs(got - ref) / tol
@@ -169,7 +210,9 @@ def _maurer_check(seed: int) -> tuple[float, int]:
     rng = random.Random(seed)
     worst, trials = 0.0, 0
     for n in [1, 2, 3, 8] + [rng.randint(1, 400) for _ in range(6)]:
-        p = rng.choice([rng.uniform(0, 1), 10 ** rng.uniform(-6, -1), 1 - 10 ** rng.uniform(-6, -1)])
+        p = rng.choice(
+            [rng.uniform(0, 1), 10 ** rng.uniform(-6, -1), 1 - 10 ** rng.uniform(-6, -1)]
+        )
         worst = max(worst, _two_sided(pb.maurer_xi(n), _bernoulli_moment(n, p)))
         trials += 1
     for k in [1, 2, 7, 15, 16, 17, 23, 40] + [rng.randint(16, 10**6) for _ in range(20)]:
@@ -183,19 +226,42 @@ def _maurer_check(seed: int) -> tuple[float, int]:
     return worst, trials
 
 
-register(Claim(
-    label="lem-pb-maurer",
-    statement="for [0,1]-valued losses E exp(n kl(e_S || e)) <= xi(n), with equality for Bernoulli losses; "
-              "sqrt(n) <= xi(n) <= 2 sqrt(n) for n >= 8",
-    chapter=CH, provenance="paper",
-    numeric=FunctionCheck(_maurer_check), symbolic=spb.verify_bernoulli_mgf_term, rtol=1e-9,
-    covers=(_COV + "maurer_xi", _COV + "maurer_log_term", _COV + "stirling_error"),
-    mutants=(scaled(pb, "maurer_xi", 1.0 + 1e-6, name="xi-1e-6-high", what="xi(n) one part in a million high"),
-             replaced(pb, "maurer_xi", lambda old: (lambda n: 2 * math.sqrt(n)),
-                      name="xi-is-2sqrt", what="xi(n) replaced by its upper bound 2 sqrt(n)"),
-             replaced(pb, "maurer_xi", lambda old: (lambda n: old(n) if n < 100 else math.sqrt(n)),
-                      name="xi-is-sqrt", what="xi(n) replaced by sqrt(n) from n = 100 on")),
-))
+register(
+    Claim(
+        label="lem-pb-maurer",
+        statement="for [0,1]-valued losses E exp(n kl(e_S || e)) <= xi(n), with equality for Bernoulli losses; "
+        "sqrt(n) <= xi(n) <= 2 sqrt(n) for n >= 8",
+        chapter=CH,
+        provenance="paper",
+        numeric=FunctionCheck(_maurer_check),
+        symbolic=spb.verify_bernoulli_mgf_term,
+        rtol=1e-9,
+        covers=(_COV + "maurer_xi", _COV + "maurer_log_term", _COV + "stirling_error"),
+        mutants=(
+            scaled(
+                pb,
+                "maurer_xi",
+                1.0 + 1e-6,
+                name="xi-1e-6-high",
+                what="xi(n) one part in a million high",
+            ),
+            replaced(
+                pb,
+                "maurer_xi",
+                lambda old: lambda n: 2 * math.sqrt(n),
+                name="xi-is-2sqrt",
+                what="xi(n) replaced by its upper bound 2 sqrt(n)",
+            ),
+            replaced(
+                pb,
+                "maurer_xi",
+                lambda old: lambda n: old(n) if n < 100 else math.sqrt(n),
+                name="xi-is-sqrt",
+                what="xi(n) replaced by sqrt(n) from n = 100 on",
+            ),
+        ),
+    )
+)
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -203,8 +269,14 @@ register(Claim(
 # ---------------------------------------------------------------------------------------------------
 def _xi_reference(n: int) -> float:
     with mpmath.workdps(30):
-        return float(mpmath.fsum(mpmath.binomial(n, k) * (mpmath.mpf(k) / n) ** k * (1 - mpmath.mpf(k) / n) ** (n - k)
-                                 for k in range(n + 1)))
+        return float(
+            mpmath.fsum(
+                mpmath.binomial(n, k)
+                * (mpmath.mpf(k) / n) ** k
+                * (1 - mpmath.mpf(k) / n) ** (n - k)
+                for k in range(n + 1)
+            )
+        )
 
 
 def _pbkl_check(seed: int) -> tuple[float, int]:
@@ -216,7 +288,11 @@ def _pbkl_check(seed: int) -> tuple[float, int]:
     worst, trials = 0.0, 0
     for _ in range(12):
         n = rng.choice([rng.randint(1, 30), rng.randint(30, 400)])
-        q, kl, delta = rng.choice([0.0, rng.uniform(0, 1)]), 10 ** rng.uniform(-3, 2), 10 ** rng.uniform(-4, -0.5)
+        q, kl, delta = (
+            rng.choice([0.0, rng.uniform(0, 1)]),
+            10 ** rng.uniform(-3, 2),
+            10 ** rng.uniform(-4, -0.5),
+        )
         budget = (kl + math.log(_xi_reference(n) / delta)) / n
         b = pb.pac_bayes_kl_bound(q, kl, n, delta)
         worst = max(worst, _root_ratios(q, b, budget))
@@ -233,22 +309,38 @@ def _pbkl_check(seed: int) -> tuple[float, int]:
     return worst, trials
 
 
-register(Claim(
-    label="thm-pb-kl",
-    statement="with probability >= 1 - delta over S of size n, for all Q: "
-              "kl(e_S(Q) || e(Q)) <= [KL(Q||P) + ln(xi(n)/delta)] / n",
-    chapter=CH, provenance="paper",
-    numeric=FunctionCheck(_pbkl_check), rtol=1e-9,
-    covers=(_COV + "pac_bayes_kl_bound",),
-    mutants=(scaled(pb, "maurer_xi", 0.5, name="xi-halved", what="xi(n) halved inside the bound"),
-             replaced(pb, "pac_bayes_kl_bound",
-                      lambda old: (lambda q, kl, n, delta: pb.kl_inverse_upper(q, (kl + math.log(1 / delta)) / n)),
-                      name="no-xi", what="the ln xi(n) term dropped (the budget ln(1/delta)/n)"),
-             replaced(pb, "pac_bayes_kl_bound",
-                      lambda old: (lambda q, kl, n, delta: old(q, kl, n + 1, delta)),
-                      name="n-plus-one", what="n + 1 in place of n")),
-    loose_reason=None,
-))
+register(
+    Claim(
+        label="thm-pb-kl",
+        statement="with probability >= 1 - delta over S of size n, for all Q: "
+        "kl(e_S(Q) || e(Q)) <= [KL(Q||P) + ln(xi(n)/delta)] / n",
+        chapter=CH,
+        provenance="paper",
+        numeric=FunctionCheck(_pbkl_check),
+        rtol=1e-9,
+        covers=(_COV + "pac_bayes_kl_bound",),
+        mutants=(
+            scaled(pb, "maurer_xi", 0.5, name="xi-halved", what="xi(n) halved inside the bound"),
+            replaced(
+                pb,
+                "pac_bayes_kl_bound",
+                lambda old: (
+                    lambda q, kl, n, delta: pb.kl_inverse_upper(q, (kl + math.log(1 / delta)) / n)
+                ),
+                name="no-xi",
+                what="the ln xi(n) term dropped (the budget ln(1/delta)/n)",
+            ),
+            replaced(
+                pb,
+                "pac_bayes_kl_bound",
+                lambda old: lambda q, kl, n, delta: old(q, kl, n + 1, delta),
+                name="n-plus-one",
+                what="n + 1 in place of n",
+            ),
+        ),
+        loose_reason=None,
+    )
+)
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -258,7 +350,9 @@ def _qc_cases(rng: random.Random, k: int) -> list[tuple[float, float]]:
     qs = [0.0, 1e-12, 0.5, 1 - 1e-6, 1 - 1e-12]
     out = [(q, c) for q in qs for c in (1e-9, 0.01, 1.0)]
     for _ in range(k):
-        q = rng.choice([rng.uniform(0, 1), 10 ** rng.uniform(-9, -1), 1 - 10 ** rng.uniform(-9, -1)])
+        q = rng.choice(
+            [rng.uniform(0, 1), 10 ** rng.uniform(-9, -1), 1 - 10 ** rng.uniform(-9, -1)]
+        )
         out.append((q, 10 ** rng.uniform(-9, 1.5)))
     return out
 
@@ -292,39 +386,68 @@ def _klinv_check(seed: int) -> tuple[float, int]:
     for q, c in _qc_cases(rng, 12):
         for tol in (1e-300, 0.1):
             try:
-                b = call_with_time_limit(lambda q=q, c=c, tol=tol: pb.kl_inverse_upper(q, c, tol=tol), KLINV_SECONDS)
+                b = call_with_time_limit(
+                    lambda q=q, c=c, tol=tol: pb.kl_inverse_upper(q, c, tol=tol), KLINV_SECONDS
+                )
             except TimeoutError:
                 return math.inf, trials
-            worst = max(worst, _root_ratios(q, b, c) if tol < 1e-200 else
-                        (math.inf if b < q else 0.0 if b >= 1.0 else _ratio_or_inf(c, float(_kl(q, b)))))
+            worst = max(
+                worst,
+                _root_ratios(q, b, c)
+                if tol < 1e-200
+                else (
+                    math.inf if b < q else 0.0 if b >= 1.0 else _ratio_or_inf(c, float(_kl(q, b)))
+                ),
+            )
             below = math.nextafter(b, 0.0) if tol < 1e-200 else b - 0.1 - 1e-12
             if below > q:
                 worst = max(worst, float(_kl(q, below)) / c)
             trials += 1
     # the float kl the bisection starts from, against the 40-digit one: |kl - kl_40| <= 1e-12 + 1e-9 kl_40
     for q, p in [(0.0, 0.5), (1.0, 0.5), (0.3, 0.3), (0.25, 1e-9), (1 - 1e-9, 0.5)] + [
-            (rng.uniform(0, 1), rng.uniform(1e-6, 1 - 1e-6)) for _ in range(40)]:
+        (rng.uniform(0, 1), rng.uniform(1e-6, 1 - 1e-6)) for _ in range(40)
+    ]:
         ref = float(_kl(q, p))
         worst = max(worst, abs(pb.binary_kl(q, p) - ref) / (1e-12 + 1e-9 * ref))
         trials += 1
     return worst, trials
 
 
-register(Claim(
-    label="lem-pb-kl-inverse",
-    statement="kl^-1(q, c) = sup{p in [q,1]: kl(q||p) <= c} is the root of kl(q||p) = c in [q, 1] (or 1), "
-              "non-decreasing in q and in c; kl_inverse_upper returns it, never below, within 1e-11",
-    chapter=CH, provenance="standard",
-    numeric=FunctionCheck(_klinv_check), rtol=1e-9,
-    covers=(_COV + "kl_inverse_upper", _COV + "binary_kl"),
-    mutants=(replaced(pb, "kl_inverse_upper", lambda old: (lambda q, c, **k: max(q, old(q, c, **k) - 1e-10)),
-                      name="below-by-1e-10", what="the bisection's value 1e-10 below the inverse"),
-             replaced(pb, "kl_inverse_upper", lambda old: (lambda q, c, **k: min(1.0, old(q, c, **k) + 1e-9)),
-                      name="above-by-1e-9", what="a value 1e-9 above the inverse"),
-             replaced(pb, "kl_inverse_upper",
-                      lambda old: (lambda q, c, **k: old(q, c, **k) if q < 0.5 else old(0.5, c, **k)),
-                      name="frozen-above-half", what="the inverse evaluated at q = 1/2 for every q >= 1/2")),
-))
+register(
+    Claim(
+        label="lem-pb-kl-inverse",
+        statement="kl^-1(q, c) = sup{p in [q,1]: kl(q||p) <= c} is the root of kl(q||p) = c in [q, 1] (or 1), "
+        "non-decreasing in q and in c; kl_inverse_upper returns it, never below, within 1e-11",
+        chapter=CH,
+        provenance="standard",
+        numeric=FunctionCheck(_klinv_check),
+        rtol=1e-9,
+        covers=(_COV + "kl_inverse_upper", _COV + "binary_kl"),
+        mutants=(
+            replaced(
+                pb,
+                "kl_inverse_upper",
+                lambda old: lambda q, c, **k: max(q, old(q, c, **k) - 1e-10),
+                name="below-by-1e-10",
+                what="the bisection's value 1e-10 below the inverse",
+            ),
+            replaced(
+                pb,
+                "kl_inverse_upper",
+                lambda old: lambda q, c, **k: min(1.0, old(q, c, **k) + 1e-9),
+                name="above-by-1e-9",
+                what="a value 1e-9 above the inverse",
+            ),
+            replaced(
+                pb,
+                "kl_inverse_upper",
+                lambda old: lambda q, c, **k: old(q, c, **k) if q < 0.5 else old(0.5, c, **k),
+                name="frozen-above-half",
+                what="the inverse evaluated at q = 1/2 for every q >= 1/2",
+            ),
+        ),
+    )
+)
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -336,18 +459,36 @@ def _klinv_zero_check(seed: int) -> tuple[float, int]:
     return max(_two_sided(pb.kl_inverse_upper(0.0, c), -math.expm1(-c)) for c in cs), len(cs)
 
 
-register(Claim(
-    label="lem-pb-kl-inverse-zero",
-    statement="kl^-1(0, c) = 1 - e^(-c)",
-    chapter=CH, provenance="standard",
-    numeric=FunctionCheck(_klinv_zero_check),
-    symbolic=lambda: bool(spb.sp.simplify(spb.kl_inverse_at_zero() - (1 - spb.sp.exp(-spb.c))) == 0),
-    rtol=1e-9, covers=(_COV + "kl_inverse_upper",),
-    mutants=(replaced(pb, "kl_inverse_upper", lambda old: (lambda q, c, **k: min(1.0, q + c)),
-                      name="first-order", what="kl^-1(0, c) = c (the first-order term)"),
-             replaced(pb, "kl_inverse_upper", lambda old: (lambda q, c, **k: min(1.0, q + math.sqrt(c / 2))),
-                      name="pinsker", what="the Pinsker upper end q + sqrt(c/2) in place of the inverse")),
-))
+register(
+    Claim(
+        label="lem-pb-kl-inverse-zero",
+        statement="kl^-1(0, c) = 1 - e^(-c)",
+        chapter=CH,
+        provenance="standard",
+        numeric=FunctionCheck(_klinv_zero_check),
+        symbolic=lambda: bool(
+            spb.sp.simplify(spb.kl_inverse_at_zero() - (1 - spb.sp.exp(-spb.c))) == 0
+        ),
+        rtol=1e-9,
+        covers=(_COV + "kl_inverse_upper",),
+        mutants=(
+            replaced(
+                pb,
+                "kl_inverse_upper",
+                lambda old: lambda q, c, **k: min(1.0, q + c),
+                name="first-order",
+                what="kl^-1(0, c) = c (the first-order term)",
+            ),
+            replaced(
+                pb,
+                "kl_inverse_upper",
+                lambda old: lambda q, c, **k: min(1.0, q + math.sqrt(c / 2)),
+                name="pinsker",
+                what="the Pinsker upper end q + sqrt(c/2) in place of the inverse",
+            ),
+        ),
+    )
+)
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -362,7 +503,7 @@ def _bracket_check(seed: int) -> tuple[float, int]:
     a = float(spb.pinsker_constant())
     root = spb.sp.lambdify((spb.q, spb.c), spb.small_kl_root(), "math")
     worst, trials = 0.0, 0
-    cases = _qc_cases(rng, 80) + [(0.5, 10 ** -e) for e in range(3, 9)]
+    cases = _qc_cases(rng, 80) + [(0.5, 10**-e) for e in range(3, 9)]
     for q, c in cases:
         b = pb.kl_inverse_upper(q, c)
         lo, hi = pb.kl_inverse_bracket(q, c)
@@ -376,18 +517,34 @@ def _bracket_check(seed: int) -> tuple[float, int]:
     return worst, trials
 
 
-register(Claim(
-    label="lem-pb-pinsker-bracket",
-    statement="q <= kl^-1(q, c) <= min(1, q + sqrt(c/2), q + c + sqrt(c^2 + 2qc)) <= q + sqrt(2qc) + 2c",
-    chapter=CH, provenance="standard",
-    numeric=FunctionCheck(_bracket_check),
-    symbolic=lambda: spb.verify_pinsker_derivative() and spb.verify_small_kl_derivative(), rtol=1e-9,
-    covers=(_COV + "kl_inverse_bracket",),
-    mutants=(scaled(pb, "PINSKER_CONSTANT", 2.0, name="pinsker-4", what="kl >= 4 (p-q)^2 (constant doubled)"),
-             replaced(pb, "kl_inverse_bracket",
-                      lambda old: (lambda q, c: (q, min(1.0, q + math.sqrt(c / 2), q + 2 * c)) ),
-                      name="sqrt-term-dropped", what="the small-kl end without its sqrt(2qc) term")),
-))
+register(
+    Claim(
+        label="lem-pb-pinsker-bracket",
+        statement="q <= kl^-1(q, c) <= min(1, q + sqrt(c/2), q + c + sqrt(c^2 + 2qc)) <= q + sqrt(2qc) + 2c",
+        chapter=CH,
+        provenance="standard",
+        numeric=FunctionCheck(_bracket_check),
+        symbolic=lambda: spb.verify_pinsker_derivative() and spb.verify_small_kl_derivative(),
+        rtol=1e-9,
+        covers=(_COV + "kl_inverse_bracket",),
+        mutants=(
+            scaled(
+                pb,
+                "PINSKER_CONSTANT",
+                2.0,
+                name="pinsker-4",
+                what="kl >= 4 (p-q)^2 (constant doubled)",
+            ),
+            replaced(
+                pb,
+                "kl_inverse_bracket",
+                lambda old: lambda q, c: (q, min(1.0, q + math.sqrt(c / 2), q + 2 * c)),
+                name="sqrt-term-dropped",
+                what="the small-kl end without its sqrt(2qc) term",
+            ),
+        ),
+    )
+)
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -414,27 +571,46 @@ def _mc_check(seed: int) -> tuple[float, int]:
         delta, dmc = 10 ** rng.uniform(-3, -1), 10 ** rng.uniform(-3, -1)
         cert = pb.pac_bayes_kl_certificate(mean, N, kl, n, delta, dmc)
         u = pb.kl_inverse_upper(mean, math.log(2 / dmc) / N)
-        budget = (kl + math.log(_xi_reference(n) / delta)) / n if n <= 400 else \
-            (kl + math.log(pb.maurer_xi(n) / delta)) / n
-        worst = max(worst, _root_ratios(u, cert, budget), _root_ratios(mean, u, math.log(2 / dmc) / N))
+        budget = (
+            (kl + math.log(_xi_reference(n) / delta)) / n
+            if n <= 400
+            else (kl + math.log(pb.maurer_xi(n) / delta)) / n
+        )
+        worst = max(
+            worst, _root_ratios(u, cert, budget), _root_ratios(mean, u, math.log(2 / dmc) / N)
+        )
         trials += 1
     return worst, trials
 
 
-register(Claim(
-    label="cor-pb-monte-carlo",
-    statement="with probability >= 1 - delta - delta' over S and N draws h_i ~ Q: "
-              "e(Q) <= kl^-1(kl^-1(mean_i e_S(h_i), ln(2/delta')/N), [KL + ln(xi(n)/delta)]/n)",
-    chapter=CH, provenance="paper",
-    numeric=FunctionCheck(_mc_check), rtol=1e-9,
-    covers=(_COV + "monte_carlo_upper", _COV + "pac_bayes_kl_certificate"),
-    mutants=(replaced(pb, "pac_bayes_kl_certificate",
-                      lambda old: (lambda m, N, kl, n, d, dm: pb.pac_bayes_kl_bound(m, kl, n, d)),
-                      name="raw-mean", what="the Monte Carlo mean fed into the kl inverse uncorrected"),
-             replaced(pb, "monte_carlo_upper",
-                      lambda old: (lambda m, N, dm: pb.kl_inverse_upper(m, math.log(1 / dm) / N) * 0 + m),
-                      name="no-correction", what="the sampling step returns the mean itself")),
-))
+register(
+    Claim(
+        label="cor-pb-monte-carlo",
+        statement="with probability >= 1 - delta - delta' over S and N draws h_i ~ Q: "
+        "e(Q) <= kl^-1(kl^-1(mean_i e_S(h_i), ln(2/delta')/N), [KL + ln(xi(n)/delta)]/n)",
+        chapter=CH,
+        provenance="paper",
+        numeric=FunctionCheck(_mc_check),
+        rtol=1e-9,
+        covers=(_COV + "monte_carlo_upper", _COV + "pac_bayes_kl_certificate"),
+        mutants=(
+            replaced(
+                pb,
+                "pac_bayes_kl_certificate",
+                lambda old: lambda m, N, kl, n, d, dm: pb.pac_bayes_kl_bound(m, kl, n, d),
+                name="raw-mean",
+                what="the Monte Carlo mean fed into the kl inverse uncorrected",
+            ),
+            replaced(
+                pb,
+                "monte_carlo_upper",
+                lambda old: lambda m, N, dm: pb.kl_inverse_upper(m, math.log(1 / dm) / N) * 0 + m,
+                name="no-correction",
+                what="the sampling step returns the mean itself",
+            ),
+        ),
+    )
+)
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -458,11 +634,15 @@ def _gauss_check(seed: int) -> tuple[float, int]:
         sq = torch.rand(dim, generator=gen, dtype=F64) * sc + 1e-3 * sc
         sp_ = float(torch.rand(1, generator=gen, dtype=F64)) * sc + 1e-2 * sc
         got = float(pb.kl_diag_gaussians(mq, sq, mp, sp_))
-        want = math.fsum(f1d(a, s, b, sp_) for a, s, b in zip(mq.tolist(), sq.tolist(), mp.tolist()))
+        want = math.fsum(
+            f1d(a, s, b, sp_) for a, s, b in zip(mq.tolist(), sq.tolist(), mp.tolist())
+        )
         if want > 1e-12:
             worst = max(worst, _two_sided(got, want))
         v = pb.isotropic_prior_variance(mq, sq, mp)
-        worst = max(worst, _two_sided(v, fopt(float((sq**2).sum()), float(((mq - mp) ** 2).sum()), dim)))
+        worst = max(
+            worst, _two_sided(v, fopt(float((sq**2).sum()), float(((mq - mp) ** 2).sum()), dim))
+        )
         kv = float(pb.kl_diag_gaussians(mq, sq, mp, math.sqrt(v)))
         for t in (1 - 1e-4, 1 + 1e-4, 0.5, 2.0):
             worst = max(worst, kv / float(pb.kl_diag_gaussians(mq, sq, mp, math.sqrt(v * t))))
@@ -470,19 +650,36 @@ def _gauss_check(seed: int) -> tuple[float, int]:
     return worst, trials
 
 
-register(Claim(
-    label="lem-pb-gaussian-kl",
-    statement="KL(N(mu_q, diag s_q^2) || N(mu_p, diag s_p^2)) = (1/2) sum [s_q^2/s_p^2 + (mu_q-mu_p)^2/s_p^2 "
-              "- 1 + ln(s_p^2/s_q^2)]; over isotropic priors N(mu_p, v I) it is least at "
-              "v = (sum s_q^2 + ||mu_q - mu_p||^2)/d",
-    chapter=CH, provenance="standard",
-    numeric=FunctionCheck(_gauss_check), symbolic=spb.verify_gaussian_kl_1d, rtol=1e-9,
-    covers=(_COV + "kl_diag_gaussians", _COV + "isotropic_prior_variance"),
-    mutants=(scaled(pb, "kl_diag_gaussians", 0.5, name="half", what="the KL without its factor 1/2 halved again"),
-             replaced(pb, "isotropic_prior_variance",
-                      lambda old: (lambda mq, sq, mp: float((torch.as_tensor(sq) ** 2).mean())),
-                      name="no-mean-shift", what="the optimal variance without the ||mu_q - mu_p||^2 term")),
-))
+register(
+    Claim(
+        label="lem-pb-gaussian-kl",
+        statement="KL(N(mu_q, diag s_q^2) || N(mu_p, diag s_p^2)) = (1/2) sum [s_q^2/s_p^2 + (mu_q-mu_p)^2/s_p^2 "
+        "- 1 + ln(s_p^2/s_q^2)]; over isotropic priors N(mu_p, v I) it is least at "
+        "v = (sum s_q^2 + ||mu_q - mu_p||^2)/d",
+        chapter=CH,
+        provenance="standard",
+        numeric=FunctionCheck(_gauss_check),
+        symbolic=spb.verify_gaussian_kl_1d,
+        rtol=1e-9,
+        covers=(_COV + "kl_diag_gaussians", _COV + "isotropic_prior_variance"),
+        mutants=(
+            scaled(
+                pb,
+                "kl_diag_gaussians",
+                0.5,
+                name="half",
+                what="the KL without its factor 1/2 halved again",
+            ),
+            replaced(
+                pb,
+                "isotropic_prior_variance",
+                lambda old: lambda mq, sq, mp: float((torch.as_tensor(sq) ** 2).mean()),
+                name="no-mean-shift",
+                what="the optimal variance without the ||mu_q - mu_p||^2 term",
+            ),
+        ),
+    )
+)
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -498,7 +695,9 @@ def _beta_check(seed: int) -> tuple[float, int]:
     for _ in range(150):
         n = rng.choice([rng.randint(1, 20), rng.randint(20, 3000)])
         k = rng.randint(0, n - 1)
-        p = rng.choice([rng.uniform(0, 1), 10 ** rng.uniform(-6, 0), 1 - 10 ** rng.uniform(-6, -0.01)])
+        p = rng.choice(
+            [rng.uniform(0, 1), 10 ** rng.uniform(-6, 0), 1 - 10 ** rng.uniform(-6, -0.01)]
+        )
         want = float(betainc(n - k, k + 1, 1 - p))
         if want > 1e-250:
             worst = max(worst, _two_sided(pb.binomial_cdf(k, n, p), want))
@@ -506,17 +705,34 @@ def _beta_check(seed: int) -> tuple[float, int]:
     return worst, trials
 
 
-register(Claim(
-    label="lem-pb-binomial-beta",
-    statement="P[Bin(n, p) <= k] = I_{1-p}(n - k, k + 1) (the regularised incomplete beta function)",
-    chapter=CH, provenance="standard",
-    numeric=FunctionCheck(_beta_check), symbolic=spb.verify_binomial_beta_identity, rtol=1e-9,
-    covers=(_COV + "binomial_cdf",),
-    mutants=(replaced(pb, "binomial_cdf", lambda old: (lambda k, n, p, **kw: old(k - 1, n, p, **kw)),
-                      name="off-by-one", what="P[Bin(n, p) <= k - 1]"),
-             replaced(pb, "binomial_cdf", lambda old: (lambda k, n, p, **kw: old(k, n, 1 - p, **kw)),
-                      name="p-for-1-p", what="I_p in place of I_{1-p}")),
-))
+register(
+    Claim(
+        label="lem-pb-binomial-beta",
+        statement="P[Bin(n, p) <= k] = I_{1-p}(n - k, k + 1) (the regularised incomplete beta function)",
+        chapter=CH,
+        provenance="standard",
+        numeric=FunctionCheck(_beta_check),
+        symbolic=spb.verify_binomial_beta_identity,
+        rtol=1e-9,
+        covers=(_COV + "binomial_cdf",),
+        mutants=(
+            replaced(
+                pb,
+                "binomial_cdf",
+                lambda old: lambda k, n, p, **kw: old(k - 1, n, p, **kw),
+                name="off-by-one",
+                what="P[Bin(n, p) <= k - 1]",
+            ),
+            replaced(
+                pb,
+                "binomial_cdf",
+                lambda old: lambda k, n, p, **kw: old(k, n, 1 - p, **kw),
+                name="p-for-1-p",
+                what="I_p in place of I_{1-p}",
+            ),
+        ),
+    )
+)
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -541,8 +757,11 @@ def _testset_check(seed: int) -> tuple[float, int]:
         r = pb.binomial_test_bound(k, n, delta)
         b = r.value
         with mpmath.workdps(40):
-            worst = max(worst, float(pb._tail_mp(k, n, b) / mpmath.mpf(delta)),
-                        float(mpmath.mpf(delta) / pb._tail_mp(k, n, max(0.0, b - 1e-11))))
+            worst = max(
+                worst,
+                float(pb._tail_mp(k, n, b) / mpmath.mpf(delta)),
+                float(mpmath.mpf(delta) / pb._tail_mp(k, n, max(0.0, b - 1e-11))),
+            )
         # gap_at: the Chernoff form at the same rate through the value (max below n, min above), two-sided
         for n2 in (max(1, n // 3), 7 * n + 1):
             ch = pb.kl_inverse_upper(k / n, math.log(1 / delta) / n2)
@@ -551,20 +770,41 @@ def _testset_check(seed: int) -> tuple[float, int]:
     return worst, trials
 
 
-register(Claim(
-    label="thm-pb-test-set",
-    statement="for a classifier fixed before n test examples, with probability >= 1 - delta its error is at most "
-              "the largest p with P[Bin(n, p) <= k] >= delta (k its test errors)",
-    chapter=CH, provenance="standard",
-    numeric=FunctionCheck(_testset_check), rtol=1e-9,
-    covers=(_COV + "binomial_test_bound", _COV + "BinomialTestBound.gap_at"),
-    mutants=(replaced(pb, "binomial_test_bound", lambda old: (lambda k, n, d: old(k, n, min(0.99, 2 * d))),
-                      name="delta-doubled", what="the tail set to 2 delta"),
-             replaced(pb, "binomial_test_bound", lambda old: (lambda k, n, d: old(k, n, d / 2)),
-                      name="delta-halved", what="the tail set to delta / 2 (valid, but not the stated bound)"),
-             replaced(pb, "binomial_test_bound", lambda old: (lambda k, n, d: old(max(k - 1, 0), n, d)),
-                      name="one-error-less", what="one test error forgotten")),
-))
+register(
+    Claim(
+        label="thm-pb-test-set",
+        statement="for a classifier fixed before n test examples, with probability >= 1 - delta its error is at most "
+        "the largest p with P[Bin(n, p) <= k] >= delta (k its test errors)",
+        chapter=CH,
+        provenance="standard",
+        numeric=FunctionCheck(_testset_check),
+        rtol=1e-9,
+        covers=(_COV + "binomial_test_bound", _COV + "BinomialTestBound.gap_at"),
+        mutants=(
+            replaced(
+                pb,
+                "binomial_test_bound",
+                lambda old: lambda k, n, d: old(k, n, min(0.99, 2 * d)),
+                name="delta-doubled",
+                what="the tail set to 2 delta",
+            ),
+            replaced(
+                pb,
+                "binomial_test_bound",
+                lambda old: lambda k, n, d: old(k, n, d / 2),
+                name="delta-halved",
+                what="the tail set to delta / 2 (valid, but not the stated bound)",
+            ),
+            replaced(
+                pb,
+                "binomial_test_bound",
+                lambda old: lambda k, n, d: old(max(k - 1, 0), n, d),
+                name="one-error-less",
+                what="one test error forgotten",
+            ),
+        ),
+    )
+)
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -588,29 +828,56 @@ def _grid_check(seed: int) -> tuple[float, int]:
         worst = max(worst, _two_sided(cert.value, want))
         # gap_at: the same certificate (its KL, Monte Carlo upper end and grid) at other numbers of examples
         kl = kls[cert.grid_index]
-        worst = max(worst, _two_sided(cert.kl, kl), _two_sided(cert.capacity, math.sqrt(kl / 2)))  # Pinsker's
+        worst = max(
+            worst, _two_sided(cert.kl, kl), _two_sided(cert.capacity, math.sqrt(kl / 2))
+        )  # Pinsker's
         for n2 in (rng.randint(1, 400), rng.randint(10**6 + 1, 10**9)):
             at = lambda m, x: pb.kl_inverse_upper(u, (kl + math.log(x * K / delta)) / m)  # noqa: E731
-            want2 = (at(n2, _xi_reference(n2)) if n2 <= 400 else
-                     min(at(10**6, pb.maurer_xi(10**6)), at(n2, 2 * math.sqrt(n2))))
+            want2 = (
+                at(n2, _xi_reference(n2))
+                if n2 <= 400
+                else min(at(10**6, pb.maurer_xi(10**6)), at(n2, 2 * math.sqrt(n2)))
+            )
             worst = max(worst, _two_sided(cert.gap_at(n2), want2))
         trials += 1
     return worst, trials
 
 
-register(Claim(
-    label="lem-pb-grid-union",
-    statement="a prior-scale grid of K points fixed before the data, each at confidence delta/K, holds "
-              "simultaneously with probability >= 1 - delta; the least of the K certificates is a certificate",
-    chapter=CH, provenance="standard",
-    numeric=FunctionCheck(_grid_check), symbolic=spb.verify_union_bookkeeping, rtol=1e-9,
-    covers=(_COV + "grid_delta", _COV + "pac_bayes_grid_certificate", _COV + "prior_scale_grid",
-            _COV + "PacBayesBound.gap_at", _COV + "PacBayesBound.capacity"),
-    mutants=(replaced(pb, "grid_delta", lambda old: (lambda d, K: d),
-                      name="union-unpaid", what="every grid point at the full delta"),
-             replaced(pb, "grid_delta", lambda old: (lambda d, K: d / (K + 1)),
-                      name="union-overpaid", what="delta / (K + 1): valid, but not the stated bookkeeping")),
-))
+register(
+    Claim(
+        label="lem-pb-grid-union",
+        statement="a prior-scale grid of K points fixed before the data, each at confidence delta/K, holds "
+        "simultaneously with probability >= 1 - delta; the least of the K certificates is a certificate",
+        chapter=CH,
+        provenance="standard",
+        numeric=FunctionCheck(_grid_check),
+        symbolic=spb.verify_union_bookkeeping,
+        rtol=1e-9,
+        covers=(
+            _COV + "grid_delta",
+            _COV + "pac_bayes_grid_certificate",
+            _COV + "prior_scale_grid",
+            _COV + "PacBayesBound.gap_at",
+            _COV + "PacBayesBound.capacity",
+        ),
+        mutants=(
+            replaced(
+                pb,
+                "grid_delta",
+                lambda old: lambda d, K: d,
+                name="union-unpaid",
+                what="every grid point at the full delta",
+            ),
+            replaced(
+                pb,
+                "grid_delta",
+                lambda old: lambda d, K: d / (K + 1),
+                name="union-overpaid",
+                what="delta / (K + 1): valid, but not the stated bookkeeping",
+            ),
+        ),
+    )
+)
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -638,15 +905,31 @@ def _fquad_check(seed: int) -> tuple[float, int]:
 
 XI_N_MAX = 10**5
 
-register(Claim(
-    label="cor-pb-f-quad",
-    statement="f_quad(e, KL, n, delta) = (sqrt(e + c/2) + sqrt(c/2))^2 with c = (KL + ln(2 sqrt(n)/delta))/n, "
-              "and kl^-1(e, (KL + ln(xi(n)/delta))/n) <= f_quad for n >= 8",
-    chapter=CH, provenance="paper",
-    numeric=FunctionCheck(_fquad_check), rtol=1e-9,
-    covers=(_COV + "f_quad",),
-    mutants=(replaced(pb, "f_quad", lambda old: (lambda e, kl, n, d: old(e, kl, n, d) * 0.99),
-                      name="one-percent-low", what="f_quad one per cent low"),
-             replaced(pb, "f_quad", lambda old: (lambda e, kl, n, d: old(e, kl, 2 * n, d)),
-                      name="n-doubled", what="2n in place of n")),
-))
+register(
+    Claim(
+        label="cor-pb-f-quad",
+        statement="f_quad(e, KL, n, delta) = (sqrt(e + c/2) + sqrt(c/2))^2 with c = (KL + ln(2 sqrt(n)/delta))/n, "
+        "and kl^-1(e, (KL + ln(xi(n)/delta))/n) <= f_quad for n >= 8",
+        chapter=CH,
+        provenance="paper",
+        numeric=FunctionCheck(_fquad_check),
+        rtol=1e-9,
+        covers=(_COV + "f_quad",),
+        mutants=(
+            replaced(
+                pb,
+                "f_quad",
+                lambda old: lambda e, kl, n, d: old(e, kl, n, d) * 0.99,
+                name="one-percent-low",
+                what="f_quad one per cent low",
+            ),
+            replaced(
+                pb,
+                "f_quad",
+                lambda old: lambda e, kl, n, d: old(e, kl, 2 * n, d),
+                name="n-doubled",
+                what="2n in place of n",
+            ),
+        ),
+    )
+)

@@ -28,6 +28,8 @@ Commands used for the stored file: ``genbound/data/bert_grid_spectra.md``.
 (torch.Size([4, 8]), torch.Size([4]), True)
 >>> bool(((y == 1) == ((ids == TOKEN_A).sum(1) > (ids == TOKEN_B).sum(1))).all())
 True
+
+One concept: the Part III grid of trained BERT-style models (train, then read their spectra).
 """
 
 from __future__ import annotations
@@ -47,10 +49,29 @@ import torch
 from .._validate import check_positive_int
 from ..errors import InputError, ParameterError
 
-__all__ = ["PAD", "CLS", "TOKEN_A", "TOKEN_B", "DEPTHS", "WIDTHS", "GridConfig", "count_task",
-           "bert_config", "train_bert", "train_grid", "model_spectra", "spectra_from_arrays", "save_spectra",
-           "load_spectra", "DEFAULT_SPECTRA_FILE", "point_seed", "point_key", "initial_model", "STAGES",
-           "machine_record"]
+__all__ = [
+    "PAD",
+    "CLS",
+    "TOKEN_A",
+    "TOKEN_B",
+    "DEPTHS",
+    "WIDTHS",
+    "GridConfig",
+    "count_task",
+    "bert_config",
+    "train_bert",
+    "train_grid",
+    "model_spectra",
+    "spectra_from_arrays",
+    "save_spectra",
+    "load_spectra",
+    "DEFAULT_SPECTRA_FILE",
+    "point_seed",
+    "point_key",
+    "initial_model",
+    "STAGES",
+    "machine_record",
+]
 
 #: Special token ids of the synthetic task (padding, the classification token, and the two counted tokens).
 PAD, CLS, TOKEN_A, TOKEN_B = 0, 1, 2, 3
@@ -77,7 +98,9 @@ class GridConfig:
     seed: int = 0
 
 
-def count_task(n: int, *, seq_len: int = 32, vocab: int = 24, generator: torch.Generator | None = None):
+def count_task(
+    n: int, *, seq_len: int = 32, vocab: int = 24, generator: torch.Generator | None = None
+):
     """``n`` sequences of a counting task: is token A more frequent than token B?
 
     Each sequence is ``[CLS]`` followed by ``seq_len - 1`` tokens drawn uniformly from the content ids
@@ -115,10 +138,18 @@ def bert_config(L: int, N: int, cfg: GridConfig = GridConfig()):
     N = check_positive_int(N, "N")
     if N % cfg.head_dim:
         raise ParameterError(f"N = {N} must be a multiple of head_dim = {cfg.head_dim}")
-    return BertConfig(vocab_size=cfg.vocab, hidden_size=N, num_hidden_layers=L,
-                      num_attention_heads=N // cfg.head_dim, intermediate_size=4 * N,
-                      max_position_embeddings=cfg.seq_len, type_vocab_size=1,
-                      hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0, num_labels=2)
+    return BertConfig(
+        vocab_size=cfg.vocab,
+        hidden_size=N,
+        num_hidden_layers=L,
+        num_attention_heads=N // cfg.head_dim,
+        intermediate_size=4 * N,
+        max_position_embeddings=cfg.seq_len,
+        type_vocab_size=1,
+        hidden_dropout_prob=0.0,
+        attention_probs_dropout_prob=0.0,
+        num_labels=2,
+    )
 
 
 def _accuracy(model, ids, y, batch: int = 256) -> float:
@@ -126,8 +157,8 @@ def _accuracy(model, ids, y, batch: int = 256) -> float:
     correct = 0
     with torch.no_grad():
         for i in range(0, len(y), batch):
-            logits = model(input_ids=ids[i:i + batch]).logits
-            correct += int((logits.argmax(-1) == y[i:i + batch]).sum())
+            logits = model(input_ids=ids[i : i + batch]).logits
+            correct += int((logits.argmax(-1) == y[i : i + batch]).sum())
     model.train()
     return correct / len(y)
 
@@ -168,8 +199,12 @@ def train_bert(L: int, N: int, cfg: GridConfig = GridConfig(), *, log=None):
     model, seed = initial_model(L, N, cfg)
     model.train()
     g = torch.Generator().manual_seed(seed + 1)
-    test_ids, test_y = count_task(cfg.n_test, seq_len=cfg.seq_len, vocab=cfg.vocab,
-                                  generator=torch.Generator().manual_seed(10_000 + cfg.seed))
+    test_ids, test_y = count_task(
+        cfg.n_test,
+        seq_len=cfg.seq_len,
+        vocab=cfg.vocab,
+        generator=torch.Generator().manual_seed(10_000 + cfg.seed),
+    )
     opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: min(1.0, (s + 1) / max(cfg.warmup, 1)))
     t0 = time.perf_counter()
@@ -191,7 +226,10 @@ def train_bert(L: int, N: int, cfg: GridConfig = GridConfig(), *, log=None):
         if log is not None and (step + 1) % 50 == 0:
             log(f"L={L} N={N} step {step + 1}/{cfg.steps} loss {np.mean(losses[-50:]):.4f}")
     metrics = {
-        "L": L, "N": N, "heads": N // cfg.head_dim, "steps": cfg.steps,
+        "L": L,
+        "N": N,
+        "heads": N // cfg.head_dim,
+        "steps": cfg.steps,
         "final_loss": float(np.mean(losses[-20:])),
         "train_acc": _accuracy(model, torch.cat(train_ids), torch.cat(train_y)),
         "test_acc": _accuracy(model, test_ids, test_y),
@@ -221,7 +259,11 @@ def machine_record() -> dict:
     cpu, flags = platform.processor() or platform.machine(), ""
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name") and cpu in ("", platform.machine(), platform.processor()):
+            if line.startswith("model name") and cpu in (
+                "",
+                platform.machine(),
+                platform.processor(),
+            ):
                 cpu = line.split(":", 1)[1].strip()
             if line.startswith("flags") and not flags:
                 flags = line.split(":", 1)[1].strip()
@@ -229,16 +271,32 @@ def machine_record() -> dict:
         pass
     try:
         import transformers
+
         tf_version = transformers.__version__
     except ImportError:  # pragma: no cover
         tf_version = None
-    return {"cpu": cpu, "cpu_flags_sha1": hashlib.sha1(flags.encode()).hexdigest()[:12],
-            "machine": platform.machine(), "python": platform.python_version(),
-            "torch": torch.__version__, "transformers": tf_version, "threads": torch.get_num_threads()}
+    return {
+        "cpu": cpu,
+        "cpu_flags_sha1": hashlib.sha1(flags.encode()).hexdigest()[:12],
+        "machine": platform.machine(),
+        "python": platform.python_version(),
+        "torch": torch.__version__,
+        "transformers": tf_version,
+        "threads": torch.get_num_threads(),
+    }
 
 
-def train_grid(work, *, depths=DEPTHS, widths=WIDTHS, cfg: GridConfig = GridConfig(), seeds=None,
-               budget_s: float | None = None, expected_s=None, log=print) -> bool:
+def train_grid(
+    work,
+    *,
+    depths=DEPTHS,
+    widths=WIDTHS,
+    cfg: GridConfig = GridConfig(),
+    seeds=None,
+    budget_s: float | None = None,
+    expected_s=None,
+    log=print,
+) -> bool:
     """Train every ``(L, N, seed)`` model not yet saved under ``work`` and save it (``save_pretrained``).
 
     Resumable per (cell, seed): a model is saved under ``work/s{seed}/L{L}_N{N}`` as soon as it is trained,
@@ -257,7 +315,7 @@ def train_grid(work, *, depths=DEPTHS, widths=WIDTHS, cfg: GridConfig = GridConf
     seeds = (cfg.seed,) if seeds is None else tuple(seeds)
     t_start = time.perf_counter()
     complete, trained = True, 0
-    speed = []                                  # seconds taken / seconds expected, this call
+    speed = []  # seconds taken / seconds expected, this call
     for seed in seeds:
         scfg = replace(cfg, seed=seed)
         (work / f"s{seed}").mkdir(exist_ok=True)
@@ -265,29 +323,39 @@ def train_grid(work, *, depths=DEPTHS, widths=WIDTHS, cfg: GridConfig = GridConf
         for N in widths:
             for L in depths:
                 d = _point_dir(work, L, N, seed)
-                prev = json.loads((d / "metrics.json").read_text()) if (d / "metrics.json").exists() else None
+                prev = (
+                    json.loads((d / "metrics.json").read_text())
+                    if (d / "metrics.json").exists()
+                    else None
+                )
                 attempts = prev.get("attempts", [prev["test_acc"]]) if prev else []
                 if prev and (prev["test_acc"] >= MIN_TEST_ACC or len(attempts) > MAX_RETRIES):
                     continue
                 spent = time.perf_counter() - t_start
                 need = float(expected_s(L, N)) if expected_s is not None else 0.0
-                if speed:                       # rescale by this call's own pace (15 % margin)
+                if speed:  # rescale by this call's own pace (15 % margin)
                     need *= 1.15 * max(speed)
                 if budget_s is not None and trained and spent + need > budget_s:
-                    log(f"L={L} N={N} seed {seed}: not started ({spent:.0f} s spent, ~{need:.0f} s needed, "
-                        f"budget {budget_s:.0f} s)")
+                    log(
+                        f"L={L} N={N} seed {seed}: not started ({spent:.0f} s spent, ~{need:.0f} s needed, "
+                        f"budget {budget_s:.0f} s)"
+                    )
                     complete = False
                     continue
                 lr = cfg.lr * 0.5 ** len(attempts)
                 model, metrics = train_bert(L, N, replace(scfg, lr=lr), log=log)
-                metrics.update(seed=seed, lr=lr, attempts=attempts + [metrics["test_acc"]], **machine_record())
+                metrics.update(
+                    seed=seed, lr=lr, attempts=attempts + [metrics["test_acc"]], **machine_record()
+                )
                 model.save_pretrained(d)
                 (d / "metrics.json").write_text(json.dumps(metrics, indent=1))
                 trained += 1
                 if expected_s is not None and float(expected_s(L, N)) > 0:
                     speed.append(metrics["seconds"] / float(expected_s(L, N)))
-                log(f"L={L} N={N} seed {seed}: done in {metrics['seconds']:.0f} s (lr {lr:g}), "
-                    f"test accuracy {metrics['test_acc']:.3f}")
+                log(
+                    f"L={L} N={N} seed {seed}: done in {metrics['seconds']:.0f} s (lr {lr:g}), "
+                    f"test accuracy {metrics['test_acc']:.3f}"
+                )
                 if metrics["test_acc"] < MIN_TEST_ACC and len(metrics["attempts"]) <= MAX_RETRIES:
                     complete = False  # a retry is due at the next call
     return complete
@@ -348,9 +416,14 @@ STAGES = ("trained", "init")
 
 
 def _proxies(model) -> tuple[float, float]:
-    from ..checkpoint_bounds import edelman_proxy, spectral_adaptive_bound  # these accept a torch module
+    from ..checkpoint_bounds import (
+        edelman_proxy,
+        spectral_adaptive_bound,
+    )  # these accept a torch module
 
-    return spectral_adaptive_bound(model, device="cpu").value, edelman_proxy(model, device="cpu").log_value
+    return spectral_adaptive_bound(model, device="cpu").value, edelman_proxy(
+        model, device="cpu"
+    ).log_value
 
 
 def _old_points(path) -> dict:
@@ -361,7 +434,9 @@ def _old_points(path) -> dict:
         for pt in meta["points"]:
             arrays = {f: z[f"{pt['key']}/{f}"] for f in (*_FIELDS, "dims")}
             pt = {**pt, "seed": pt.get("seed", 0), "stage": pt.get("stage", "trained")}
-            if pt["stage"] == "trained":    # rows of the first file name lr and attempts only when retried
+            if (
+                pt["stage"] == "trained"
+            ):  # rows of the first file name lr and attempts only when retried
                 pt.setdefault("attempts", [pt["test_acc"]])
                 pt.setdefault("lr", meta["config"].get("lr"))
             new_key = point_key(pt["L"], pt["N"], pt["seed"], pt["stage"])
@@ -369,8 +444,19 @@ def _old_points(path) -> dict:
     return out
 
 
-def save_spectra(work, out, *, depths=DEPTHS, widths=WIDTHS, seeds=(0,), merge=(), init: bool = True,
-                 reuse: bool = False, skip_missing: bool = False, log=print) -> Path:
+def save_spectra(
+    work,
+    out,
+    *,
+    depths=DEPTHS,
+    widths=WIDTHS,
+    seeds=(0,),
+    merge=(),
+    init: bool = True,
+    reuse: bool = False,
+    skip_missing: bool = False,
+    log=print,
+) -> Path:
     """Read every trained model under ``work`` and write the compressed spectra file ``out``.
 
     For every ``(L, N, seed)`` the file holds the exact :class:`~genbound.weights.Spectra` arrays
@@ -390,7 +476,7 @@ def save_spectra(work, out, *, depths=DEPTHS, widths=WIDTHS, seeds=(0,), merge=(
     work, out = Path(work), Path(out)
     merge = [merge] if isinstance(merge, (str, Path)) else list(merge or ())
     old, merged_cfg = {}, None
-    for path in reversed(merge):            # the first file listed wins
+    for path in reversed(merge):  # the first file listed wins
         old.update(_old_points(path))
         with np.load(path, allow_pickle=False) as z:
             merged_cfg = json.loads(str(z["meta_json"]))["config"]
@@ -408,12 +494,21 @@ def save_spectra(work, out, *, depths=DEPTHS, widths=WIDTHS, seeds=(0,), merge=(
                 if reuse and key in old:
                     pt, arrays = old[key]
                 elif (d / "metrics.json").exists():
-                    model = BertForSequenceClassification.from_pretrained(d, local_files_only=True).eval()
+                    model = BertForSequenceClassification.from_pretrained(
+                        d, local_files_only=True
+                    ).eval()
                     arrays = _spectra_arrays(model_spectra(model))
                     metrics = json.loads((d / "metrics.json").read_text())
                     ours, ed = _proxies(model)
-                    pt = {"key": key, **metrics, "seed": seed, "stage": "trained", "ours_from_model": ours,
-                          "log_edelman_from_model": ed, "source": "trained under --work"}
+                    pt = {
+                        "key": key,
+                        **metrics,
+                        "seed": seed,
+                        "stage": "trained",
+                        "ours_from_model": ours,
+                        "log_edelman_from_model": ed,
+                        "source": "trained under --work",
+                    }
                 elif key in old:
                     pt, arrays = old[key]
                     pt = {**pt, "source": pt.get("source", "carried over from an earlier file")}
@@ -421,12 +516,16 @@ def save_spectra(work, out, *, depths=DEPTHS, widths=WIDTHS, seeds=(0,), merge=(
                     log(f"{key}: not trained, left out")
                     continue
                 else:
-                    raise InputError(f"grid point L={L}, N={N}, seed {seed} is not trained yet ({d} has no "
-                                     f"metrics.json) and no merged file holds it")
+                    raise InputError(
+                        f"grid point L={L}, N={N}, seed {seed} is not trained yet ({d} has no "
+                        f"metrics.json) and no merged file holds it"
+                    )
                 for name, v in arrays.items():
                     payload[f"{key}/{name}"] = v
                 meta["points"].append(pt)
-                log(f"{key}: ours {pt['ours_from_model']:.6g}, log Edelman {pt['log_edelman_from_model']:.6g}")
+                log(
+                    f"{key}: ours {pt['ours_from_model']:.6g}, log Edelman {pt['log_edelman_from_model']:.6g}"
+                )
                 ikey = point_key(L, N, seed, "init")
                 if init and reuse and ikey in old:
                     ipt, iarrays = old[ikey]
@@ -440,10 +539,22 @@ def save_spectra(work, out, *, depths=DEPTHS, widths=WIDTHS, seeds=(0,), merge=(
                     for name, v in _spectra_arrays(model_spectra(model)).items():
                         payload[f"{ikey}/{name}"] = v
                     ours, ed = _proxies(model)
-                    meta["points"].append({"key": ikey, "L": L, "N": N, "heads": N // cfg.head_dim, "seed": seed,
-                                           "stage": "init", "torch_seed": tseed, "ours_from_model": ours,
-                                           "log_edelman_from_model": ed})
-    if skip_missing:  # keep a seed at a width only when every depth of it is there (no ragged curves)
+                    meta["points"].append(
+                        {
+                            "key": ikey,
+                            "L": L,
+                            "N": N,
+                            "heads": N // cfg.head_dim,
+                            "seed": seed,
+                            "stage": "init",
+                            "torch_seed": tseed,
+                            "ours_from_model": ours,
+                            "log_edelman_from_model": ed,
+                        }
+                    )
+    if (
+        skip_missing
+    ):  # keep a seed at a width only when every depth of it is there (no ragged curves)
         have: dict = {}
         for pt in meta["points"]:
             if pt["stage"] == "trained":
@@ -454,7 +565,9 @@ def save_spectra(work, out, *, depths=DEPTHS, widths=WIDTHS, seeds=(0,), merge=(
         keys = {pt["key"] for pt in meta["points"] if (pt["N"], pt["seed"]) in partial}
         meta["points"] = [pt for pt in meta["points"] if pt["key"] not in keys]
         payload = {k: v for k, v in payload.items() if k.split("/")[0] not in keys}
-    cfgs = [{k: v for k, v in c.items() if k != "seed"} for c in (*configs.values(), merged_cfg) if c]
+    cfgs = [
+        {k: v for k, v in c.items() if k != "seed"} for c in (*configs.values(), merged_cfg) if c
+    ]
     if any(c != cfgs[0] for c in cfgs):
         raise InputError(f"the seeds were trained with different configurations: {cfgs}")
     cfg0 = cfgs[0] if cfgs else None
@@ -484,13 +597,19 @@ def load_spectra(path=None, *, attention_scale: bool = False) -> dict:
             arrays = {f: z[f"{pt['key']}/{f}"] for f in (*_FIELDS, "dims")}
             seed, stage = pt.get("seed", 0), pt.get("stage", "trained")
             key = point_key(pt["L"], pt["N"], seed, stage)
-            out[key] = {**pt, "key": key, "seed": seed, "stage": stage,
-                        "spectra": spectra_from_arrays(arrays, attention_scale=attention_scale)}
+            out[key] = {
+                **pt,
+                "key": key,
+                "seed": seed,
+                "stage": stage,
+                "spectra": spectra_from_arrays(arrays, attention_scale=attention_scale),
+            }
     out["_config"] = {k: v for k, v in meta["config"].items() if k != "seed"}
     return out
 
 
 # --------------------------------------------------------------------------- command line
+
 
 def _expected_seconds():
     """``(L, N) -> seconds``: 1.3 times the longest stored training time of that cell (0 when none)."""
@@ -498,7 +617,7 @@ def _expected_seconds():
     if DEFAULT_SPECTRA_FILE.exists():
         with np.load(DEFAULT_SPECTRA_FILE, allow_pickle=False) as z:
             for pt in json.loads(str(z["meta_json"]))["points"]:
-                if "seconds" not in pt:         # initialisation rows: nothing was trained
+                if "seconds" not in pt:  # initialisation rows: nothing was trained
                     continue
                 cell = (pt["L"], pt["N"])
                 best[cell] = max(best.get(cell, 0.0), float(pt["seconds"]))
@@ -506,29 +625,46 @@ def _expected_seconds():
 
 
 def _main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m genbound.experiments.bert_grid",
-                                 description="Train the BERT grid of Part III and store its spectra.")
+    ap = argparse.ArgumentParser(
+        prog="python -m genbound.experiments.bert_grid",
+        description="Train the BERT grid of Part III and store its spectra.",
+    )
     sub = ap.add_subparsers(dest="cmd", required=True)
     t = sub.add_parser("train", help="train every grid point not yet saved under --work")
     t.add_argument("--work", required=True)
     t.add_argument("--steps", type=int, default=GridConfig.steps)
     t.add_argument("--seed", type=int, default=GridConfig.seed)
-    t.add_argument("--seeds", type=int, nargs="+", default=None,
-                   help="seeds to train (default: --seed alone)")
-    t.add_argument("--budget-s", type=float, default=None,
-                   help="start no model that would end after this many seconds (expected time: 1.3 x the "
-                        "stored file's time for that cell); exit status 3 when models are left")
+    t.add_argument(
+        "--seeds", type=int, nargs="+", default=None, help="seeds to train (default: --seed alone)"
+    )
+    t.add_argument(
+        "--budget-s",
+        type=float,
+        default=None,
+        help="start no model that would end after this many seconds (expected time: 1.3 x the "
+        "stored file's time for that cell); exit status 3 when models are left",
+    )
     t.add_argument("--threads", type=int, default=1)
     e = sub.add_parser("extract", help="write the spectra file from the trained models")
     e.add_argument("--work", required=True)
     e.add_argument("--out", default=str(DEFAULT_SPECTRA_FILE))
     e.add_argument("--seeds", type=int, nargs="+", default=[0])
-    e.add_argument("--merge", nargs="*", default=[],
-                   help="earlier spectra files: models not under --work are carried over from them")
-    e.add_argument("--reuse", action="store_true",
-                   help="take every row a merged file has from it instead of recomputing it")
-    e.add_argument("--skip-missing", action="store_true",
-                   help="leave out (cell, seed) models that are neither trained nor merged")
+    e.add_argument(
+        "--merge",
+        nargs="*",
+        default=[],
+        help="earlier spectra files: models not under --work are carried over from them",
+    )
+    e.add_argument(
+        "--reuse",
+        action="store_true",
+        help="take every row a merged file has from it instead of recomputing it",
+    )
+    e.add_argument(
+        "--skip-missing",
+        action="store_true",
+        help="leave out (cell, seed) models that are neither trained nor merged",
+    )
     for p in (t, e):
         p.add_argument("--depths", type=int, nargs="+", default=list(DEPTHS))
         p.add_argument("--widths", type=int, nargs="+", default=list(WIDTHS))
@@ -540,14 +676,33 @@ def _main(argv=None) -> int:
     if args.cmd == "train":
         torch.set_num_threads(max(1, args.threads))
         cfg = GridConfig(steps=check_positive_int(args.steps, "steps"), seed=args.seed)
-        log(f"python {sys.version.split()[0]}, torch {torch.__version__}, {platform.machine()}, "
-            f"{torch.get_num_threads()} thread(s)")
-        done = train_grid(args.work, depths=args.depths, widths=args.widths, cfg=cfg, seeds=args.seeds,
-                          budget_s=args.budget_s, expected_s=_expected_seconds(), log=log)
+        log(
+            f"python {sys.version.split()[0]}, torch {torch.__version__}, {platform.machine()}, "
+            f"{torch.get_num_threads()} thread(s)"
+        )
+        done = train_grid(
+            args.work,
+            depths=args.depths,
+            widths=args.widths,
+            cfg=cfg,
+            seeds=args.seeds,
+            budget_s=args.budget_s,
+            expected_s=_expected_seconds(),
+            log=log,
+        )
         return 0 if done else 3
     else:
-        save_spectra(args.work, args.out, depths=args.depths, widths=args.widths, seeds=args.seeds,
-                     merge=args.merge, reuse=args.reuse, skip_missing=args.skip_missing, log=log)
+        save_spectra(
+            args.work,
+            args.out,
+            depths=args.depths,
+            widths=args.widths,
+            seeds=args.seeds,
+            merge=args.merge,
+            reuse=args.reuse,
+            skip_missing=args.skip_missing,
+            log=log,
+        )
     return 0
 
 

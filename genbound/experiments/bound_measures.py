@@ -15,12 +15,29 @@ import math
 #: The target of every ``m*`` the experiments report: the smallest ``m`` at which a bound reaches 1/2.
 M_STAR_TARGET = 0.5
 
-__all__ = ["M_STAR_TARGET", "bound_results", "bounds_for", "bound_fields", "sample_size_needed",
-           "spectral_measures", "capacity_fields", "spectra_to_json", "spectra_from_json"]
+__all__ = [
+    "M_STAR_TARGET",
+    "bound_results",
+    "bounds_for",
+    "bound_fields",
+    "sample_size_needed",
+    "spectral_measures",
+    "capacity_fields",
+    "spectra_to_json",
+    "spectra_from_json",
+]
 
 
-def bound_results(net, *, m: int, seq_len: int, delta: float, B_X: float, margin: float = 1.0,
-                  radius_grid: bool = True):
+def bound_results(
+    net,
+    *,
+    m: int,
+    seq_len: int,
+    delta: float,
+    B_X: float,
+    margin: float = 1.0,
+    radius_grid: bool = True,
+):
     """The two Part II bound results of ``net`` (float64), as :mod:`genbound.bounds` returns them:
     :func:`~genbound.bounds.trauger_tewari.trauger_tewari_bound_from_model` and
     :func:`~genbound.bounds.edelman.edelman_bound_from_model` (the latter for ``seq_len + 1`` rows,
@@ -30,15 +47,25 @@ def bound_results(net, *, m: int, seq_len: int, delta: float, B_X: float, margin
     from ..bounds.edelman import edelman_bound_from_model
     from ..bounds.trauger_tewari import trauger_tewari_bound_from_model
 
-    tt = trauger_tewari_bound_from_model(net, m=m, delta=delta, B_X=B_X, margin=margin,
-                                         radius_grid=radius_grid)
-    ed = edelman_bound_from_model(net, m=m, T=seq_len + 1, delta=delta, B_X=B_X, margin=margin,
-                                  radius_grid=radius_grid)
+    tt = trauger_tewari_bound_from_model(
+        net, m=m, delta=delta, B_X=B_X, margin=margin, radius_grid=radius_grid
+    )
+    ed = edelman_bound_from_model(
+        net, m=m, T=seq_len + 1, delta=delta, B_X=B_X, margin=margin, radius_grid=radius_grid
+    )
     return tt, ed
 
 
-def bounds_for(net, *, m: int, seq_len: int, delta: float, B_X: float, margin: float = 1.0,
-               radius_grid: bool = True) -> tuple[float, float]:
+def bounds_for(
+    net,
+    *,
+    m: int,
+    seq_len: int,
+    delta: float,
+    B_X: float,
+    margin: float = 1.0,
+    radius_grid: bool = True,
+) -> tuple[float, float]:
     """The certified values (``.value``) of the Trauger-Tewari and the Edelman-type bound of ``net``
     (:func:`bound_results`); returns two floats.
 
@@ -50,14 +77,24 @@ def bounds_for(net, *, m: int, seq_len: int, delta: float, B_X: float, margin: f
     pi(i_j)`` (:prf:ref:`thm-radius-union`); without it, ``delta' = delta`` and the radii are the
     network's own norms (valid only for radii fixed in advance). Anything above 1 is vacuous.
     """
-    tt, ed = bound_results(net, m=m, seq_len=seq_len, delta=delta, B_X=B_X, margin=margin,
-                           radius_grid=radius_grid)
+    tt, ed = bound_results(
+        net, m=m, seq_len=seq_len, delta=delta, B_X=B_X, margin=margin, radius_grid=radius_grid
+    )
     return tt.value, ed.value
 
 
-def sample_size_needed(net, *, seq_len: int, delta: float, B_X: float, margin: float = 1.0,
-                       target: float = 0.5, max_log10: float = 40.0, tol: float = 0.05,
-                       radius_grid: bool = True) -> tuple[float, float]:
+def sample_size_needed(
+    net,
+    *,
+    seq_len: int,
+    delta: float,
+    B_X: float,
+    margin: float = 1.0,
+    target: float = 0.5,
+    max_log10: float = 40.0,
+    tol: float = 0.05,
+    radius_grid: bool = True,
+) -> tuple[float, float]:
     """``m*``: the smallest sample size at which each bound (Trauger-Tewari, Edelman-type), evaluated
     with ``net``'s norms **held fixed**, falls to ``target``; bisection on ``log10 m`` to ``tol`` decades
     (the returned ``m*`` satisfies the target; ``m* / 10**tol`` does not): the results'
@@ -67,14 +104,24 @@ def sample_size_needed(net, *, seq_len: int, delta: float, B_X: float, margin: f
     network trained on ``m*`` samples with these norms would carry the guarantee. Returns two floats
     (``inf`` when not reached by ``10**max_log10``).
     """
-    results = bound_results(net, m=2, seq_len=seq_len, delta=delta, B_X=B_X, margin=margin,
-                            radius_grid=radius_grid)
+    results = bound_results(
+        net, m=2, seq_len=seq_len, delta=delta, B_X=B_X, margin=margin, radius_grid=radius_grid
+    )
     tt, ed = (r.samples_needed(target, tol=tol, limit=int(10**max_log10)) for r in results)
     return float(tt), float(ed)
 
 
-def bound_fields(net, *, m: int, seq_len: int, delta: float, B_X: float, margin: float = 1.0,
-                 radius_grid: bool = True, m_star_target: float | None = None) -> dict:
+def bound_fields(
+    net,
+    *,
+    m: int,
+    seq_len: int,
+    delta: float,
+    B_X: float,
+    margin: float = 1.0,
+    radius_grid: bool = True,
+    m_star_target: float | None = None,
+) -> dict:
     """What each Part II bound says at ``m``, flat for a results row: ``{tt,edelman}_bound`` (the
     certified value, with the union over the grid of radii when ``radius_grid``), ``_trivial`` (that
     value is the trivial cap), ``_capacity`` and, with ``m_star_target``, ``_m_star`` (``samples_needed``
@@ -85,12 +132,22 @@ def bound_fields(net, *, m: int, seq_len: int, delta: float, B_X: float, margin:
     different norms would share the capacity of one grid point; the capacity is free of ``delta``, so
     the grid's prior does not enter it, and the rounding changes it by less than a factor 2 per radius."""
     out = {}
-    certified = bound_results(net, m=m, seq_len=seq_len, delta=delta, B_X=B_X, margin=margin,
-                              radius_grid=radius_grid)
-    own = (certified if not radius_grid else
-           bound_results(net, m=m, seq_len=seq_len, delta=delta, B_X=B_X, margin=margin, radius_grid=False))
+    certified = bound_results(
+        net, m=m, seq_len=seq_len, delta=delta, B_X=B_X, margin=margin, radius_grid=radius_grid
+    )
+    own = (
+        certified
+        if not radius_grid
+        else bound_results(
+            net, m=m, seq_len=seq_len, delta=delta, B_X=B_X, margin=margin, radius_grid=False
+        )
+    )
     for name, r, r_own in zip(("tt", "edelman"), certified, own):
-        out[f"{name}_bound"], out[f"{name}_trivial"], out[f"{name}_capacity"] = r.value, r.trivial, r_own.capacity
+        out[f"{name}_bound"], out[f"{name}_trivial"], out[f"{name}_capacity"] = (
+            r.value,
+            r.trivial,
+            r_own.capacity,
+        )
         if m_star_target is not None:
             out[f"{name}_m_star"] = float(r.samples_needed(m_star_target))
     return out
@@ -115,11 +172,15 @@ def spectral_measures(net_or_spectra, *, L_phi: float | None = None) -> dict:
     sa = spectral_adaptive_bound(sp, L_phi=L_phi)
     lt = sa.log_terms
 
-    def at(j):      # the fixed-index sum of the report (a candidate for a report method in bounds/)
+    def at(j):  # the fixed-index sum of the report (a candidate for a report method in bounds/)
         return float(lt[:, j].exp().sum()) + math.sqrt(sa.n_layers)
 
-    return {"spectral_adaptive": sa.value, "spectral_p0": at(0), "spectral_pmax": at(lt.shape[1] - 1),
-            "edelman_proxy": edelman_proxy(sp, L_phi=L_phi).value}
+    return {
+        "spectral_adaptive": sa.value,
+        "spectral_p0": at(0),
+        "spectral_pmax": at(lt.shape[1] - 1),
+        "edelman_proxy": edelman_proxy(sp, L_phi=L_phi).value,
+    }
 
 
 def _spectra_of(net_or_spectra, L_phi):
@@ -128,13 +189,24 @@ def _spectra_of(net_or_spectra, L_phi):
 
     if isinstance(net_or_spectra, Spectra):
         if L_phi is None:
-            raise TypeError("saved spectra need L_phi (the network's activation Lipschitz constant)")
+            raise TypeError(
+                "saved spectra need L_phi (the network's activation Lipschitz constant)"
+            )
         return net_or_spectra, float(L_phi)
     return net_or_spectra.proxy_weights().spectra(method="core"), float(net_or_spectra.L_sigma)
 
 
-def capacity_fields(net, *, m: int, seq_len: int, delta: float, B_X: float, margin: float = 1.0,
-                    spectra=None, L_phi: float | None = None) -> dict:
+def capacity_fields(
+    net,
+    *,
+    m: int,
+    seq_len: int,
+    delta: float,
+    B_X: float,
+    margin: float = 1.0,
+    spectra=None,
+    L_phi: float | None = None,
+) -> dict:
     """What Part V ranks and reports of each bound of ``net`` (a ``ReferenceTransformer`` of any depth,
     or its saved :class:`~genbound.nets.ModelNorms` together with its saved ``spectra`` and ``L_phi``),
     flat for a results row; every number is a field of a result of :mod:`genbound.bounds`:
@@ -166,20 +238,37 @@ def capacity_fields(net, *, m: int, seq_len: int, delta: float, B_X: float, marg
     if net.n_layers == 1:
         ed = edelman_bound_from_model(net, T=seq_len + 1, radius_grid=True, **kw)
         ed_own = edelman_bound_from_model(net, T=seq_len + 1, radius_grid=False, **kw)
-        out.update(edelman_capacity=ed_own.capacity, edelman_bound=ed.value, edelman_trivial=float(ed.trivial))
+        out.update(
+            edelman_capacity=ed_own.capacity,
+            edelman_bound=ed.value,
+            edelman_trivial=float(ed.trivial),
+        )
     else:
         out.update(edelman_capacity=math.nan, edelman_bound=math.nan, edelman_trivial=math.nan)
     sp, L_phi = _spectra_of(net if spectra is None else spectra, L_phi)
     sa = spectral_adaptive_bound(sp, L_phi=L_phi, n_samples=m)
     ep = edelman_proxy(sp, L_phi=L_phi, n_samples=m)
-    out.update(sa_capacity=sa.capacity, sa_trivial=bool(sa.trivial),
-               sa_all_p0=bool((sa.table["p_opt"] == 0).all()),
-               edproxy_capacity=ep.capacity, edproxy_trivial=bool(ep.trivial))
+    out.update(
+        sa_capacity=sa.capacity,
+        sa_trivial=bool(sa.trivial),
+        sa_all_p0=bool((sa.table["p_opt"] == 0).all()),
+        edproxy_capacity=ep.capacity,
+        edproxy_trivial=bool(ep.trivial),
+    )
     out.update(spectral_measures(sp, L_phi=L_phi))
     return out
 
 
-_SPECTRA_TENSORS = ("qk", "v", "m_in", "m_out", "qk_norm21", "v_norm21", "m_in_norm21", "m_out_norm21")
+_SPECTRA_TENSORS = (
+    "qk",
+    "v",
+    "m_in",
+    "m_out",
+    "qk_norm21",
+    "v_norm21",
+    "m_in_norm21",
+    "m_out_norm21",
+)
 
 
 def spectra_to_json(sp) -> str:
@@ -197,7 +286,9 @@ def spectra_to_json(sp) -> str:
 
     import torch
 
-    d = {f: getattr(sp, f).detach().to("cpu", dtype=torch.float64).tolist() for f in _SPECTRA_TENSORS}
+    d = {
+        f: getattr(sp, f).detach().to("cpu", dtype=torch.float64).tolist() for f in _SPECTRA_TENSORS
+    }
     d.update(hidden=int(sp.hidden), d_ff=int(sp.d_ff), method=str(sp.method))
     return json.dumps(d, separators=(",", ":"))
 

@@ -69,8 +69,14 @@ class AdamProtocol:
         check_real(self.eps, "eps", lo=0.0, lo_open=True)
         check_real(self.weight_decay, "weight_decay", lo=0.0)
         check_positive_int(self.eval_every, "eval_every")
-        if not isinstance(self.batch_size, int) or isinstance(self.batch_size, bool) or self.batch_size < 0:
-            raise ParameterError(f"batch_size must be an integer >= 0 (0: full batch), got {self.batch_size!r}")
+        if (
+            not isinstance(self.batch_size, int)
+            or isinstance(self.batch_size, bool)
+            or self.batch_size < 0
+        ):
+            raise ParameterError(
+                f"batch_size must be an integer >= 0 (0: full batch), got {self.batch_size!r}"
+            )
         return self
 
     def lr_at(self, step: int) -> float:
@@ -106,7 +112,9 @@ class FitOutcome:
 LossLogits = Callable[[dict, torch.Tensor], tuple[torch.Tensor, torch.Tensor]]
 
 
-def minibatch_weights(gens: list[torch.Generator], idx: torch.Tensor, n: int, batch_size: int) -> torch.Tensor:
+def minibatch_weights(
+    gens: list[torch.Generator], idx: torch.Tensor, n: int, batch_size: int
+) -> torch.Tensor:
     """``(len(idx), n)`` float32 weights: for each active model ``k`` in ``idx``, ``1`` on a fresh draw of
     ``min(batch_size, n)`` of its ``n`` training examples without replacement (from its own generator
     ``gens[k]``, so a model's batches do not depend on the other models of the stack), ``0`` elsewhere.
@@ -122,12 +130,19 @@ def minibatch_weights(gens: list[torch.Generator], idx: torch.Tensor, n: int, ba
     return W
 
 
-def fit_stack(params: dict[str, torch.Tensor], loss_logits: LossLogits, train_labels: torch.Tensor,
-              protocol: AdamProtocol, *, confirm: Callable[[dict, int], bool] | None = None,
-              val_loss: Callable[[dict, torch.Tensor], torch.Tensor] | None = None,
-              progress: bool | None = None, desc: str = "fit",
-              batch_seeds: list[int] | None = None,
-              on_step: Callable[[int], None] | None = None) -> FitOutcome:
+def fit_stack(
+    params: dict[str, torch.Tensor],
+    loss_logits: LossLogits,
+    train_labels: torch.Tensor,
+    protocol: AdamProtocol,
+    *,
+    confirm: Callable[[dict, int], bool] | None = None,
+    val_loss: Callable[[dict, torch.Tensor], torch.Tensor] | None = None,
+    progress: bool | None = None,
+    desc: str = "fit",
+    batch_seeds: list[int] | None = None,
+    on_step: Callable[[int], None] | None = None,
+) -> FitOutcome:
     """Train the stacked models in ``params`` (``name -> (K, ...)`` tensors) until each fits or the
     budget runs out; ``params`` is not modified.
 
@@ -147,7 +162,9 @@ def fit_stack(params: dict[str, torch.Tensor], loss_logits: LossLogits, train_la
     proto = protocol.validated()
     K = int(train_labels.shape[0])
     if any(p.shape[0] != K for p in params.values()):
-        raise ParameterError("every stacked parameter must have the model axis K = len(train_labels) first")
+        raise ParameterError(
+            "every stacked parameter must have the model axis K = len(train_labels) first"
+        )
     full = {nm: p.detach().clone() for nm, p in params.items()}
     initial = {nm: p.clone() for nm, p in full.items()}
     val_best = {nm: p.clone() for nm, p in full.items()} if val_loss is not None else None
@@ -163,14 +180,21 @@ def fit_stack(params: dict[str, torch.Tensor], loss_logits: LossLogits, train_la
         progress = sys.stderr.isatty()
     from tqdm import tqdm
 
-    bar = tqdm(range(1, proto.steps + 2), desc=desc, disable=not progress, leave=False,
-               mininterval=1.0 if sys.stderr.isatty() else 60.0)
+    bar = tqdm(
+        range(1, proto.steps + 2),
+        desc=desc,
+        disable=not progress,
+        leave=False,
+        mininterval=1.0 if sys.stderr.isatty() else 60.0,
+    )
     t0 = time.perf_counter()
     b1, b2 = proto.beta1, proto.beta2
     n_train = int(train_labels.shape[1])
     if proto.batch_size:
         if batch_seeds is None or len(batch_seeds) != K:
-            raise ParameterError("a mini-batch protocol needs one batch seed per model (batch_seeds)")
+            raise ParameterError(
+                "a mini-batch protocol needs one batch seed per model (batch_seeds)"
+            )
         gens = [torch.Generator().manual_seed(int(s)) for s in batch_seeds]
 
     def losses(P, idx, Wb):
@@ -216,8 +240,8 @@ def fit_stack(params: dict[str, torch.Tensor], loss_logits: LossLogits, train_la
             if step > proto.steps:
                 break
             Wb = Wb[keep] if Wb is not None else None
-            loss, _ = losses(P, idx, Wb)                       # on the smaller stack
-        if step > proto.steps:                                 # the last weights were checked: done
+            loss, _ = losses(P, idx, Wb)  # on the smaller stack
+        if step > proto.steps:  # the last weights were checked: done
             for j, k in enumerate(idx.tolist()):
                 for nm, p in P.items():
                     full[nm][k] = p.detach()[j]
@@ -236,15 +260,31 @@ def fit_stack(params: dict[str, torch.Tensor], loss_logits: LossLogits, train_la
                     p.mul_(1 - lr * proto.weight_decay)
                 p.addcdiv_(m1[nm], denom, value=-lr / (1 - b1**step))
         if step % 500 == 0 or step == 1:
-            history.append({"step": step, "lr": lr, "active": len(idx),
-                            "loss": loss.detach().double().cpu().tolist()})
+            history.append(
+                {
+                    "step": step,
+                    "lr": lr,
+                    "active": len(idx),
+                    "loss": loss.detach().double().cpu().tolist(),
+                }
+            )
         bar.set_postfix(active=len(idx), refresh=False)
     bar.close()
     if val_best is not None:
-        for k in range(K):                                     # never select past the stop
+        for k in range(K):  # never select past the stop
             if val_step[k] > steps[k]:
                 for nm in val_best:
                     val_best[nm][k] = full[nm][k]
                 val_step[k] = steps[k]
-    return FitOutcome(fitted, fit_step, steps, diverged, full, initial, val_best, val_step,
-                      time.perf_counter() - t0, history)
+    return FitOutcome(
+        fitted,
+        fit_step,
+        steps,
+        diverged,
+        full,
+        initial,
+        val_best,
+        val_step,
+        time.perf_counter() - t0,
+        history,
+    )

@@ -41,8 +41,19 @@ import numpy as np
 
 from ..errors import ParameterError
 
-__all__ = ["kendall_tau", "tau_per_task", "tau", "psi", "psi_seed", "cmi", "sign_error", "gap_standard_error",
-           "cluster_bootstrap", "simpson_check", "holm"]
+__all__ = [
+    "kendall_tau",
+    "tau_per_task",
+    "tau",
+    "psi",
+    "psi_seed",
+    "cmi",
+    "sign_error",
+    "gap_standard_error",
+    "cluster_bootstrap",
+    "simpson_check",
+    "holm",
+]
 
 
 def _sign_matrix(x) -> np.ndarray:
@@ -61,7 +72,9 @@ def kendall_tau(mu, g) -> float:
     """
     mu, g = np.asarray(mu, dtype=float), np.asarray(g, dtype=float)
     if mu.shape != g.shape or mu.ndim != 1:
-        raise ParameterError(f"kendall_tau: mu and g must be 1-d of one length, got {mu.shape} and {g.shape}")
+        raise ParameterError(
+            f"kendall_tau: mu and g must be 1-d of one length, got {mu.shape} and {g.shape}"
+        )
     n = len(mu)
     if n < 2:
         return math.nan
@@ -86,7 +99,9 @@ def tau(df, measure: str, *, gap: str = "gap") -> float:
     return float(np.mean(vals)) if vals else math.nan
 
 
-def psi(df, measure: str, *, axes: Sequence[str], gap: str = "gap", leave_out: str = "n_train") -> dict:
+def psi(
+    df, measure: str, *, axes: Sequence[str], gap: str = "gap", leave_out: str = "n_train"
+) -> dict:
     """Jiang et al.'s granulated Kendall coefficient.
 
     For each axis ``a``: group the models by the task, the seed index and every other axis; each group
@@ -101,13 +116,19 @@ def psi(df, measure: str, *, axes: Sequence[str], gap: str = "gap", leave_out: s
     per, counts = {}, {}
     for a in axes:
         keys = ["task", "seed", *[b for b in axes if b != a]]
-        taus = [kendall_tau(g[measure], g[gap]) for _, g in df.groupby(keys, sort=True) if len(g) >= 2]
+        taus = [
+            kendall_tau(g[measure], g[gap]) for _, g in df.groupby(keys, sort=True) if len(g) >= 2
+        ]
         per[a] = float(np.mean(taus)) if taus else math.nan
         counts[a] = len(taus)
     vals = [per[a] for a in axes if counts[a]]
     rest = [per[a] for a in axes if counts[a] and a != leave_out]
-    return {"psi": float(np.mean(vals)) if vals else math.nan,
-            "psi_without": float(np.mean(rest)) if rest else math.nan, "per_axis": per, "n_groups": counts}
+    return {
+        "psi": float(np.mean(vals)) if vals else math.nan,
+        "psi_without": float(np.mean(rest)) if rest else math.nan,
+        "per_axis": per,
+        "n_groups": counts,
+    }
 
 
 def _entropy(counts: np.ndarray) -> float:
@@ -156,18 +177,18 @@ def _conditional_mi_ratio(v_mu, v_g, u) -> float:
     :func:`_pair_codes` are small, so cells are counted with ``bincount``, in increasing code order)."""
     n = len(v_g)
     cu = np.asarray(u, dtype=np.int64)
-    mi_code = (cu * 3 + (v_mu.astype(np.int64) + 1))
-    gi_code = (cu * 3 + (v_g.astype(np.int64) + 1))
+    mi_code = cu * 3 + (v_mu.astype(np.int64) + 1)
+    gi_code = cu * 3 + (v_g.astype(np.int64) + 1)
     j_code = mi_code * 3 + (v_g.astype(np.int64) + 1)
 
-    def plogp(codes):       # sum over cells of c/n * log(c/n)
+    def plogp(codes):  # sum over cells of c/n * log(c/n)
         c = np.bincount(codes)
         c = c[c > 0].astype(float)
         return float((c / n * np.log(c / n)).sum())
 
     h_u, h_um, h_ug, h_umg = -plogp(cu), -plogp(mi_code), -plogp(gi_code), -plogp(j_code)
-    mi = h_um + h_ug - h_umg - h_u           # I(M; G | U) = H(M,U) + H(G,U) - H(M,G,U) - H(U)
-    h = h_ug - h_u                           # H(G | U)
+    mi = h_um + h_ug - h_umg - h_u  # I(M; G | U) = H(M,U) + H(G,U) - H(M,G,U) - H(U)
+    h = h_ug - h_u  # H(G | U)
     return mi / h if h > 1e-15 else math.nan
 
 
@@ -220,7 +241,11 @@ def psi_seed(df, measure: str, *, axes: Sequence[str], gap: str = "gap") -> dict
     """
     axes = list(axes)
     _check_columns(df, ["task", "seed", measure, gap, *axes])
-    taus = [kendall_tau(g[measure], g[gap]) for _, g in df.groupby(["task", *axes], sort=True) if len(g) >= 2]
+    taus = [
+        kendall_tau(g[measure], g[gap])
+        for _, g in df.groupby(["task", *axes], sort=True)
+        if len(g) >= 2
+    ]
     return {"psi_seed": float(np.mean(taus)) if taus else math.nan, "n_settings": len(taus)}
 
 
@@ -244,8 +269,15 @@ def holm(pvalues: dict, *, alpha: float = 0.05) -> dict:
     return {k: out[k] for k in pvalues}
 
 
-def sign_error(df, measure: str, *, axes: Sequence[str], gap: str = "gap", se: str | None = None,
-               se_factor: float = 2.0) -> dict:
+def sign_error(
+    df,
+    measure: str,
+    *,
+    axes: Sequence[str],
+    gap: str = "gap",
+    se: str | None = None,
+    se_factor: float = 2.0,
+) -> dict:
     """Dziugaite et al.'s sign error over environments.
 
     An environment is a pair of settings (values of every axis, within one task) that differ in exactly
@@ -294,8 +326,12 @@ def sign_error(df, measure: str, *, axes: Sequence[str], gap: str = "gap", se: s
         if not v:
             return {"mean": math.nan, "p90": math.nan, "max": math.nan, "n_environments": 0}
         a = np.asarray(v)
-        return {"mean": float(a.mean()), "p90": float(np.percentile(a, 90)), "max": float(a.max()),
-                "n_environments": len(v)}
+        return {
+            "mean": float(a.mean()),
+            "p90": float(np.percentile(a, 90)),
+            "max": float(a.max()),
+            "n_environments": len(v),
+        }
 
     return {"all": stats(errs), "beyond_noise": stats(errs_big)}
 
@@ -312,7 +348,9 @@ def _resample_seeds(df, rng) -> "object":
     return pd.concat(parts, ignore_index=True)
 
 
-def cluster_bootstrap(df, statistic, *, n_boot: int = 1000, seed: int = 0, level: float = 0.95) -> dict:
+def cluster_bootstrap(
+    df, statistic, *, n_boot: int = 1000, seed: int = 0, level: float = 0.95
+) -> dict:
     """Percentile interval of ``statistic(df) -> float or dict of floats`` over ``n_boot`` replicates
     that resample the seed indices (the independent unit: models of one seed share an initialisation).
     Returns ``{"estimate": ..., "lo": ..., "hi": ...}`` (dicts of those when ``statistic`` returns a dict;
@@ -328,7 +366,11 @@ def cluster_bootstrap(df, statistic, *, n_boot: int = 1000, seed: int = 0, level
 
     def interval(vals):
         v = np.asarray([x for x in vals if math.isfinite(x)])
-        return (float(np.quantile(v, q[0])), float(np.quantile(v, q[1]))) if len(v) else (math.nan, math.nan)
+        return (
+            (float(np.quantile(v, q[0])), float(np.quantile(v, q[1])))
+            if len(v)
+            else (math.nan, math.nan)
+        )
 
     if isinstance(est, dict):
         out = {"estimate": est, "lo": {}, "hi": {}}

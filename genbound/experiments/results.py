@@ -72,11 +72,31 @@ from typing import Any, Callable, Iterable, Sequence
 
 from ..errors import ResultsFileError
 
-__all__ = ["MAGIC", "FORMAT", "Schema", "ResultsTable", "ResultsWriter", "ResultsFileWarning",
-           "environment", "git_commit", "read_results", "open_results", "attach_header", "cpu_kind",
-           "math_libraries", "KERNEL_FLAGS", "KERNEL_ENV", "MACHINE_FIELDS", "Mismatch",
-           "environment_mismatches", "same_machine_kind", "column_commits", "commit_mismatches", "lock_path",
-           "merge_results"]
+__all__ = [
+    "MAGIC",
+    "FORMAT",
+    "Schema",
+    "ResultsTable",
+    "ResultsWriter",
+    "ResultsFileWarning",
+    "environment",
+    "git_commit",
+    "read_results",
+    "open_results",
+    "attach_header",
+    "cpu_kind",
+    "math_libraries",
+    "KERNEL_FLAGS",
+    "KERNEL_ENV",
+    "MACHINE_FIELDS",
+    "Mismatch",
+    "environment_mismatches",
+    "same_machine_kind",
+    "column_commits",
+    "commit_mismatches",
+    "lock_path",
+    "merge_results",
+]
 
 #: The first line of every results file starts with this.
 MAGIC = "# genbound results file"
@@ -182,11 +202,30 @@ def git_commit() -> str | None:
     if not (root / ".git").exists() or not (root / "genbound" / "__init__.py").exists():
         return None
     try:
-        sha = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True,
-                             timeout=20, check=True).stdout.strip()
-        dirty = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no",
-                                "--", "genbound", ":(exclude)genbound/data"], capture_output=True, text=True,
-                               timeout=20, check=True).stdout.strip()
+        sha = subprocess.run(
+            ["git", "-C", str(root), "rev-parse", "HEAD"],
+            capture_output=True,
+            text=True,
+            timeout=20,
+            check=True,
+        ).stdout.strip()
+        dirty = subprocess.run(
+            [
+                "git",
+                "-C",
+                str(root),
+                "status",
+                "--porcelain",
+                "--untracked-files=no",
+                "--",
+                "genbound",
+                ":(exclude)genbound/data",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=20,
+            check=True,
+        ).stdout.strip()
     except (OSError, subprocess.SubprocessError):
         return None
     return f"{sha}-dirty" if dirty else sha or None
@@ -195,21 +234,66 @@ def git_commit() -> str | None:
 #: The CPU flags (``/proc/cpuinfo`` names) that select float kernels in torch, oneDNN, MKL and OpenBLAS:
 #: the vector widths and the fused / low-precision instructions. Two CPUs with the same model name and
 #: these flags run the same kernels; the rest of the flags (virtualisation, security) do not matter.
-KERNEL_FLAGS = ("sse4_1", "sse4_2", "avx", "avx2", "fma", "f16c", "avx_vnni", "avx512f", "avx512dq",
-                "avx512cd", "avx512bw", "avx512vl", "avx512ifma", "avx512vbmi", "avx512_vbmi2",
-                "avx512_vnni", "avx512_bf16", "avx512_fp16", "amx_tile", "amx_bf16", "amx_int8",
-                "amx_fp16", "asimd", "asimdhp", "asimddp", "sve", "sve2", "sme", "bf16", "i8mm")
+KERNEL_FLAGS = (
+    "sse4_1",
+    "sse4_2",
+    "avx",
+    "avx2",
+    "fma",
+    "f16c",
+    "avx_vnni",
+    "avx512f",
+    "avx512dq",
+    "avx512cd",
+    "avx512bw",
+    "avx512vl",
+    "avx512ifma",
+    "avx512vbmi",
+    "avx512_vbmi2",
+    "avx512_vnni",
+    "avx512_bf16",
+    "avx512_fp16",
+    "amx_tile",
+    "amx_bf16",
+    "amx_int8",
+    "amx_fp16",
+    "asimd",
+    "asimdhp",
+    "asimddp",
+    "sve",
+    "sve2",
+    "sme",
+    "bf16",
+    "i8mm",
+)
 
 #: Environment variables that change which kernels run (recorded when set).
-KERNEL_ENV = ("ATEN_CPU_CAPABILITY", "MKL_CBWR", "MKL_ENABLE_INSTRUCTIONS", "MKL_DEBUG_CPU_TYPE",
-              "ONEDNN_MAX_CPU_ISA", "DNNL_MAX_CPU_ISA", "OPENBLAS_CORETYPE")
+KERNEL_ENV = (
+    "ATEN_CPU_CAPABILITY",
+    "MKL_CBWR",
+    "MKL_ENABLE_INSTRUCTIONS",
+    "MKL_DEBUG_CPU_TYPE",
+    "ONEDNN_MAX_CPU_ISA",
+    "DNNL_MAX_CPU_ISA",
+    "OPENBLAS_CORETYPE",
+)
 
 #: The recorded fields on which an exact (bit-for-bit) rerun of float32 training depends, namely the CPU
 #: kind (model, kernel-selecting flags, torch's ATen CPU capability), the torch build and its BLAS/LAPACK,
 #: the kernel-selecting environment variables, the thread count and the device. The commit is not one
 #: of them: a rerun at another commit is exactly what a reproduction check tests.
-MACHINE_FIELDS = ("cpu_model", "cpu_flags", "cpu_capability", "torch", "blas", "lapack", "math_library",
-                  "kernel_env", "threads", "device")
+MACHINE_FIELDS = (
+    "cpu_model",
+    "cpu_flags",
+    "cpu_capability",
+    "torch",
+    "blas",
+    "lapack",
+    "math_library",
+    "kernel_env",
+    "threads",
+    "device",
+)
 
 
 def _cpuinfo(text: str) -> tuple[str | None, list[str] | None]:
@@ -226,7 +310,11 @@ def _cpuinfo(text: str) -> tuple[str | None, list[str] | None]:
         if not sep:
             continue
         name = name.strip().lower()
-        if model is None and name in ("model name", "cpu model", "processor") and not value.strip().isdigit():
+        if (
+            model is None
+            and name in ("model name", "cpu model", "processor")
+            and not value.strip().isdigit()
+        ):
             model = value.strip() or None
         elif flags is None and name in ("flags", "features"):
             have = set(value.split())
@@ -252,7 +340,7 @@ def cpu_kind() -> dict:
         model = platform.processor() or platform.machine() or None
     try:
         capability = str(torch.backends.cpu.get_cpu_capability())
-    except (AttributeError, RuntimeError):             # very old torch
+    except (AttributeError, RuntimeError):  # very old torch
         capability = None
     return {"cpu_model": model, "cpu_flags": flags, "cpu_capability": capability}
 
@@ -276,8 +364,11 @@ def math_libraries() -> dict:
         elif "MKL-DNN" in ln or "oneDNN" in ln:
             m = re.search(r"\b(v\d[\w.]*)", ln)
             libs.append(f"oneDNN {m.group(1) if m else ln.strip(' -')}")
-    return {"blas": _build_field(config, "BLAS_INFO"), "lapack": _build_field(config, "LAPACK_INFO"),
-            "math_library": "; ".join(libs) or None}
+    return {
+        "blas": _build_field(config, "BLAS_INFO"),
+        "lapack": _build_field(config, "LAPACK_INFO"),
+        "math_library": "; ".join(libs) or None,
+    }
 
 
 def environment(*, device: Any = "cpu") -> dict:
@@ -289,8 +380,13 @@ def environment(*, device: Any = "cpu") -> dict:
 
     from .. import __version__
 
-    env = {"genbound": __version__, "commit": git_commit(), "torch": torch.__version__,
-           "threads": int(torch.get_num_threads()), "device": str(device)}
+    env = {
+        "genbound": __version__,
+        "commit": git_commit(),
+        "torch": torch.__version__,
+        "threads": int(torch.get_num_threads()),
+        "device": str(device),
+    }
     env.update(cpu_kind())
     env.update(math_libraries())
     env["kernel_env"] = {k: os.environ[k] for k in KERNEL_ENV if k in os.environ}
@@ -321,8 +417,9 @@ def _show(value) -> str:
     return repr(value) if isinstance(value, str) else str(value)
 
 
-def environment_mismatches(recorded: dict, here: dict | None = None,
-                           fields: Sequence[str] = MACHINE_FIELDS) -> list[Mismatch]:
+def environment_mismatches(
+    recorded: dict, here: dict | None = None, fields: Sequence[str] = MACHINE_FIELDS
+) -> list[Mismatch]:
     """The ``fields`` in which the ``recorded`` environment (a results file's) differs from ``here``
     (default: :func:`environment` now). A field the file does not record is a mismatch (recorded
     ``None``): a file written before genbound recorded CPU kinds is never taken for the same kind.
@@ -364,7 +461,9 @@ def column_commits(header: dict, columns: Iterable[str]) -> dict:
     return {c: own.get(c, run) for c in columns}
 
 
-def commit_mismatches(header: dict, columns: Iterable[str], here: str | None = None) -> list[Mismatch]:
+def commit_mismatches(
+    header: dict, columns: Iterable[str], here: str | None = None
+) -> list[Mismatch]:
     """One :class:`Mismatch` per distinct commit that produced some of ``columns`` (field
     ``commit (col, ...)``) and differs from the commit ``here`` (default :func:`git_commit`)."""
     here = git_commit() if here is None else here
@@ -425,7 +524,9 @@ def _split_csv(line: str) -> list[str]:
 
 
 # ---------------------------------------------------------------------------------------------- reading
-def read_results(path, schema: Schema, *, report: Callable[[str], None] | None = None) -> ResultsTable:
+def read_results(
+    path, schema: Schema, *, report: Callable[[str], None] | None = None
+) -> ResultsTable:
     """Read the results file at ``path`` written for ``schema`` (only reads; never modifies it).
 
     Raises :class:`~genbound.errors.ResultsFileError` naming the file (and the line) when it is missing,
@@ -450,9 +551,10 @@ def read_results(path, schema: Schema, *, report: Callable[[str], None] | None =
     except UnicodeDecodeError:
         raise ResultsFileError(f"{path}: not a genbound results file (not UTF-8 text)") from None
     if "\x00" in text.split("\n", 1)[0] or not text.startswith(MAGIC):
-        raise ResultsFileError(f"{path}: not a genbound results file (its first line does not start "
-                               f"with {MAGIC!r})")
-    lines = text.split("\n")           # the last element is "" when the file ends with a newline
+        raise ResultsFileError(
+            f"{path}: not a genbound results file (its first line does not start with {MAGIC!r})"
+        )
+    lines = text.split("\n")  # the last element is "" when the file ends with a newline
     ends_complete = lines[-1] == ""
     if ends_complete:
         lines = lines[:-1]
@@ -463,33 +565,49 @@ def read_results(path, schema: Schema, *, report: Callable[[str], None] | None =
         chunks.append(lines[i][1:])
         i += 1
     if i >= len(lines) or (i == len(lines) - 1 and not ends_complete):
-        raise ResultsFileError(f"{path}: the header or the column line is cut off (no complete column line)")
+        raise ResultsFileError(
+            f"{path}: the header or the column line is cut off (no complete column line)"
+        )
     try:
         header = json.loads("\n".join(chunks))
     except ValueError as exc:
-        raise ResultsFileError(f"{path}: the header (lines 2-{i}) is not valid JSON ({exc})") from None
-    if not isinstance(header, dict) or not {"experiment", "key", "config", "environment"} <= set(header):
-        raise ResultsFileError(f"{path}: the header (lines 2-{i}) lacks experiment, key, config or environment")
+        raise ResultsFileError(
+            f"{path}: the header (lines 2-{i}) is not valid JSON ({exc})"
+        ) from None
+    if not isinstance(header, dict) or not {"experiment", "key", "config", "environment"} <= set(
+        header
+    ):
+        raise ResultsFileError(
+            f"{path}: the header (lines 2-{i}) lacks experiment, key, config or environment"
+        )
     if header["experiment"] != schema.experiment:
-        raise ResultsFileError(f"{path}: holds results of experiment {header['experiment']!r}, "
-                               f"not {schema.experiment!r}")
+        raise ResultsFileError(
+            f"{path}: holds results of experiment {header['experiment']!r}, "
+            f"not {schema.experiment!r}"
+        )
     if list(header["key"]) != list(schema.key):
-        raise ResultsFileError(f"{path}: key columns {header['key']} differ from {list(schema.key)}")
+        raise ResultsFileError(
+            f"{path}: key columns {header['key']} differ from {list(schema.key)}"
+        )
     col_line_no = i + 1
     try:
         columns = tuple(_split_csv(lines[i]))
     except (ValueError, csv.Error) as exc:
-        raise ResultsFileError(f"{path}: line {col_line_no}: the column line does not parse ({exc})") from None
+        raise ResultsFileError(
+            f"{path}: line {col_line_no}: the column line does not parse ({exc})"
+        ) from None
     known = set(schema.names)
     unknown = [c for c in columns if c not in known]
     missing = [c for c in schema.names if c not in columns and c not in schema.optional]
     if len(set(columns)) != len(columns):
         raise ResultsFileError(f"{path}: line {col_line_no}: duplicate column names")
     if unknown or missing:
-        parts = ([f"missing column(s) {missing}"] if missing else []) + \
-                ([f"unknown column(s) {unknown}"] if unknown else [])
-        raise ResultsFileError(f"{path}: line {col_line_no}: {'; '.join(parts)} for a "
-                               f"{schema.experiment} results file")
+        parts = ([f"missing column(s) {missing}"] if missing else []) + (
+            [f"unknown column(s) {unknown}"] if unknown else []
+        )
+        raise ResultsFileError(
+            f"{path}: line {col_line_no}: {'; '.join(parts)} for a {schema.experiment} results file"
+        )
     types = [schema.type_of(c) for c in columns]
     # the byte offset of every line start, to know where the finished rows end
     offsets = [0]
@@ -509,7 +627,9 @@ def read_results(path, schema: Schema, *, report: Callable[[str], None] | None =
         try:
             fields = _split_csv(lines[j])
             if len(fields) != len(columns):
-                raise ValueError(f"{len(fields)} fields, the columns (line {col_line_no}) are {len(columns)}")
+                raise ValueError(
+                    f"{len(fields)} fields, the columns (line {col_line_no}) are {len(columns)}"
+                )
             row = {}
             for c, t, v in zip(columns, types, fields):
                 try:
@@ -518,17 +638,23 @@ def read_results(path, schema: Schema, *, report: Callable[[str], None] | None =
                     raise ValueError(f"column {c!r}: {v!r} is not {t.__name__}") from None
         except (ValueError, csv.Error) as exc:
             if last:
-                incomplete = (f"{path}: line {line_no}: last row does not parse ({exc}); left out, it will "
-                              f"be re-run")
+                incomplete = (
+                    f"{path}: line {line_no}: last row does not parse ({exc}); left out, it will "
+                    f"be re-run"
+                )
                 complete_bytes = offsets[j]
                 break
-            raise ResultsFileError(f"{path}: line {line_no}: row does not match the columns ({exc})") from None
+            raise ResultsFileError(
+                f"{path}: line {line_no}: row does not match the columns ({exc})"
+            ) from None
         for c in schema.optional:
             row.setdefault(c, math.nan)
         key = tuple(row[k] for k in schema.key)
         if key in seen:
             desc = ", ".join(f"{k}={v}" for k, v in zip(schema.key, key))
-            raise ResultsFileError(f"{path}: line {line_no}: duplicate key ({desc}), first at line {seen[key]}")
+            raise ResultsFileError(
+                f"{path}: line {line_no}: duplicate key ({desc}), first at line {seen[key]}"
+            )
         seen[key] = line_no
         rows.append(row)
         row_lines.append(line_no)
@@ -564,8 +690,10 @@ def _differences(recorded: dict, now: dict) -> list[str]:
     for name in list(a) + [n for n in b if n not in a]:
         va, vb = a.get(name, "<absent>"), b.get(name, "<absent>")
         if va != vb:
-            out.append(f"{name} (file {json.dumps(va) if not isinstance(va, str) else va}, "
-                       f"this run {json.dumps(vb) if not isinstance(vb, str) else vb})")
+            out.append(
+                f"{name} (file {json.dumps(va) if not isinstance(va, str) else va}, "
+                f"this run {json.dumps(vb) if not isinstance(vb, str) else vb})"
+            )
     return out
 
 
@@ -573,7 +701,11 @@ def _header_text(header: dict, columns: Sequence[str]) -> str:
     buf = io.StringIO()
     csv.writer(buf, lineterminator="\n").writerow(columns)
     body = json.dumps(header, indent=1, sort_keys=False, default=str)
-    return f"{MAGIC} (format {FORMAT})\n" + "".join(f"# {ln}\n" for ln in body.splitlines()) + buf.getvalue()
+    return (
+        f"{MAGIC} (format {FORMAT})\n"
+        + "".join(f"# {ln}\n" for ln in body.splitlines())
+        + buf.getvalue()
+    )
 
 
 def _atomic_create(path: Path, text: str) -> None:
@@ -581,7 +713,9 @@ def _atomic_create(path: Path, text: str) -> None:
     try:
         fd, tmp = tempfile.mkstemp(dir=str(path.parent), prefix=f".{path.name}.", suffix=".tmp")
     except OSError as exc:
-        raise ResultsFileError(f"{path}: cannot create the results file ({exc.strerror or exc})") from None
+        raise ResultsFileError(
+            f"{path}: cannot create the results file ({exc.strerror or exc})"
+        ) from None
     try:
         with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
             fh.write(text)
@@ -593,8 +727,10 @@ def _atomic_create(path: Path, text: str) -> None:
             os.unlink(tmp)
         except OSError:
             pass
-        raise ResultsFileError(f"{path}: cannot create the results file ({exc.strerror or exc})") from None
-    try:                                             # make the rename durable (best effort)
+        raise ResultsFileError(
+            f"{path}: cannot create the results file ({exc.strerror or exc})"
+        ) from None
+    try:  # make the rename durable (best effort)
         dfd = os.open(str(path.parent), os.O_RDONLY)
         try:
             os.fsync(dfd)
@@ -604,9 +740,8 @@ def _atomic_create(path: Path, text: str) -> None:
         pass
 
 
-
 # ---------------------------------------------------------------------------------------------- one writer
-_HELD: dict = {}                                     # lock path -> [fd, number of writers of this process]
+_HELD: dict = {}  # lock path -> [fd, number of writers of this process]
 
 
 def lock_path(path) -> Path:
@@ -641,7 +776,7 @@ def _acquire(path: Path) -> str:
     (Windows) nothing is locked."""
     try:
         import fcntl
-    except ImportError:                                   # pragma: no cover - not POSIX
+    except ImportError:  # pragma: no cover - not POSIX
         return ""
     lock = lock_path(path)
     key = str(lock.resolve())
@@ -651,15 +786,18 @@ def _acquire(path: Path) -> str:
     try:
         fd = os.open(str(lock), os.O_RDWR | os.O_CREAT, 0o644)
     except OSError as exc:
-        raise ResultsFileError(f"{path}: cannot create its lock file {lock.name} "
-                               f"({exc.strerror or exc})") from None
+        raise ResultsFileError(
+            f"{path}: cannot create its lock file {lock.name} ({exc.strerror or exc})"
+        ) from None
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except OSError:
         os.close(fd)
-        raise ResultsFileError(f"{path}: another process ({_holder(lock)}) is writing this results file; "
-                               f"wait until it ends and rerun to resume, or write a shard of your own and "
-                               f"merge") from None
+        raise ResultsFileError(
+            f"{path}: another process ({_holder(lock)}) is writing this results file; "
+            f"wait until it ends and rerun to resume, or write a shard of your own and "
+            f"merge"
+        ) from None
     os.ftruncate(fd, 0)
     os.write(fd, f"{os.getpid()}\n".encode())
     _HELD[key] = [fd, 1, os.getpid()]
@@ -677,7 +815,7 @@ def _release(key: str) -> None:
             os.ftruncate(held[0], 0)
         except OSError:
             pass
-        os.close(held[0])                                # closing the descriptor releases the flock
+        os.close(held[0])  # closing the descriptor releases the flock
 
 
 class ResultsWriter:
@@ -687,9 +825,22 @@ class ResultsWriter:
     The writer holds the file's advisory lock (one writer process per results file) until
     :meth:`close`, the end of a ``with`` block, its garbage collection or the end of the process."""
 
-    def __init__(self, path: Path, schema: Schema, columns: Sequence[str], done: set[tuple],
-                 header: dict, to_row: Callable[[Any], dict] | None = None):
-        self.path, self.schema, self.columns, self.done, self.header = path, schema, tuple(columns), done, header
+    def __init__(
+        self,
+        path: Path,
+        schema: Schema,
+        columns: Sequence[str],
+        done: set[tuple],
+        header: dict,
+        to_row: Callable[[Any], dict] | None = None,
+    ):
+        self.path, self.schema, self.columns, self.done, self.header = (
+            path,
+            schema,
+            tuple(columns),
+            done,
+            header,
+        )
         self.to_row = to_row
         self._lock = ""
 
@@ -732,8 +883,10 @@ class ResultsWriter:
             if set(r) != set(self.columns):
                 extra = sorted(set(r) - set(self.columns))
                 lack = sorted(set(self.columns) - set(r))
-                raise ResultsFileError(f"{self.path}: a row to append does not match the columns "
-                                       f"(missing {lack}, unknown {extra})")
+                raise ResultsFileError(
+                    f"{self.path}: a row to append does not match the columns "
+                    f"(missing {lack}, unknown {extra})"
+                )
             w.writerow([_fmt(r[c], self.schema.type_of(c), c) for c in self.columns])
             key = self.schema.key_of(r)
             if key in self.done or key in keys:
@@ -744,7 +897,9 @@ class ResultsWriter:
         try:
             fd = os.open(str(self.path), os.O_WRONLY | os.O_APPEND)
         except OSError as exc:
-            raise ResultsFileError(f"{self.path}: cannot be written ({exc.strerror or exc})") from None
+            raise ResultsFileError(
+                f"{self.path}: cannot be written ({exc.strerror or exc})"
+            ) from None
         try:
             view = memoryview(data)
             while view:
@@ -752,15 +907,24 @@ class ResultsWriter:
                 view = view[n:]
             os.fsync(fd)
         except OSError as exc:
-            raise ResultsFileError(f"{self.path}: writing a row failed ({exc.strerror or exc})") from None
+            raise ResultsFileError(
+                f"{self.path}: writing a row failed ({exc.strerror or exc})"
+            ) from None
         finally:
             os.close(fd)
         self.done.update(keys)
 
 
-def open_results(path, schema: Schema, config: dict, *, environment: dict | None = None,
-                 notes: str | None = None, report: Callable[[str], None] | None = None,
-                 to_row: Callable[[Any], dict] | None = None) -> ResultsWriter:
+def open_results(
+    path,
+    schema: Schema,
+    config: dict,
+    *,
+    environment: dict | None = None,
+    notes: str | None = None,
+    report: Callable[[str], None] | None = None,
+    to_row: Callable[[Any], dict] | None = None,
+) -> ResultsWriter:
     """Open the results file at ``path`` for a run with configuration ``config`` (every field of the
     run's config, as a JSON-able dict) and ``environment`` (default :func:`environment` on the CPU).
 
@@ -783,7 +947,9 @@ def open_results(path, schema: Schema, config: dict, *, environment: dict | None
     if path.is_dir():
         raise ResultsFileError(f"{path}: is a directory, not a results file")
     if not path.parent.is_dir():
-        raise ResultsFileError(f"{path}: cannot create the results file (no directory {path.parent})")
+        raise ResultsFileError(
+            f"{path}: cannot create the results file (no directory {path.parent})"
+        )
     key = _acquire(path)
     try:
         writer = _open_locked(path, schema, config, env, notes, report, to_row)
@@ -796,8 +962,12 @@ def open_results(path, schema: Schema, config: dict, *, environment: dict | None
 
 def _open_locked(path, schema, config, env, notes, report, to_row) -> ResultsWriter:
     if not path.exists():
-        header = {"experiment": schema.experiment, "key": list(schema.key), "config": config,
-                  "environment": _normal(env)}
+        header = {
+            "experiment": schema.experiment,
+            "key": list(schema.key),
+            "config": config,
+            "environment": _normal(env),
+        }
         if notes:
             header["notes"] = notes
         _atomic_create(path, _header_text(header, schema.names))
@@ -806,27 +976,35 @@ def _open_locked(path, schema, config, env, notes, report, to_row) -> ResultsWri
     recorded = table.environment
     unrecorded = [k for k in env if k not in recorded]
     diffs = _differences(table.config, config) + _differences(
-        recorded, {k: v for k, v in env.items() if k in recorded})
+        recorded, {k: v for k, v in env.items() if k in recorded}
+    )
     if diffs:
         raise ResultsFileError(
             f"{path}: this run's configuration differs from the one recorded in the file in {len(diffs)} "
             f"field{'s' if len(diffs) > 1 else ''}: {', '.join(diffs)}; resume with the recorded "
-            f"configuration or write to a new file")
+            f"configuration or write to a new file"
+        )
     lack = [c for c in schema.names if c not in table.columns]
     if lack:
-        raise ResultsFileError(f"{path}: the file lacks column(s) {lack} that this genbound writes; "
-                               f"write to a new file")
+        raise ResultsFileError(
+            f"{path}: the file lacks column(s) {lack} that this genbound writes; "
+            f"write to a new file"
+        )
     if not os.access(path, os.W_OK):
         raise ResultsFileError(f"{path}: cannot be written (permission denied)")
     if unrecorded:
-        (report or _warn)(f"{path}: the file does not record {', '.join(unrecorded)} (written by an older "
-                          f"genbound); resuming without comparing them")
+        (report or _warn)(
+            f"{path}: the file does not record {', '.join(unrecorded)} (written by an older "
+            f"genbound); resuming without comparing them"
+        )
     if table.incomplete is not None:
         (report or _warn)(table.incomplete)
         try:
             os.truncate(path, table.complete_bytes)
         except OSError as exc:
-            raise ResultsFileError(f"{path}: cannot drop the unfinished last row ({exc.strerror or exc})") from None
+            raise ResultsFileError(
+                f"{path}: cannot drop the unfinished last row ({exc.strerror or exc})"
+            ) from None
     return ResultsWriter(path, schema, table.columns, set(table.keys), table.header, to_row)
 
 
@@ -847,8 +1025,13 @@ def attach_header(path, schema: Schema, config: dict, environment: dict, *, note
     cols = _split_csv(first)
     if set(cols) != set(schema.names):
         raise ResultsFileError(f"{path}: columns {cols} do not match the schema {schema.names}")
-    header = {"experiment": schema.experiment, "key": list(schema.key), "config": _normal(dict(config)),
-              "environment": _normal(dict(environment)), "notes": notes}
+    header = {
+        "experiment": schema.experiment,
+        "key": list(schema.key),
+        "config": _normal(dict(config)),
+        "environment": _normal(dict(environment)),
+        "notes": notes,
+    }
     head = _header_text(header, cols)
     _atomic_create(path, head + rest)
     read_results(path, schema)
@@ -876,19 +1059,29 @@ def merge_results(paths, out, schema: Schema, *, same_except: Sequence[str] | No
     rows = {}
     for t in tables:
         if t.header != head:
-            raise ResultsFileError(f"{t.path}: its header (configuration or environment) differs from "
-                                   f"{tables[0].path}'s; only shards of one run can be merged")
+            raise ResultsFileError(
+                f"{t.path}: its header (configuration or environment) differs from "
+                f"{tables[0].path}'s; only shards of one run can be merged"
+            )
         if t.incomplete:
             raise ResultsFileError(f"{t.path}: ends in an unfinished row ({t.incomplete})")
         for r in t.rows:
             key = tuple(r[k] for k in schema.key)
             if key in rows:
                 if same_except is None:
-                    raise ResultsFileError(f"{t.path}: the row {dict(zip(schema.key, key))} is in two files")
-                differ = [c for c in tables[0].columns if c not in same_except and not _same(rows[key][c], r[c])]
+                    raise ResultsFileError(
+                        f"{t.path}: the row {dict(zip(schema.key, key))} is in two files"
+                    )
+                differ = [
+                    c
+                    for c in tables[0].columns
+                    if c not in same_except and not _same(rows[key][c], r[c])
+                ]
                 if differ:
-                    raise ResultsFileError(f"{t.path}: the row {dict(zip(schema.key, key))} is in two files "
-                                           f"and they differ in {differ}")
+                    raise ResultsFileError(
+                        f"{t.path}: the row {dict(zip(schema.key, key))} is in two files "
+                        f"and they differ in {differ}"
+                    )
                 continue
             rows[key] = r
     buf = io.StringIO()

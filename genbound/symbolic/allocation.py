@@ -16,8 +16,13 @@ from __future__ import annotations
 
 import sympy as sp
 
-__all__ = ["ALLOCATION_EXPONENTS", "lagrange_solution", "optimal_value", "verify_allocation",
-           "verify_second_order"]
+__all__ = [
+    "ALLOCATION_EXPONENTS",
+    "lagrange_solution",
+    "optimal_value",
+    "verify_allocation",
+    "verify_second_order",
+]
 
 #: ``(exponent of c_j, exponent of a_j, outer power)`` in ``(sum_j c_j^{1/3} a_j^{2/3})^3``.
 ALLOCATION_EXPONENTS = (sp.Rational(1, 3), sp.Rational(2, 3), sp.Integer(3))

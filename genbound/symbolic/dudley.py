@@ -24,14 +24,37 @@ from __future__ import annotations
 
 import sympy as sp
 
-__all__ = ["alpha", "eps", "m", "c", "A", "Lam", "k", "C", "DUDLEY_ALPHA_COEF", "DUDLEY_INTEGRAL_COEF",
-           "dudley_constants", "inverse_square_alpha_coef", "parametric_alpha_denominator",
-           "inverse_square_objective", "inverse_square_alpha", "inverse_square_value",
-           "parametric_antiderivative", "parametric_alpha", "parametric_objective",
-           "verify_parametric_antiderivative", "verify_dudley_telescoping", "verify_inverse_square_convex",
-           "verify_sqrt_split", "log_m_rate", "capacity_derivation", "verify_capacity_bound"]
+__all__ = [
+    "alpha",
+    "eps",
+    "m",
+    "c",
+    "A",
+    "Lam",
+    "k",
+    "C",
+    "DUDLEY_ALPHA_COEF",
+    "DUDLEY_INTEGRAL_COEF",
+    "dudley_constants",
+    "inverse_square_alpha_coef",
+    "parametric_alpha_denominator",
+    "inverse_square_objective",
+    "inverse_square_alpha",
+    "inverse_square_value",
+    "parametric_antiderivative",
+    "parametric_alpha",
+    "parametric_objective",
+    "verify_parametric_antiderivative",
+    "verify_dudley_telescoping",
+    "verify_inverse_square_convex",
+    "verify_sqrt_split",
+    "log_m_rate",
+    "capacity_derivation",
+    "verify_capacity_bound",
+]
 
 alpha, eps, m, c, A, Lam, k, C = sp.symbols("alpha epsilon m c A Lambda k C", positive=True)
+
 
 def dudley_constants() -> tuple[sp.Expr, sp.Expr]:
     """Derive the constants ``(4, 12)`` of :prf:ref:`thm-dudley` from the chaining proof.
@@ -47,13 +70,13 @@ def dudley_constants() -> tuple[sp.Expr, sp.Expr]:
 
     j = sp.Symbol("j", integer=True, nonnegative=True)
     e = lambda i: c * sp.Integer(2) ** (-i)  # noqa: E731
-    L = sp.Symbol("L", positive=True)                       # log N_j
-    link = sp.simplify((e(j) + e(j - 1)) / e(j))            # = 3
+    L = sp.Symbol("L", positive=True)  # log N_j
+    link = sp.simplify((e(j) + e(j - 1)) / e(j))  # = 3
     massart = srad.massart_bound().subs({srad.r: link * e(j), srad.N: sp.exp(2 * L)})
     per_scale = sp.simplify(massart / (e(j) * sp.sqrt(L)))  # = 6: link * sqrt(2 * 2)
     K = sp.Symbol("K", positive=True)
     integral_coef = sp.solve(sp.Eq(per_scale * e(j), K * (e(j) - e(j + 1))), K)[0]
-    x = sp.Symbol("x", positive=True)                       # eps_{N+1}
+    x = sp.Symbol("x", positive=True)  # eps_{N+1}
     remainder = sp.maximum(2 * x, x, sp.Interval.Lopen(alpha, 2 * alpha))
     return sp.simplify(remainder / alpha), sp.simplify(integral_coef)
 
@@ -75,7 +98,10 @@ def verify_dudley_telescoping() -> bool:
 def verify_sqrt_split() -> bool:
     """``(sqrt(A)/eps + sqrt(Lambda))^2 - (A/eps^2 + Lambda) = 2 sqrt(A Lambda)/eps >= 0``."""
     diff = sp.expand((sp.sqrt(A) / eps + sp.sqrt(Lam)) ** 2 - (A / eps**2 + Lam))
-    return sp.simplify(diff - 2 * sp.sqrt(A) * sp.sqrt(Lam) / eps) == 0 and diff.is_nonnegative is not False
+    return (
+        sp.simplify(diff - 2 * sp.sqrt(A) * sp.sqrt(Lam) / eps) == 0
+        and diff.is_nonnegative is not False
+    )
 
 
 def inverse_square_objective():
@@ -83,7 +109,9 @@ def inverse_square_objective():
     objective with the relaxed integrand ``sqrt(A)/eps + sqrt(Lambda)``, integrated in closed form."""
     integrand = sp.sqrt(A) / eps + sp.sqrt(Lam)
     integral = sp.integrate(integrand, (eps, alpha, c / 2))
-    return DUDLEY_ALPHA_COEF * alpha + DUDLEY_INTEGRAL_COEF / sp.sqrt(m) * sp.expand_log(integral, force=True)
+    return DUDLEY_ALPHA_COEF * alpha + DUDLEY_INTEGRAL_COEF / sp.sqrt(m) * sp.expand_log(
+        integral, force=True
+    )
 
 
 def inverse_square_alpha():
@@ -131,7 +159,12 @@ def verify_parametric_antiderivative() -> bool:
     """Differentiate :func:`parametric_antiderivative` and compare with the integrand (``eps = C e^{-u}``)."""
     u = sp.Symbol("u", positive=True)
     dF = sp.diff(parametric_antiderivative(), eps).subs(eps, C * sp.exp(-u))
-    return sp.simplify(sp.expand_log(dF - sp.sqrt(sp.log(C / eps)).subs(eps, C * sp.exp(-u)), force=True)) == 0
+    return (
+        sp.simplify(
+            sp.expand_log(dF - sp.sqrt(sp.log(C / eps)).subs(eps, C * sp.exp(-u)), force=True)
+        )
+        == 0
+    )
 
 
 def parametric_objective(upper=None):
@@ -139,7 +172,8 @@ def parametric_objective(upper=None):
     F = parametric_antiderivative()
     upper = sp.Min(c / 2, C) if upper is None else upper
     return DUDLEY_ALPHA_COEF * alpha + DUDLEY_INTEGRAL_COEF * sp.sqrt(k) / sp.sqrt(m) * (
-        F.subs(eps, upper) - F.subs(eps, alpha))
+        F.subs(eps, upper) - F.subs(eps, alpha)
+    )
 
 
 def parametric_alpha_denominator():
@@ -153,7 +187,9 @@ def parametric_alpha_denominator():
 
 def parametric_alpha():
     """Solve ``4 = 12/sqrt(m) sqrt(k log(C/alpha))`` for ``alpha``: ``C exp(-m/(9k))``."""
-    eq = sp.Eq(DUDLEY_ALPHA_COEF, DUDLEY_INTEGRAL_COEF / sp.sqrt(m) * sp.sqrt(k * sp.log(C / alpha)))
+    eq = sp.Eq(
+        DUDLEY_ALPHA_COEF, DUDLEY_INTEGRAL_COEF / sp.sqrt(m) * sp.sqrt(k * sp.log(C / alpha))
+    )
     sol = sp.solve(eq, alpha)
     return sp.simplify(sol[0])
 
@@ -191,7 +227,8 @@ def verify_capacity_bound() -> bool:
     m0 = 36 * A / c**2
     gap = sp.simplify(sp.expand_log(cap * ell - E, force=True))
     want = sp.expand_log(6 * c * sp.sqrt(Lam) * sp.log(sp.sqrt(m / m0)), force=True)
-    exact = sp.simplify(sp.expand_log(E.subs(Lam, 0) - sp.sqrt(m) * inverse_square_value().subs(Lam, 0),
-                                      force=True))
+    exact = sp.simplify(
+        sp.expand_log(E.subs(Lam, 0) - sp.sqrt(m) * inverse_square_value().subs(Lam, 0), force=True)
+    )
     below = sp.simplify(4 * c / 2 - 12 * sp.sqrt(A) / sp.sqrt(m)).subs(m, m0 / 4)
     return sp.simplify(gap - want) == 0 and exact == 0 and bool(below < 0)

@@ -19,10 +19,21 @@ from __future__ import annotations
 
 import sympy as sp
 
-__all__ = ["binary_kl", "kl_inverse_at_zero", "pinsker_constant", "verify_pinsker_derivative",
-           "verify_small_kl_derivative", "small_kl_root", "verify_gibbs_attains_change_of_measure",
-           "verify_bernoulli_mgf_term", "gaussian_kl_1d", "verify_gaussian_kl_1d", "isotropic_optimum",
-           "verify_binomial_beta_identity", "verify_union_bookkeeping"]
+__all__ = [
+    "binary_kl",
+    "kl_inverse_at_zero",
+    "pinsker_constant",
+    "verify_pinsker_derivative",
+    "verify_small_kl_derivative",
+    "small_kl_root",
+    "verify_gibbs_attains_change_of_measure",
+    "verify_bernoulli_mgf_term",
+    "gaussian_kl_1d",
+    "verify_gaussian_kl_1d",
+    "isotropic_optimum",
+    "verify_binomial_beta_identity",
+    "verify_union_bookkeeping",
+]
 
 q, p, c = sp.symbols("q p c", positive=True)
 
@@ -100,7 +111,7 @@ def gaussian_kl_1d() -> sp.Expr:
     """``KL(N(m1, s1^2) || N(m2, s2^2))`` by integrating ``q ln(q/p)`` over the line."""
     x, m1, m2 = sp.symbols("x m1 m2", real=True)
     s1, s2 = sp.symbols("s1 s2", positive=True)
-    dens = lambda m, s: sp.exp(-(x - m) ** 2 / (2 * s**2)) / (s * sp.sqrt(2 * sp.pi))  # noqa: E731
+    dens = lambda m, s: sp.exp(-((x - m) ** 2) / (2 * s**2)) / (s * sp.sqrt(2 * sp.pi))  # noqa: E731
     log_ratio = sp.expand(sp.expand_log(sp.log(dens(m1, s1)) - sp.log(dens(m2, s2)), force=True))
     return sp.simplify(sp.integrate(dens(m1, s1) * log_ratio, (x, -sp.oo, sp.oo)))
 
@@ -133,7 +144,11 @@ def verify_binomial_beta_identity(n_max: int = 8) -> bool:
     for n in range(1, n_max + 1):
         for k in range(n):
             cdf = sum(sp.binomial(n, i) * p**i * (1 - p) ** (n - i) for i in range(k + 1))
-            beta = sp.integrate(t ** (n - k - 1) * (1 - t) ** k, (t, 0, 1 - p)) * sp.factorial(n) / (sp.factorial(n - k - 1) * sp.factorial(k))
+            beta = (
+                sp.integrate(t ** (n - k - 1) * (1 - t) ** k, (t, 0, 1 - p))
+                * sp.factorial(n)
+                / (sp.factorial(n - k - 1) * sp.factorial(k))
+            )
             if sp.simplify(sp.expand(cdf - beta)) != 0:
                 return False
             der = -n * sp.binomial(n - 1, k) * p**k * (1 - p) ** (n - 1 - k)
@@ -149,4 +164,7 @@ def verify_union_bookkeeping() -> bool:
     j = sp.Symbol("j", positive=True, integer=True)
     delta, delta_mc = sp.symbols("delta delta_mc", positive=True)
     grid = sp.summation(delta / K, (j, 1, K))
-    return bool(sp.simplify(grid - delta) == 0 and sp.simplify(1 - (grid + delta_mc) - (1 - delta - delta_mc)) == 0)
+    return bool(
+        sp.simplify(grid - delta) == 0
+        and sp.simplify(1 - (grid + delta_mc) - (1 - delta - delta_mc)) == 0
+    )

@@ -17,15 +17,39 @@ from __future__ import annotations
 
 import sympy as sp
 
-__all__ = ["R", "b", "m", "delta", "t", "lam", "c", "r", "N", "B", "d", "colnorm", "gamma",
-           "mcdiarmid_deviation", "generalization_gap", "gap_coefficients", "massart_bound",
-           "l1_linear_bound", "verify_chernoff_exponent", "verify_massart_optimum",
-           "verify_gap_constants", "verify_ramp_slope", "l2_second_moment", "verify_l2_second_moment",
-           "chernoff_exponent_coef", "sup_norm_atoms",
-           "verify_sup_norm_atoms"]
+__all__ = [
+    "R",
+    "b",
+    "m",
+    "delta",
+    "t",
+    "lam",
+    "c",
+    "r",
+    "N",
+    "B",
+    "d",
+    "colnorm",
+    "gamma",
+    "mcdiarmid_deviation",
+    "generalization_gap",
+    "gap_coefficients",
+    "massart_bound",
+    "l1_linear_bound",
+    "verify_chernoff_exponent",
+    "verify_massart_optimum",
+    "verify_gap_constants",
+    "verify_ramp_slope",
+    "l2_second_moment",
+    "verify_l2_second_moment",
+    "chernoff_exponent_coef",
+    "sup_norm_atoms",
+    "verify_sup_norm_atoms",
+]
 
 R, b, m, delta, t, lam, c, r, N, B, d, colnorm, gamma = sp.symbols(
-    "R b m delta t lambda c r N B d colnorm gamma", positive=True)
+    "R b m delta t lambda c r N B d colnorm gamma", positive=True
+)
 
 
 def mcdiarmid_deviation(conf=None, diffs=None):
@@ -76,8 +100,11 @@ def verify_chernoff_exponent() -> bool:
     the exponent of :prf:ref:`lem-mcdiarmid`)."""
     expo = -lam * t + lam**2 * c**2 / 8
     crit = sp.solve(sp.diff(expo, lam), lam)
-    return (len(crit) == 1 and sp.simplify(expo.subs(lam, crit[0]) + 2 * t**2 / c**2) == 0
-            and sp.diff(expo, lam, 2).is_positive)
+    return (
+        len(crit) == 1
+        and sp.simplify(expo.subs(lam, crit[0]) + 2 * t**2 / c**2) == 0
+        and sp.diff(expo, lam, 2).is_positive
+    )
 
 
 def chernoff_exponent_coef():
@@ -116,8 +143,10 @@ def verify_ramp_slope() -> bool:
     """On its sloped piece the ramp loss ``1 - y f/gamma`` has derivative of absolute value ``1/gamma``."""
     f, y = sp.symbols("f y", real=True)
     slope = sp.diff(1 - y * f / gamma, f)
-    return sp.simplify(sp.Abs(slope).subs(y, 1) - 1 / gamma) == 0 and \
-        sp.simplify(sp.Abs(slope).subs(y, -1) - 1 / gamma) == 0
+    return (
+        sp.simplify(sp.Abs(slope).subs(y, 1) - 1 / gamma) == 0
+        and sp.simplify(sp.Abs(slope).subs(y, -1) - 1 / gamma) == 0
+    )
 
 
 def sup_norm_atoms():
@@ -155,5 +184,10 @@ def verify_l2_second_moment(n_points: int = 3, dim: int = 2) -> bool:
     """:func:`l2_second_moment` equals ``sum_i ||x_i||^2`` (cross terms average out): with Jensen,
     ``E ||X^T sigma||_2 <= sqrt(sum_i ||x_i||^2)``, the right side of :prf:ref:`cor-l2-linear-rademacher`."""
     X = sp.Matrix(n_points, dim, lambda i, j: sp.Symbol(f"x{i}{j}", real=True))
-    return sp.expand(l2_second_moment(n_points, dim) - sum(X[i, j] ** 2 for i in range(n_points)
-                                                              for j in range(dim))) == 0
+    return (
+        sp.expand(
+            l2_second_moment(n_points, dim)
+            - sum(X[i, j] ** 2 for i in range(n_points) for j in range(dim))
+        )
+        == 0
+    )

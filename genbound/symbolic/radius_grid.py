@@ -27,8 +27,8 @@ def prior_normaliser() -> sp.Expr:
 
     The series telescopes (``1/((i+1)(i+2)) = 1/(i+1) - 1/(i+2)``); sympy sums it in closed form.
     """
-    tail = sp.summation(1 / ((_i + 1) * (_i + 2)), (_i, 1, sp.oo))          # i >= 1, one side
-    total = sp.Rational(1, 2) + 2 * tail                                    # i = 0 plus both sides
+    tail = sp.summation(1 / ((_i + 1) * (_i + 2)), (_i, 1, sp.oo))  # i >= 1, one side
+    total = sp.Rational(1, 2) + 2 * tail  # i = 0 plus both sides
     return sp.nsimplify(1 / total)
 
 
@@ -51,6 +51,9 @@ def verify_rounding_factor() -> bool:
     ``N = base^(k - f)``, ``k`` an integer and ``0 <= f < 1``, the grid point ``base^k`` divided by
     ``N`` is ``base^f``, which lies in ``[1, base)``; sympy checks the identity and the endpoint values."""
     base, f, k = sp.symbols("base f k", positive=True)
-    ratio = sp.simplify(base**k / base**(k - f))
-    return bool(sp.simplify(ratio - base**f) == 0 and ratio.subs(f, 0) == 1
-                and sp.limit(ratio, f, 1, dir="-") == base)
+    ratio = sp.simplify(base**k / base ** (k - f))
+    return bool(
+        sp.simplify(ratio - base**f) == 0
+        and ratio.subs(f, 0) == 1
+        and sp.limit(ratio, f, 1, dir="-") == base
+    )

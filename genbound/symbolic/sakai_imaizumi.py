@@ -24,17 +24,60 @@ from __future__ import annotations
 import sympy as sp
 
 __all__ = [
-    "p", "tau", "eps", "M", "S", "N", "B", "D", "C_QK", "C_V", "C_in", "C_out", "L_phi",
-    "threshold_objective", "optimal_threshold", "c_p", "per_matrix_closed_form",
-    "verify_threshold_optimum", "verify_threshold_convex", "verify_cp_limits", "verify_cp_increasing",
-    "entropy_objective", "entropy_optimal_threshold", "k_p", "entropy_closed_form",
-    "verify_entropy_optimum", "verify_cp_equals_kp", "dudley_integral", "verify_dudley_integral",
-    "entropy_exponent", "verify_entropy_exponent_range", "capacity_factor", "verify_capacity_factor",
-    "SOFTMAX_L1_CONSTANT", "SCORE_OCCURRENCES", "head_sensitivity", "head_lipschitz", "verify_head_lipschitz",
-    "ffn_sensitivity", "layer_lipschitz", "gamma_derived", "GAMMA_STATED", "verify_gamma_derivation",
-    "gamma_authors", "gamma_ratio",
-    "log_term", "dlog_term_dp", "verify_dlog_term_dp", "verify_dlog_term_dp_full", "grid_size", "grid_rounding_cost",
-    "p0_gap_lower_bound", "verify_p0_gap", "p0_scale_threshold",
+    "p",
+    "tau",
+    "eps",
+    "M",
+    "S",
+    "N",
+    "B",
+    "D",
+    "C_QK",
+    "C_V",
+    "C_in",
+    "C_out",
+    "L_phi",
+    "threshold_objective",
+    "optimal_threshold",
+    "c_p",
+    "per_matrix_closed_form",
+    "verify_threshold_optimum",
+    "verify_threshold_convex",
+    "verify_cp_limits",
+    "verify_cp_increasing",
+    "entropy_objective",
+    "entropy_optimal_threshold",
+    "k_p",
+    "entropy_closed_form",
+    "verify_entropy_optimum",
+    "verify_cp_equals_kp",
+    "dudley_integral",
+    "verify_dudley_integral",
+    "entropy_exponent",
+    "verify_entropy_exponent_range",
+    "capacity_factor",
+    "verify_capacity_factor",
+    "SOFTMAX_L1_CONSTANT",
+    "SCORE_OCCURRENCES",
+    "head_sensitivity",
+    "head_lipschitz",
+    "verify_head_lipschitz",
+    "ffn_sensitivity",
+    "layer_lipschitz",
+    "gamma_derived",
+    "GAMMA_STATED",
+    "verify_gamma_derivation",
+    "gamma_authors",
+    "gamma_ratio",
+    "log_term",
+    "dlog_term_dp",
+    "verify_dlog_term_dp",
+    "verify_dlog_term_dp_full",
+    "grid_size",
+    "grid_rounding_cost",
+    "p0_gap_lower_bound",
+    "verify_p0_gap",
+    "p0_scale_threshold",
 ]
 
 p = sp.Symbol("p", positive=True)
@@ -44,6 +87,7 @@ C_QK, C_V, C_in, C_out, L_phi = sp.symbols("C_QK C_V C_in C_out L_phi", positive
 
 
 # --------------------------------------------------------------------------- chapter 2: threshold
+
 
 def threshold_objective():
     """``sqrt(N M) tau**(-p/2) + S N tau``: counted part (``sqrt(N r(tau))`` with ``r(tau) <= M tau**(-p)``)
@@ -73,11 +117,29 @@ def _same(a, b) -> bool:
     if diff == 0:
         return True
     # fall back to a high-precision evaluation at several rational points
-    pts = [{p: sp.Rational(1, 7), tau: sp.Rational(3, 5), eps: sp.Rational(1, 9), M: 3, S: 11, N: 5, B: 2,
-            D: sp.Rational(7, 10)},
-           {p: sp.Rational(3, 2), tau: 2, eps: sp.Rational(2, 3), M: sp.Rational(1, 4), S: 7, N: 13, B: 1,
-            D: 3},
-           {p: 2, tau: sp.Rational(1, 3), eps: 5, M: 17, S: sp.Rational(1, 10), N: 2, B: 3, D: 1}]
+    pts = [
+        {
+            p: sp.Rational(1, 7),
+            tau: sp.Rational(3, 5),
+            eps: sp.Rational(1, 9),
+            M: 3,
+            S: 11,
+            N: 5,
+            B: 2,
+            D: sp.Rational(7, 10),
+        },
+        {
+            p: sp.Rational(3, 2),
+            tau: 2,
+            eps: sp.Rational(2, 3),
+            M: sp.Rational(1, 4),
+            S: 7,
+            N: 13,
+            B: 1,
+            D: 3,
+        },
+        {p: 2, tau: sp.Rational(1, 3), eps: 5, M: 17, S: sp.Rational(1, 10), N: 2, B: 3, D: 1},
+    ]
     return all(abs(sp.N(diff.subs(v), 40)) < 1e-30 for v in pts)
 
 
@@ -100,9 +162,11 @@ def verify_threshold_convex() -> bool:
 
 def verify_cp_limits() -> bool:
     """``c_p -> 1`` as ``p -> 0+``, ``c_1 = (3/2) 2**(1/3)`` and ``c_2 = 2``."""
-    return (sp.limit(c_p(), p, 0, "+") == 1
-            and sp.simplify(c_p(1) - sp.Rational(3, 2) * sp.cbrt(2)) == 0
-            and sp.simplify(c_p(2)) == 2)
+    return (
+        sp.limit(c_p(), p, 0, "+") == 1
+        and sp.simplify(c_p(1) - sp.Rational(3, 2) * sp.cbrt(2)) == 0
+        and sp.simplify(c_p(2)) == 2
+    )
 
 
 def verify_cp_increasing() -> bool:
@@ -112,6 +176,7 @@ def verify_cp_increasing() -> bool:
 
 
 # --------------------------------------------------------------------------- chapter 2: entropy form
+
 
 def entropy_objective():
     """Two-piece entropy with the log dropped: ``M N tau**(-p) + (S N tau B / eps)**2``."""
@@ -185,11 +250,15 @@ def verify_capacity_factor() -> bool:
 def verify_entropy_exponent_range() -> bool:
     """``2p/(p+2)`` increases from 0 (``p = 0``) to 1 (``p = 2``), so it stays below 2 and Dudley converges."""
     e = entropy_exponent()
-    return (sp.limit(e, p, 0, "+") == 0 and e.subs(p, 2) == 1
-            and sp.simplify(sp.diff(e, p) - 4 / (p + 2) ** 2) == 0)
+    return (
+        sp.limit(e, p, 0, "+") == 0
+        and e.subs(p, 2) == 1
+        and sp.simplify(sp.diff(e, p) - 4 / (p + 2) ** 2) == 0
+    )
 
 
 # --------------------------------------------------------------------------- chapter 3: peeling
+
 
 def _softmax():
     from . import softmax as ss
@@ -212,7 +281,9 @@ def head_sensitivity(perturbed: str, softmax_constant=None):
     (:func:`genbound.symbolic.softmax.attention_sensitivity` with rows of norm 1, ``C_QK``, ``C_V`` and the
     softmax constant of the authors, :data:`SOFTMAX_L1_CONSTANT`)."""
     k = SOFTMAX_L1_CONSTANT if softmax_constant is None else softmax_constant
-    return _softmax().attention_sensitivity(perturbed, kappa_=k, row=sp.Integer(1), S_QK_=C_QK, S_V_=C_V)
+    return _softmax().attention_sensitivity(
+        perturbed, kappa_=k, row=sp.Integer(1), S_QK_=C_QK, S_V_=C_V
+    )
 
 
 def head_lipschitz(softmax_constant=None):
@@ -263,18 +334,24 @@ def gamma_derived(kind: str, *, gelu: bool = True):
     ``QK`` and ``V`` through the head (:func:`head_sensitivity`) then the FFN (:func:`ffn_sensitivity` of its
     input), ``M_in`` and ``M_out`` through the FFN alone. Result: ``2 L_phi C_V C_in C_out``,
     ``L_phi C_in C_out``, ``L_phi C_out`` and ``C_in`` (GELU; ``L_phi C_in`` for a general ``phi``)."""
-    table = {"QK": lambda: head_sensitivity("QK") * ffn_sensitivity("input", gelu=gelu),
-             "V": lambda: head_sensitivity("V") * ffn_sensitivity("input", gelu=gelu),
-             "M_in": lambda: ffn_sensitivity("M_in", gelu=gelu),
-             "M_out": lambda: ffn_sensitivity("M_out", gelu=gelu)}
+    table = {
+        "QK": lambda: head_sensitivity("QK") * ffn_sensitivity("input", gelu=gelu),
+        "V": lambda: head_sensitivity("V") * ffn_sensitivity("input", gelu=gelu),
+        "M_in": lambda: ffn_sensitivity("M_in", gelu=gelu),
+        "M_out": lambda: ffn_sensitivity("M_out", gelu=gelu),
+    }
     if kind not in table:
         raise KeyError(f"kind must be one of {sorted(table)}, got {kind!r}")
     return sp.expand(table[kind]())
 
 
 #: The sensitivities as the book's lemma states them (checked against :func:`gamma_derived`).
-GAMMA_STATED = {"QK": 2 * L_phi * C_V * C_in * C_out, "V": L_phi * C_in * C_out, "M_in": L_phi * C_out,
-                "M_out": C_in}
+GAMMA_STATED = {
+    "QK": 2 * L_phi * C_V * C_in * C_out,
+    "V": L_phi * C_in * C_out,
+    "M_in": L_phi * C_out,
+    "M_out": C_in,
+}
 
 
 def verify_gamma_derivation() -> bool:
@@ -284,7 +361,9 @@ def verify_gamma_derivation() -> bool:
 
 def gamma_authors(kind: str):
     """The ``gamma`` of the authors' code: ``2 C_V C_out C_in``, ``C_out C_in``, ``C_out``, ``1``."""
-    return {"QK": 2 * C_V * C_out * C_in, "V": C_out * C_in, "M_in": C_out, "M_out": sp.Integer(1)}[kind]
+    return {"QK": 2 * C_V * C_out * C_in, "V": C_out * C_in, "M_in": C_out, "M_out": sp.Integer(1)}[
+        kind
+    ]
 
 
 def gamma_ratio(kind: str, *, gelu: bool = True):
@@ -294,6 +373,7 @@ def gamma_ratio(kind: str, *, gelu: bool = True):
 
 
 # --------------------------------------------------------------------------- chapter 3: the grid
+
 
 def log_term():
     """``log T(p) = [log M + p log S + (p+1) log N] / (p+2)`` (the authors' summand, without ``c_p``)."""
@@ -316,7 +396,9 @@ def verify_dlog_term_dp_full() -> bool:
     follows from ``|M'/M| <= Lambda`` and ``|log M(p)| <= log k + p Lambda``."""
     Mf = sp.Function("M")(p)
     lt = (sp.log(Mf) + p * sp.log(S) + (p + 1) * sp.log(N)) / (p + 2)
-    expected = ((p + 2) * sp.diff(Mf, p) / Mf - sp.log(Mf) + 2 * sp.log(S) + sp.log(N)) / (p + 2) ** 2
+    expected = ((p + 2) * sp.diff(Mf, p) / Mf - sp.log(Mf) + 2 * sp.log(S) + sp.log(N)) / (
+        p + 2
+    ) ** 2
     return sp.simplify(sp.diff(lt, p) - expected) == 0
 
 
@@ -340,12 +422,15 @@ def grid_rounding_cost():
 
 # --------------------------------------------------------------------------- chapter 4: when p = 0 wins
 
+
 def p0_gap_lower_bound():
     """``[log r + p log(sigma_r) + p log S + (p+1) log N]/(p+2) - (log r + log N)/2``: a lower bound on
     ``log T(p) - log T(0)`` for a matrix of rank ``r`` whose smallest nonzero singular value is ``sigma_r``
     (it uses ``sum_i sigma_i**p >= r sigma_r**p``)."""
     r, sr = sp.symbols("r sigma_r", positive=True)
-    return (sp.log(r) + p * sp.log(sr) + p * sp.log(S) + (p + 1) * sp.log(N)) / (p + 2) - (sp.log(r) + sp.log(N)) / 2
+    return (sp.log(r) + p * sp.log(sr) + p * sp.log(S) + (p + 1) * sp.log(N)) / (p + 2) - (
+        sp.log(r) + sp.log(N)
+    ) / 2
 
 
 def verify_p0_gap() -> bool:

@@ -9,8 +9,15 @@ from __future__ import annotations
 
 import sympy as sp
 
-__all__ = ["sigma", "tau", "p", "verify_power_split", "verify_rank_limit", "verify_decreasing_in_p",
-           "verify_markov_step"]
+__all__ = [
+    "sigma",
+    "tau",
+    "p",
+    "verify_power_split",
+    "verify_rank_limit",
+    "verify_decreasing_in_p",
+    "verify_markov_step",
+]
 
 sigma, tau = sp.symbols("sigma tau", positive=True)
 p = sp.Symbol("p", nonnegative=True)

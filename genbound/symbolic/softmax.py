@@ -21,10 +21,23 @@ from __future__ import annotations
 
 import sympy as sp
 
-__all__ = ["KAPPA_LINF_L1", "KAPPA_L2", "KAPPA_EDELMAN", "verify_linf_l1_identity", "verify_l2_half",
-           "attention_lipschitz", "no_global_lower_bound", "verify_sigmoid_lower", "softmax_triangle_constant",
-           "bound_terms", "attention_derivative", "attention_sensitivity", "score_occurrences",
-           "verify_attention_lipschitz_form", "SCORE_OCCURRENCES"]
+__all__ = [
+    "KAPPA_LINF_L1",
+    "KAPPA_L2",
+    "KAPPA_EDELMAN",
+    "verify_linf_l1_identity",
+    "verify_l2_half",
+    "attention_lipschitz",
+    "no_global_lower_bound",
+    "verify_sigmoid_lower",
+    "softmax_triangle_constant",
+    "bound_terms",
+    "attention_derivative",
+    "attention_sensitivity",
+    "score_occurrences",
+    "verify_attention_lipschitz_form",
+    "SCORE_OCCURRENCES",
+]
 
 P, a = sp.symbols("P a", real=True)
 S_V, S_QK, B, kappa = sp.symbols("S_V S_QK B kappa", positive=True)
@@ -76,7 +89,7 @@ def softmax_triangle_constant():
     >>> softmax_triangle_constant()
     2
     """
-    first = sp.Integer(1)                                   # sum_i p_i |s_i| = sum_i p_i on the simplex
+    first = sp.Integer(1)  # sum_i p_i |s_i| = sum_i p_i on the simplex
     second = sp.maximum(sp.Abs(a), a, sp.Interval(-1, 1))  # |p.s| <= 1
     return first + second
 
@@ -100,7 +113,11 @@ def attention_derivative(perturbed: str):
     Returns ``(d s_t, d value_t)`` at ``e = 0``, in the perturbation directions ``dx_i, dx_t, dq, dv`` (each of
     norm at most 1 per unit of perturbation)."""
     xi, xt, q, v, dxi, dxt, dq, dv = sp.symbols("x_i x_t q v dx_i dx_t dq dv", real=True)
-    shift = {"X": {xi: xi + _e * dxi, xt: xt + _e * dxt}, "QK": {q: q + _e * dq}, "V": {v: v + _e * dv}}
+    shift = {
+        "X": {xi: xi + _e * dxi, xt: xt + _e * dxt},
+        "QK": {q: q + _e * dq},
+        "V": {v: v + _e * dv},
+    }
     if perturbed not in shift:
         raise KeyError(f"perturbed must be one of {sorted(shift)}, got {perturbed!r}")
     score, value = xi * q * xt, xt * v
@@ -159,7 +176,9 @@ def verify_sigmoid_lower() -> bool:
     g = sp.tanh(y) - (y - y**3 / 3)
     dg = sp.simplify(sp.diff(g, y))  # = y^2 - tanh(y)^2 >= 0 since tanh(y) <= y
     dg_ok = sp.simplify(dg - (y**2 - sp.tanh(y) ** 2)) == 0
-    series_ok = sp.simplify(sp.series(sp.tanh(x / 2) / 2, x, 0, 4).removeO() - (x / 4 - x**3 / 48)) == 0
+    series_ok = (
+        sp.simplify(sp.series(sp.tanh(x / 2) / 2, x, 0, 4).removeO() - (x / 4 - x**3 / 48)) == 0
+    )
     return bool(ident_ok and dg_ok and g.subs(y, 0) == 0 and series_ok)
 
 

@@ -30,12 +30,29 @@ from __future__ import annotations
 import sympy as sp
 
 __all__ = [
-    "x", "p", "tau", "M", "S", "N",
-    "gelu", "gelu_slope", "gelu_slope_sup", "verify_gelu_slope_sup", "L_phi_two_decimals",
-    "threshold_min_value", "term_exponents", "log_term", "verify_term_exponents",
-    "grid_m", "grid_points",
-    "attention_qk_factor", "gamma_qk_factor",
-    "edelman_allocation", "verify_edelman_allocation", "EDELMAN_INNER_EXPONENT", "EDELMAN_OUTER_EXPONENT",
+    "x",
+    "p",
+    "tau",
+    "M",
+    "S",
+    "N",
+    "gelu",
+    "gelu_slope",
+    "gelu_slope_sup",
+    "verify_gelu_slope_sup",
+    "L_phi_two_decimals",
+    "threshold_min_value",
+    "term_exponents",
+    "log_term",
+    "verify_term_exponents",
+    "grid_m",
+    "grid_points",
+    "attention_qk_factor",
+    "gamma_qk_factor",
+    "edelman_allocation",
+    "verify_edelman_allocation",
+    "EDELMAN_INNER_EXPONENT",
+    "EDELMAN_OUTER_EXPONENT",
 ]
 
 x = sp.Symbol("x", real=True)
@@ -46,12 +63,13 @@ M, S, N = sp.symbols("M S N", positive=True)
 
 # ------------------------------------------------------------------------------------ GELU slope
 
+
 def _Phi(z):
     return (1 + sp.erf(z / sp.sqrt(2))) / 2
 
 
 def _phi(z):
-    return sp.exp(-z**2 / 2) / sp.sqrt(2 * sp.pi)
+    return sp.exp(-(z**2) / 2) / sp.sqrt(2 * sp.pi)
 
 
 def gelu():
@@ -90,6 +108,7 @@ def L_phi_two_decimals():
 
 # ------------------------------------------------------------------------------------ exponents of T(p)
 
+
 def threshold_min_value():
     """``min_tau sqrt(N M tau^-p) + S N tau`` in closed form (sympy solves the stationarity equation)."""
     f = sp.sqrt(N * M * tau ** (-p)) + S * N * tau
@@ -119,13 +138,17 @@ def verify_term_exponents() -> bool:
     """The exponents are ``1/(p+2)``, ``p/(p+2)``, ``(p+1)/(p+2)``, and at ``p = 0`` the term is
     ``sqrt(M N)`` (``M`` = rank: parameter counting)."""
     e = term_exponents()
-    ok = (sp.simplify(e["M"] - 1 / (p + 2)) == 0 and sp.simplify(e["S"] - p / (p + 2)) == 0
-          and sp.simplify(e["N"] - (p + 1) / (p + 2)) == 0)
+    ok = (
+        sp.simplify(e["M"] - 1 / (p + 2)) == 0
+        and sp.simplify(e["S"] - p / (p + 2)) == 0
+        and sp.simplify(e["N"] - (p + 1) / (p + 2)) == 0
+    )
     at0 = sp.simplify(sp.exp(log_term()).subs(p, 0) - sp.sqrt(M * N)) == 0
     return bool(ok and at0)
 
 
 # ------------------------------------------------------------------------------------ the grid
+
 
 def grid_m(L, hidden):
     """``m = ceil(L + ln max(N, 2))`` as an exact sympy integer."""
@@ -139,6 +162,7 @@ def grid_points(L, hidden, m=None) -> list:
 
 
 # ------------------------------------------------------------------------------------ Lipschitz factors
+
 
 def attention_qk_factor():
     """The coefficient ``4`` of ``C_V C_QK`` in a head's Lipschitz factor ``C_V (1 + 4 C_QK)``.
@@ -186,7 +210,7 @@ def verify_edelman_allocation(n: int = 3) -> bool:
     value = sp.simplify(sum(ai / ei**2 for ai, ei in zip(a, eps_i)) - best) == 0
     c = sp.symbols(f"c0:{n}", positive=True)
     root = sp.sqrt(best.subs({ai: ci**2 for ai, ci in zip(a, c)}) * e**2)
-    target = sum(ci ** EDELMAN_INNER_EXPONENT for ci in c) ** EDELMAN_OUTER_EXPONENT
+    target = sum(ci**EDELMAN_INNER_EXPONENT for ci in c) ** EDELMAN_OUTER_EXPONENT
     exps = sp.simplify(root - target) == 0
     # convexity of each a_i / eps_i^2 in eps_i makes the stationary point the minimum
     convex = all(sp.simplify(sp.diff(ai / e**2, e, 2)).is_positive for ai in a)

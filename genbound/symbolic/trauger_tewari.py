@@ -26,12 +26,34 @@ from __future__ import annotations
 
 import sympy as sp
 
-__all__ = ["L_sigma", "kappa", "B_X", "B_w", "T", "m", "layer_lipschitz", "layer_error",
-           "unrolled_sensitivities", "verify_unrolling", "cover_constant", "single_layer_C1",
-           "single_layer_C1_factored", "verify_single_layer_factorisation", "verify_bias_absorption",
-           "zhang_log_cover", "edelman_single_layer_sensitivities", "aug",
-           "MARGIN_LIPSCHITZ_MULTICLASS", "PROPER_FACTOR", "LOSS_DIAMETER", "tt_bound_value",
-           "edelman_bound_parts", "zhang_smooth_log_cover", "ZHANG_LEADING", "tt_loss_cover"]
+__all__ = [
+    "L_sigma",
+    "kappa",
+    "B_X",
+    "B_w",
+    "T",
+    "m",
+    "layer_lipschitz",
+    "layer_error",
+    "unrolled_sensitivities",
+    "verify_unrolling",
+    "cover_constant",
+    "single_layer_C1",
+    "single_layer_C1_factored",
+    "verify_single_layer_factorisation",
+    "verify_bias_absorption",
+    "zhang_log_cover",
+    "edelman_single_layer_sensitivities",
+    "aug",
+    "MARGIN_LIPSCHITZ_MULTICLASS",
+    "PROPER_FACTOR",
+    "LOSS_DIAMETER",
+    "tt_bound_value",
+    "edelman_bound_parts",
+    "zhang_smooth_log_cover",
+    "ZHANG_LEADING",
+    "tt_loss_cover",
+]
 
 L_sigma, kappa, B_X, B_w = sp.symbols("L_sigma kappa B_X B_w", positive=True)
 T, m = sp.symbols("T m", positive=True, integer=True)
@@ -93,8 +115,9 @@ def _row_bounds(layers, *, bias: bool, row_norm: bool):
     return Bs
 
 
-def unrolled_sensitivities(L: int, H: int = 1, *, dense: bool = True, bias: bool = False,
-                           row_norm: bool = False):
+def unrolled_sensitivities(
+    L: int, H: int = 1, *, dense: bool = True, bias: bool = False, row_norm: bool = False
+):
     """Closed-form sensitivities of ``|f - f_hat| <= sum rho * eta`` for ``L`` layers of ``H`` heads.
 
     Returns ``(layers, rho)`` where ``layers`` are the per-layer symbols
@@ -105,10 +128,13 @@ def unrolled_sensitivities(L: int, H: int = 1, *, dense: bool = True, bias: bool
     """
     layers = [_layer_symbols(l, H, dense) for l in range(1, L + 1)]
     Bs = _row_bounds(layers, bias=bias, row_norm=row_norm)
-    lips = [layer_lipschitz(sv, sq, aug(Bs[i], bias), sc) for i, (sv, sq, _, _, sc, _) in enumerate(layers)]
+    lips = [
+        layer_lipschitz(sv, sq, aug(Bs[i], bias), sc)
+        for i, (sv, sq, _, _, sc, _) in enumerate(layers)
+    ]
     rho = {}
     for i, (sv, sq, eq, ev, sc, ec) in enumerate(layers):
-        P = sp.Mul(*lips[i + 1:])
+        P = sp.Mul(*lips[i + 1 :])
         Bt = aug(Bs[i], bias)
         c = 1 if sc is None else sc
         for h in range(H):
@@ -120,7 +146,9 @@ def unrolled_sensitivities(L: int, H: int = 1, *, dense: bool = True, bias: bool
     return layers, rho
 
 
-def verify_unrolling(L: int, H: int = 2, *, dense: bool = True, bias: bool = True, row_norm: bool = False) -> bool:
+def verify_unrolling(
+    L: int, H: int = 2, *, dense: bool = True, bias: bool = True, row_norm: bool = False
+) -> bool:
     """Run the recursion ``Delta_l = Lip_l Delta_{l-1} + e_l`` (``Delta_0 = 0``), form
     ``B~_L eta_w + B_w Delta_L`` and check its coefficients equal :func:`unrolled_sensitivities`."""
     layers, rho = unrolled_sensitivities(L, H, dense=dense, bias=bias, row_norm=row_norm)
@@ -129,7 +157,9 @@ def verify_unrolling(L: int, H: int = 2, *, dense: bool = True, bias: bool = Tru
     Delta = sp.Integer(0)
     for i, (sv, sq, eq, ev, sc, ec) in enumerate(layers):
         Bt = aug(Bs[i], bias)
-        Delta = layer_lipschitz(sv, sq, Bt, sc) * Delta + layer_error(sv, eq, ev, Bt, S_C=sc, eta_C=ec, bias=bias)
+        Delta = layer_lipschitz(sv, sq, Bt, sc) * Delta + layer_error(
+            sv, eq, ev, Bt, S_C=sc, eta_C=ec, bias=bias
+        )
     total = sp.expand(aug(Bs[-1], bias) * eta_w + B_w * Delta)
     closed = sp.expand(sum(r * (eta_w if k == "eta_w" else k) for k, r in rho.items()))
     return sp.simplify(total - closed) == 0
@@ -143,7 +173,9 @@ def cover_constant(rho, radius, log_atoms, factor=1):
     return factor * rho * radius * sp.sqrt(log_atoms)
 
 
-S_V1, B_V1, B_QK1, Lw, LV, LQK = sp.symbols("S_V B_V B_QK Lambda_w Lambda_V Lambda_QK", positive=True)
+S_V1, B_V1, B_QK1, Lw, LV, LQK = sp.symbols(
+    "S_V B_V B_QK Lambda_w Lambda_V Lambda_QK", positive=True
+)
 
 
 def single_layer_C1():
@@ -151,22 +183,36 @@ def single_layer_C1():
     rho_w = L_sigma * S_V1 * B_X
     rho_V = B_w * L_sigma * B_X
     rho_QK = B_w * L_sigma * S_V1 * kappa * B_X**3
-    terms = [cover_constant(rho_w, B_w, Lw), cover_constant(rho_V, B_V1, LV), cover_constant(rho_QK, B_QK1, LQK)]
+    terms = [
+        cover_constant(rho_w, B_w, Lw),
+        cover_constant(rho_V, B_V1, LV),
+        cover_constant(rho_QK, B_QK1, LQK),
+    ]
     return sum(t ** sp.Rational(2, 3) for t in terms) ** sp.Rational(3, 2)
 
 
 def single_layer_C1_factored():
     """``L_sigma B_w B_X [S_V^{2/3} Lw^{1/3} + B_V^{2/3} LV^{1/3} + (kappa S_V B_QK B_X^2)^{2/3} LQK^{1/3}]^{3/2}``."""
-    inner = (S_V1 ** sp.Rational(2, 3) * Lw ** sp.Rational(1, 3) + B_V1 ** sp.Rational(2, 3) * LV ** sp.Rational(1, 3)
-             + (kappa * S_V1 * B_QK1 * B_X**2) ** sp.Rational(2, 3) * LQK ** sp.Rational(1, 3))
+    inner = (
+        S_V1 ** sp.Rational(2, 3) * Lw ** sp.Rational(1, 3)
+        + B_V1 ** sp.Rational(2, 3) * LV ** sp.Rational(1, 3)
+        + (kappa * S_V1 * B_QK1 * B_X**2) ** sp.Rational(2, 3) * LQK ** sp.Rational(1, 3)
+    )
     return L_sigma * B_w * B_X * inner ** sp.Rational(3, 2)
 
 
 def verify_single_layer_factorisation() -> bool:
     """The two forms of ``C_1`` agree (all symbols positive)."""
     a, b = single_layer_C1(), single_layer_C1_factored()
-    return sp.simplify(sp.powsimp(sp.powdenest(a ** sp.Rational(2, 3) - b ** sp.Rational(2, 3), force=True),
-                                  force=True)) == 0
+    return (
+        sp.simplify(
+            sp.powsimp(
+                sp.powdenest(a ** sp.Rational(2, 3) - b ** sp.Rational(2, 3), force=True),
+                force=True,
+            )
+        )
+        == 0
+    )
 
 
 def verify_bias_absorption() -> bool:
@@ -185,7 +231,9 @@ def zhang_log_cover(a, b, eta, n):
     """Zhang (2002, Thm 4, ``p = q = 2``), natural logs: ``36 a^2 b^2/eta^2 log(2 ceil(4ab/eta + 2) n + 1)``
     for linear functionals of ``l2``-norm ``<= b`` on ``n`` points of ``l2``-norm ``<= a``, in ``l_inf``
     over the points. (Recalled form; the constants are not verified against the paper.)"""
-    return ZHANG_LEADING * a**2 * b**2 / eta**2 * sp.log(2 * sp.ceiling(4 * a * b / eta + 2) * n + 1)
+    return (
+        ZHANG_LEADING * a**2 * b**2 / eta**2 * sp.log(2 * sp.ceiling(4 * a * b / eta + 2) * n + 1)
+    )
 
 
 def edelman_single_layer_sensitivities(H: int = 1, *, dense: bool = True, bias: bool = False):
@@ -218,8 +266,15 @@ def _trivial_cap():
     return LOSS_DIAMETER
 
 
-def tt_bound_value(L: int, H: int = 1, *, dense: bool = False, bias: bool = False, row_norm: bool = False,
-                   multiclass: bool = False):
+def tt_bound_value(
+    L: int,
+    H: int = 1,
+    *,
+    dense: bool = False,
+    bias: bool = False,
+    row_norm: bool = False,
+    multiclass: bool = False,
+):
     """The value of :prf:ref:`thm-tt-multilayer` (one layer without dense map: :prf:ref:`thm-tt-single-layer`)
     as one sympy expression of the radii, assembled from the statement's parts only:
 
@@ -239,7 +294,9 @@ def tt_bound_value(L: int, H: int = 1, *, dense: bool = False, bias: bool = Fals
     from . import dudley as sd
     from . import rademacher as srad
 
-    A_loss, Lam_cover, names = tt_loss_cover(L, H, dense=dense, bias=bias, row_norm=row_norm, multiclass=multiclass)
+    A_loss, Lam_cover, names = tt_loss_cover(
+        L, H, dense=dense, bias=bias, row_norm=row_norm, multiclass=multiclass
+    )
     cc = LOSS_DIAMETER
     sub = {sd.A: A_loss, sd.Lam: Lam_cover, sd.m: srad.m, sd.c: cc}
     a_star = sd.inverse_square_alpha()
@@ -250,8 +307,15 @@ def tt_bound_value(L: int, H: int = 1, *, dense: bool = False, bias: bool = Fals
     return value, names
 
 
-def tt_loss_cover(L: int, H: int = 1, *, dense: bool = False, bias: bool = False, row_norm: bool = False,
-                  multiclass: bool = False):
+def tt_loss_cover(
+    L: int,
+    H: int = 1,
+    *,
+    dense: bool = False,
+    bias: bool = False,
+    row_norm: bool = False,
+    multiclass: bool = False,
+):
     """``(A_loss, Lambda, names)``: ``log N(eps) <= A_loss/eps^2 + Lambda`` of the ramp-loss class of
     :prf:ref:`thm-tt-multilayer` (see :func:`tt_bound_value` for the parts and ``names``)."""
     from . import rademacher as srad
@@ -261,23 +325,48 @@ def tt_loss_cover(L: int, H: int = 1, *, dense: bool = False, bias: bool = False
     d, k = sp.symbols("d out_dim", positive=True, integer=True)
     gamma = sp.Symbol("gamma", positive=True)
     din = d + (1 if bias else 0)
-    names = {"B_X": B_X, "B_w": B_w, "d": d, "out_dim": k, "m": srad.m, "delta": srad.delta, "gamma": gamma,
-             "L_sigma": L_sigma, "kappa": kappa}
-    consts = []                                                  # (c_j, log_atoms_j)
+    names = {
+        "B_X": B_X,
+        "B_w": B_w,
+        "d": d,
+        "out_dim": k,
+        "m": srad.m,
+        "delta": srad.delta,
+        "gamma": gamma,
+        "L_sigma": L_sigma,
+        "kappa": kappa,
+    }
+    consts = []  # (c_j, log_atoms_j)
     for l, (sv, sq, eq, ev, sc, ec) in enumerate(layers, start=1):
         for h in range(H):
             bqk = sp.Symbol(f"B_QK{l}_{h + 1}", positive=True)
             bv = sp.Symbol(f"B_V{l}_{h + 1}", positive=True)
-            names.update({f"B_QK[{l},{h + 1}]": bqk, f"S_QK[{l},{h + 1}]": sq[h], f"B_V[{l},{h + 1}]": bv,
-                          f"S_V[{l},{h + 1}]": sv[h]})
-            consts.append((cover_constant(rho[eq[h]], bqk, sp.log(2 * din * din)), sp.log(2 * din * din)))
-            fv = (sp.Piecewise((PROPER_FACTOR, sv[h] < bv), (1, True)) if (not row_norm and l < L) else 1)
-            consts.append((cover_constant(rho[ev[h]], bv, sp.log(2 * din * d), fv), sp.log(2 * din * d)))
+            names.update(
+                {
+                    f"B_QK[{l},{h + 1}]": bqk,
+                    f"S_QK[{l},{h + 1}]": sq[h],
+                    f"B_V[{l},{h + 1}]": bv,
+                    f"S_V[{l},{h + 1}]": sv[h],
+                }
+            )
+            consts.append(
+                (cover_constant(rho[eq[h]], bqk, sp.log(2 * din * din)), sp.log(2 * din * din))
+            )
+            fv = (
+                sp.Piecewise((PROPER_FACTOR, sv[h] < bv), (1, True))
+                if (not row_norm and l < L)
+                else 1
+            )
+            consts.append(
+                (cover_constant(rho[ev[h]], bv, sp.log(2 * din * d), fv), sp.log(2 * din * d))
+            )
         if sc is not None:
             bc = sp.Symbol(f"B_C{l}", positive=True)
             names.update({f"B_C[{l}]": bc, f"S_C[{l}]": sc})
             fc = sp.Piecewise((PROPER_FACTOR, sc < bc), (1, True))
-            consts.append((cover_constant(rho[ec], bc, sp.log(2 * din * d), fc), sp.log(2 * din * d)))
+            consts.append(
+                (cover_constant(rho[ec], bc, sp.log(2 * din * d), fc), sp.log(2 * din * d))
+            )
     consts.append((cover_constant(rho["eta_w"], B_w, sp.log(2 * din * k)), sp.log(2 * din * k)))
     p_cost, _, outer = ALLOCATION_EXPONENTS
     A_cover = sum((cj**2) ** p_cost for cj, _ in consts) ** outer
@@ -293,8 +382,14 @@ def zhang_smooth_log_cover(a, b, eta, n):
     return expr.replace(sp.ceiling, lambda x: x + 1)
 
 
-def edelman_bound_parts(H: int = 1, *, dense: bool = True, bias: bool = False, row_norm: bool = False,
-                        multiclass: bool = False):
+def edelman_bound_parts(
+    H: int = 1,
+    *,
+    dense: bool = True,
+    bias: bool = False,
+    row_norm: bool = False,
+    multiclass: bool = False,
+):
     """The parts of :prf:ref:`thm-edelman-type` as sympy expressions of the radii (names as in
     :class:`genbound.bounds.edelman.EdelmanLayerRadii`: ``F_QK[h]``, ``B_V21[h]``, ``S_V[h]``, ``B_C21``,
     ``S_C``, and ``B_X, B_w21, S_w, d, out_dim, m, T, gamma, L_sigma, kappa``), for the loss class:
@@ -312,11 +407,22 @@ def edelman_bound_parts(H: int = 1, *, dense: bool = True, bias: bool = False, r
     B_w21 = sp.Symbol("B_w21", positive=True)
     d, k, Tn, gamma = sp.symbols("d out_dim T gamma", positive=True)
     from . import rademacher as srad
+
     rho = edelman_single_layer_sensitivities(H, dense=dense, bias=bias)
     L_loss = (MARGIN_LIPSCHITZ_MULTICLASS if multiclass else 1) / gamma
     sv = sp.symbols(f"S_V1_1:{H + 1}", positive=True)
-    names = {"B_X": B_X, "B_w21": B_w21, "S_w": S_w, "d": d, "out_dim": k, "m": srad.m, "T": Tn,
-             "gamma": gamma, "L_sigma": L_sigma, "kappa": kappa}
+    names = {
+        "B_X": B_X,
+        "B_w21": B_w21,
+        "S_w": S_w,
+        "d": d,
+        "out_dim": k,
+        "m": srad.m,
+        "T": Tn,
+        "gamma": gamma,
+        "L_sigma": L_sigma,
+        "kappa": kappa,
+    }
     din = d + (1 if bias else 0)
     Bt = aug(B_X, bias)
     maps, zhang = {}, {}
@@ -326,18 +432,25 @@ def edelman_bound_parts(H: int = 1, *, dense: bool = True, bias: bool = False, r
         names.update({f"F_QK[{h}]": F, f"B_V21[{h}]": b21, f"S_V[{h}]": sv[h]})
         zhang[f"QK[{h + 1}]"] = (L_loss * rho[f"QK{h + 1}"], Bt**2, F, srad.m * Tn)
         fv = sp.Piecewise((PROPER_FACTOR, sv[h] < b21), (1, True))
-        maps[f"V[{h + 1}]"] = (cover_constant(L_loss * rho[f"V{h + 1}"] * Bt, b21, sp.log(2 * din * d), fv),
-                               sp.log(2 * din * d))
+        maps[f"V[{h + 1}]"] = (
+            cover_constant(L_loss * rho[f"V{h + 1}"] * Bt, b21, sp.log(2 * din * d), fv),
+            sp.log(2 * din * d),
+        )
     R = L_sigma * sum(sv) * Bt
     if dense:
         bc, sc = sp.Symbol("B_C21", positive=True), sp.Symbol("S_C1", positive=True)
         names.update({"B_C21": bc, "S_C": sc})
         fc = sp.Piecewise((PROPER_FACTOR, sc < bc), (1, True))
-        maps["C"] = (cover_constant(L_loss * rho["C"] * aug(R, bias), bc, sp.log(2 * din * d), fc),
-                     sp.log(2 * din * d))
+        maps["C"] = (
+            cover_constant(L_loss * rho["C"] * aug(R, bias), bc, sp.log(2 * din * d), fc),
+            sp.log(2 * din * d),
+        )
         B1 = sc * aug(R, bias)
     else:
         B1 = R
     B1 = sp.Integer(1) if row_norm else B1
-    maps["w"] = (cover_constant(L_loss * rho["w"] * aug(B1, bias), B_w21, sp.log(2 * din * k)), sp.log(2 * din * k))
+    maps["w"] = (
+        cover_constant(L_loss * rho["w"] * aug(B1, bias), B_w21, sp.log(2 * din * k)),
+        sp.log(2 * din * k),
+    )
     return maps, zhang, names

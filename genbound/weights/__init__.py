@@ -60,8 +60,14 @@ stays near one layer, not the whole model.
 from __future__ import annotations
 
 from .families import FAMILIES, REFUSALS, ROLES, Family, Refusal, Role
-from .loading import (bert_tensor_names, bert_weights_from_state_dict, config_sizes, find_family, load_weights,
-                      weights_from_state_dict)
+from .loading import (
+    bert_tensor_names,
+    bert_weights_from_state_dict,
+    config_sizes,
+    find_family,
+    load_weights,
+    weights_from_state_dict,
+)
 from .model import FF_ROUTES, TransformerWeights
 from .record import HEAD_KINDS, KIND_DESCRIPTIONS, KINDS, MLP_HEAD, Spectra
 

@@ -38,15 +38,32 @@ import torch
 
 from ..errors import CheckpointError
 
-__all__ = ["TensorInfo", "read_json", "safetensors_header", "sharded_safetensors", "load_torch_state_dict",
-           "SAFETENSORS_DTYPES"]
+__all__ = [
+    "TensorInfo",
+    "read_json",
+    "safetensors_header",
+    "sharded_safetensors",
+    "load_torch_state_dict",
+    "SAFETENSORS_DTYPES",
+]
 
 #: Bytes per element of every safetensors dtype, and whether it is a floating-point type.
 SAFETENSORS_DTYPES = {
-    "F64": (8, True), "F32": (4, True), "F16": (2, True), "BF16": (2, True),
-    "F8_E4M3": (1, True), "F8_E5M2": (1, True),
-    "I64": (8, False), "I32": (4, False), "I16": (2, False), "I8": (1, False),
-    "U64": (8, False), "U32": (4, False), "U16": (2, False), "U8": (1, False), "BOOL": (1, False),
+    "F64": (8, True),
+    "F32": (4, True),
+    "F16": (2, True),
+    "BF16": (2, True),
+    "F8_E4M3": (1, True),
+    "F8_E5M2": (1, True),
+    "I64": (8, False),
+    "I32": (4, False),
+    "I16": (2, False),
+    "I8": (1, False),
+    "U64": (8, False),
+    "U32": (4, False),
+    "U16": (2, False),
+    "U8": (1, False),
+    "BOOL": (1, False),
 }
 #: safetensors refuses headers above 100 MB; so do we, before reading them.
 MAX_HEADER = 100_000_000
@@ -113,14 +130,24 @@ def safetensors_header(path: Path) -> dict[str, TensorInfo]:
             head = f.read(8)
             if size < 8:
                 if size == 0:
-                    raise _fail(path, "is empty (0 bytes); a safetensors file starts with an 8-byte header length")
-                raise _fail(path, f"is {size} bytes long, too short for a safetensors file (truncated?)")
+                    raise _fail(
+                        path,
+                        "is empty (0 bytes); a safetensors file starts with an 8-byte header length",
+                    )
+                raise _fail(
+                    path, f"is {size} bytes long, too short for a safetensors file (truncated?)"
+                )
             (n,) = struct.unpack("<Q", head)
             if n > MAX_HEADER:
-                raise _fail(path, f"claims a {n}-byte header, more than the format allows (corrupt)")
+                raise _fail(
+                    path, f"claims a {n}-byte header, more than the format allows (corrupt)"
+                )
             if 8 + n > size:
-                raise _fail(path, f"claims a {n}-byte header but the file has only {size - 8} bytes after "
-                                  f"the length field (truncated or corrupt)")
+                raise _fail(
+                    path,
+                    f"claims a {n}-byte header but the file has only {size - 8} bytes after "
+                    f"the length field (truncated or corrupt)",
+                )
             raw = f.read(n)
     except OSError as exc:
         raise _fail(path, "cannot read this safetensors file", exc) from None
@@ -129,43 +156,73 @@ def safetensors_header(path: Path) -> dict[str, TensorInfo]:
     except (UnicodeDecodeError, ValueError, RecursionError) as exc:
         raise _fail(path, "has a corrupt header: not UTF-8 JSON", exc) from None
     if not isinstance(header, dict):
-        raise _fail(path, f"has a corrupt header: a JSON {type(header).__name__}, expected an object")
+        raise _fail(
+            path, f"has a corrupt header: a JSON {type(header).__name__}, expected an object"
+        )
     data_len = size - 8 - n
     out: dict[str, TensorInfo] = {}
     spans = []
     for name, entry in header.items():
         if name == "__metadata__":
-            if entry is not None and not (isinstance(entry, dict) and all(isinstance(v, str) for v in entry.values())):
-                raise _fail(path, "has a corrupt header: '__metadata__' must map strings to strings")
+            if entry is not None and not (
+                isinstance(entry, dict) and all(isinstance(v, str) for v in entry.values())
+            ):
+                raise _fail(
+                    path, "has a corrupt header: '__metadata__' must map strings to strings"
+                )
             continue
-        if not isinstance(entry, dict) or set(entry) - {"dtype", "shape", "data_offsets"} or len(entry) != 3:
-            raise _fail(path, f"has a corrupt header: the entry of tensor {name!r} must have exactly dtype, "
-                              f"shape and data_offsets")
+        if (
+            not isinstance(entry, dict)
+            or set(entry) - {"dtype", "shape", "data_offsets"}
+            or len(entry) != 3
+        ):
+            raise _fail(
+                path,
+                f"has a corrupt header: the entry of tensor {name!r} must have exactly dtype, "
+                f"shape and data_offsets",
+            )
         dtype, shape, offs = entry["dtype"], entry["shape"], entry["data_offsets"]
         if dtype not in SAFETENSORS_DTYPES:
             raise _fail(path, f"has a corrupt header: tensor {name!r} has unknown dtype {dtype!r}")
         if not (isinstance(shape, list) and all(_is_index(d) for d in shape)):
             raise _fail(path, f"has a corrupt header: tensor {name!r} has shape {shape!r}")
-        if not (isinstance(offs, list) and len(offs) == 2 and all(_is_index(o) for o in offs) and offs[0] <= offs[1]):
+        if not (
+            isinstance(offs, list)
+            and len(offs) == 2
+            and all(_is_index(o) for o in offs)
+            and offs[0] <= offs[1]
+        ):
             raise _fail(path, f"has a corrupt header: tensor {name!r} has data offsets {offs!r}")
         item, floating = SAFETENSORS_DTYPES[dtype]
         nbytes = math.prod(shape) * item
         if offs[1] - offs[0] != nbytes:
-            raise _fail(path, f"has a corrupt header: tensor {name!r} of shape {shape} and dtype {dtype} needs "
-                              f"{nbytes} bytes but its data offsets {offs} span {offs[1] - offs[0]}")
+            raise _fail(
+                path,
+                f"has a corrupt header: tensor {name!r} of shape {shape} and dtype {dtype} needs "
+                f"{nbytes} bytes but its data offsets {offs} span {offs[1] - offs[0]}",
+            )
         if offs[1] > data_len:
-            raise _fail(path, f"is truncated or corrupt: tensor {name!r} ends at byte {offs[1]} of the data "
-                              f"region, which has only {data_len} bytes")
+            raise _fail(
+                path,
+                f"is truncated or corrupt: tensor {name!r} ends at byte {offs[1]} of the data "
+                f"region, which has only {data_len} bytes",
+            )
         spans.append((offs[0], offs[1], name))
         out[name] = TensorInfo(file=path, shape=tuple(shape), dtype=dtype, floating=floating)
     end = 0
     for b, e, name in sorted(spans):
         if b != end:
-            raise _fail(path, f"has a corrupt header: the data of tensor {name!r} starts at byte {b}, expected "
-                              f"{end} (tensors must tile the data region)")
+            raise _fail(
+                path,
+                f"has a corrupt header: the data of tensor {name!r} starts at byte {b}, expected "
+                f"{end} (tensors must tile the data region)",
+            )
         end = e
     if end != data_len:
-        raise _fail(path, f"has {data_len - end} bytes after the last tensor's data (corrupt or wrong lengths)")
+        raise _fail(
+            path,
+            f"has {data_len - end} bytes after the last tensor's data (corrupt or wrong lengths)",
+        )
     _check_opens(path)
     return out
 
@@ -177,7 +234,9 @@ def _check_opens(path: Path) -> None:
     try:
         with safe_open(str(path), framework="pt", device="cpu"):
             pass
-    except Exception as exc:  # safetensors raises its own SafetensorError and OSError; all mean "unusable"
+    except (
+        Exception
+    ) as exc:  # safetensors raises its own SafetensorError and OSError; all mean "unusable"
         raise _fail(path, "is not a valid safetensors file", exc) from None
 
 
@@ -205,27 +264,40 @@ def sharded_safetensors(folder: Path, index_path: Path) -> dict[str, TensorInfo]
             raise _fail(index_path, f"maps tensor {name!r} to {fname!r}, not a file name")
         target = (folder / fname).resolve()
         if root not in target.parents:
-            raise _fail(index_path, f"maps tensor {name!r} to {fname!r}, which is outside the checkpoint folder")
+            raise _fail(
+                index_path,
+                f"maps tensor {name!r} to {fname!r}, which is outside the checkpoint folder",
+            )
         shards.setdefault(fname, []).append(name)
     out: dict[str, TensorInfo] = {}
     for fname, names in sorted(shards.items()):
         shard = folder / fname
         if not shard.is_file():
-            raise _fail(index_path, f"names shard {fname!r}, which does not exist in {str(folder)!r} "
-                                    f"({len(names)} tensors, e.g. {names[0]!r})")
+            raise _fail(
+                index_path,
+                f"names shard {fname!r}, which does not exist in {str(folder)!r} "
+                f"({len(names)} tensors, e.g. {names[0]!r})",
+            )
         header = safetensors_header(shard)
         missing = [n for n in names if n not in header]
         if missing:
-            raise _fail(shard, f"lacks {len(missing)} tensors that {index_path.name} assigns to it, e.g. {missing[0]!r}")
+            raise _fail(
+                shard,
+                f"lacks {len(missing)} tensors that {index_path.name} assigns to it, e.g. {missing[0]!r}",
+            )
         for n in names:
             out[n] = header[n]
     return out
 
 
 def _refuse_bin(path, what: str, exc: BaseException | None = None) -> CheckpointError:
-    return _fail(path, f"{what}; genbound loads .bin files only with torch.load(weights_only=True), so nothing "
-                       f"in it was executed; save the model as safetensors (save_pretrained writes "
-                       f"model.safetensors) and point genbound at that", exc)
+    return _fail(
+        path,
+        f"{what}; genbound loads .bin files only with torch.load(weights_only=True), so nothing "
+        f"in it was executed; save the model as safetensors (save_pretrained writes "
+        f"model.safetensors) and point genbound at that",
+        exc,
+    )
 
 
 def load_torch_state_dict(path: Path) -> dict[str, torch.Tensor]:
@@ -248,7 +320,9 @@ def load_torch_state_dict(path: Path) -> dict[str, torch.Tensor]:
         raise _refuse_bin(path, "is empty (0 bytes)")
     is_zip = zipfile.is_zipfile(path)
     try:
-        with warnings.catch_warnings():  # torch warns about pickle protocols; the error line is the message
+        with (
+            warnings.catch_warnings()
+        ):  # torch warns about pickle protocols; the error line is the message
             warnings.simplefilter("ignore")
             if is_zip:
                 obj = torch.load(path, map_location="cpu", weights_only=True, mmap=True)
@@ -257,17 +331,30 @@ def load_torch_state_dict(path: Path) -> dict[str, torch.Tensor]:
     except pickle.UnpicklingError as exc:
         reason = _torch_reason(exc)
         if "GLOBAL" in reason:
-            raise _refuse_bin(path, "holds objects other than tensors (the weights-only unpickler refused them)",
-                              Exception(reason)) from None
-        what = "is a corrupt PyTorch zip checkpoint" if is_zip else \
-            "is not a PyTorch checkpoint (not a zip archive, nor a pickle of tensors)"
+            raise _refuse_bin(
+                path,
+                "holds objects other than tensors (the weights-only unpickler refused them)",
+                Exception(reason),
+            ) from None
+        what = (
+            "is a corrupt PyTorch zip checkpoint"
+            if is_zip
+            else "is not a PyTorch checkpoint (not a zip archive, nor a pickle of tensors)"
+        )
         raise _refuse_bin(path, what, Exception(reason)) from None
-    except Exception as exc:  # RuntimeError (bad zip records, bad magic number), EOFError (truncated), ...
-        what = "is a corrupt or truncated PyTorch zip checkpoint" if is_zip else \
-            "is not a PyTorch checkpoint (not a zip archive, nor a pickle of tensors)"
+    except (
+        Exception
+    ) as exc:  # RuntimeError (bad zip records, bad magic number), EOFError (truncated), ...
+        what = (
+            "is a corrupt or truncated PyTorch zip checkpoint"
+            if is_zip
+            else "is not a PyTorch checkpoint (not a zip archive, nor a pickle of tensors)"
+        )
         raise _refuse_bin(path, what, exc) from None
     if not isinstance(obj, dict):
-        raise _refuse_bin(path, f"holds a {type(obj).__name__}, not a state dict (a mapping of names to tensors)")
+        raise _refuse_bin(
+            path, f"holds a {type(obj).__name__}, not a state dict (a mapping of names to tensors)"
+        )
     for k, v in obj.items():
         if not isinstance(k, str):
             raise _refuse_bin(path, f"holds a dict with a non-string key {k!r}, not a state dict")

@@ -22,12 +22,24 @@ import torch
 
 from ..errors import ArchitectureError, CheckpointError, InputError, ParameterError, ShapeError
 from .families import FAMILIES, REFUSALS, ROLES, Family, config_value
-from .files import TensorInfo, load_torch_state_dict, read_json, safetensors_header, sharded_safetensors
+from .files import (
+    TensorInfo,
+    load_torch_state_dict,
+    read_json,
+    safetensors_header,
+    sharded_safetensors,
+)
 from .model import TransformerWeights, layer_ids
 from .stores import DictStore, SafetensorsStore
 
-__all__ = ["load_weights", "weights_from_state_dict", "bert_weights_from_state_dict", "bert_tensor_names",
-           "find_family", "config_sizes"]
+__all__ = [
+    "load_weights",
+    "weights_from_state_dict",
+    "bert_weights_from_state_dict",
+    "bert_tensor_names",
+    "find_family",
+    "config_sizes",
+]
 
 
 def bert_tensor_names(layer: int, prefix: str = "") -> dict[str, str]:
@@ -60,11 +72,19 @@ def find_family(names, where: str, *, only: Family | None = None) -> tuple[Famil
     ('gpt2', 'transformer.')
     """
     names = list(names)
-    for fam in ([only] if only is not None else FAMILIES):
-        hits = sorted({n[: -len(fam.anchor)] for n in names
-                       if n.endswith(fam.anchor) and (len(n) == len(fam.anchor) or n[-len(fam.anchor) - 1] == ".")})
+    for fam in [only] if only is not None else FAMILIES:
+        hits = sorted(
+            {
+                n[: -len(fam.anchor)]
+                for n in names
+                if n.endswith(fam.anchor)
+                and (len(n) == len(fam.anchor) or n[-len(fam.anchor) - 1] == ".")
+            }
+        )
         if len(hits) > 1:
-            raise ArchitectureError(f"{where} holds several {fam.name} models (prefixes {hits}); pass one")
+            raise ArchitectureError(
+                f"{where} holds several {fam.name} models (prefixes {hits}); pass one"
+            )
         if hits:
             return fam, hits[0]
     if only is None:
@@ -72,9 +92,11 @@ def find_family(names, where: str, *, only: Family | None = None) -> tuple[Famil
             if any(n.endswith(ref.anchor) for n in names):
                 raise ArchitectureError(f"{where} is {ref.reason}")
     what = f"a {only.title} model" if only is not None else "a model of a supported family"
-    raise ArchitectureError(f"{where} is not {what}: found {_shown(names)}; expected parameters like "
-                            + (f"{only.anchor!r}" if only is not None else _supported())
-                            + " (optionally after a prefix such as 'bert.')")
+    raise ArchitectureError(
+        f"{where} is not {what}: found {_shown(names)}; expected parameters like "
+        + (f"{only.anchor!r}" if only is not None else _supported())
+        + " (optionally after a prefix such as 'bert.')"
+    )
 
 
 def _positive_int(value, key: str, where: str) -> int:
@@ -92,7 +114,9 @@ def config_sizes(config, family: Family, where: str) -> dict[str, int | None]:
     {'hidden': 8, 'heads': 2, 'd_ff': 32, 'layers': 3}
     """
     if config is None or isinstance(config, (str, bytes, int, float, list, tuple)):
-        raise ArchitectureError(f"{where}: the config must be a mapping or a config object, got {type(config).__name__}")
+        raise ArchitectureError(
+            f"{where}: the config must be a mapping or a config object, got {type(config).__name__}"
+        )
     out: dict[str, int | None] = {}
     for size, key in family.sizes.items():
         val = config_value(config, key)
@@ -104,7 +128,9 @@ def config_sizes(config, family: Family, where: str) -> dict[str, int | None]:
                 out[size] = family.default_d_ff(out["hidden"])
                 continue
             needed = ", ".join(family.sizes.values())
-            raise ArchitectureError(f"{where} has no {key!r}; a {family.name} config needs {needed}")
+            raise ArchitectureError(
+                f"{where} has no {key!r}; a {family.name} config needs {needed}"
+            )
         out[size] = _positive_int(val, key, where)
     return out
 
@@ -120,7 +146,9 @@ def _layer_pattern(family: Family, prefix: str) -> re.Pattern:
     return _LAYER_RE_CACHE[key]
 
 
-def _check_layers(family: Family, prefix: str, info: Mapping[str, TensorInfo], sizes: dict, source: str) -> int:
+def _check_layers(
+    family: Family, prefix: str, info: Mapping[str, TensorInfo], sizes: dict, source: str
+) -> int:
     """Validate every layer against the family and the sizes; return the number of layers."""
     pat = _layer_pattern(family, prefix)
     by_layer: dict[int, list[str]] = {}
@@ -132,7 +160,14 @@ def _check_layers(family: Family, prefix: str, info: Mapping[str, TensorInfo], s
     if n_total == 0:
         raise ArchitectureError(f"{source}: no layers found")
     N, F = sizes["hidden"], sizes["d_ff"]
-    expected = {"query": (N, N), "key": (N, N), "value": (N, N), "attn_out": (N, N), "ff_in": (F, N), "ff_out": (N, F)}
+    expected = {
+        "query": (N, N),
+        "key": (N, N),
+        "value": (N, N),
+        "attn_out": (N, N),
+        "ff_in": (F, N),
+        "ff_out": (N, F),
+    }
     consumed_rel = {r.name for r in family.roles.values()}
     for i in range(n_total):
         lp = family.layer_prefix(prefix, i)
@@ -140,23 +175,30 @@ def _check_layers(family: Family, prefix: str, info: Mapping[str, TensorInfo], s
             spec = family.roles[role]
             name = lp + spec.name
             if name not in info:
-                raise ArchitectureError(f"{source}: parameter {name!r} is missing (layer {i} of {n_total})")
+                raise ArchitectureError(
+                    f"{source}: parameter {name!r} is missing (layer {i} of {n_total})"
+                )
             t = info[name]
             want = spec.stored_shape(*expected[role])
             if tuple(t.shape) != want:
-                raise ShapeError(f"{source}: {name!r} has shape {tuple(t.shape)}, expected {want} (from the config: "
-                                 f"hidden={N}, heads={sizes['heads']}, d_ff={F})")
+                raise ShapeError(
+                    f"{source}: {name!r} has shape {tuple(t.shape)}, expected {want} (from the config: "
+                    f"hidden={N}, heads={sizes['heads']}, d_ff={F})"
+                )
             if not t.floating:
-                raise CheckpointError(f"{source}: {name!r} has dtype {t.dtype}, not a floating-point weight")
+                raise CheckpointError(
+                    f"{source}: {name!r} has dtype {t.dtype}, not a floating-point weight"
+                )
         for name in by_layer.get(i, []):
-            rel = name[len(lp):]
+            rel = name[len(lp) :]
             if rel in consumed_rel or rel in family.buffers or len(info[name].shape) < 2:
                 continue
             raise ArchitectureError(
                 f"{source}: {name!r} (shape {tuple(info[name].shape)}) is a matrix of layer {i} that the proxies do "
                 f"not consume (they read only {', '.join(sorted(consumed_rel))}); cross-attention, Longformer's "
                 f"global projections and other additions to a {family.name} layer are not supported, and leaving "
-                f"them out would make every number describe part of the model only")
+                f"them out would make every number describe part of the model only"
+            )
     return n_total
 
 
@@ -185,42 +227,83 @@ def check_model_type(config, family: Family, where: str) -> None:
         raise ArchitectureError(
             f"{where}: model_type is {mt!r}, but the tensor names are those of the {family.name} "
             f"family ({family.title}; model_type one of {', '.join(family.members)}); refusing to guess which "
-            f"is right")
+            f"is right"
+        )
 
 
-def _build(info: Mapping[str, TensorInfo], config, *, family: Family, prefix: str, source: str, config_where: str,
-           make_store, attention_scale, layers) -> TransformerWeights:
+def _build(
+    info: Mapping[str, TensorInfo],
+    config,
+    *,
+    family: Family,
+    prefix: str,
+    source: str,
+    config_where: str,
+    make_store,
+    attention_scale,
+    layers,
+) -> TransformerWeights:
     sizes = config_sizes(config, family, config_where)
     N, H, F = sizes["hidden"], sizes["heads"], sizes["d_ff"]
     if N % H:
-        raise ArchitectureError(f"{source}: hidden size {N} is not divisible by the number of heads {H}")
+        raise ArchitectureError(
+            f"{source}: hidden size {N} is not divisible by the number of heads {H}"
+        )
     n_total = _check_layers(family, prefix, info, sizes, source)
-    check_model_type(config, family, config_where)  # after the structural checks, whose reasons say more
+    check_model_type(
+        config, family, config_where
+    )  # after the structural checks, whose reasons say more
     if sizes["layers"] is not None and sizes["layers"] != n_total:
-        raise ArchitectureError(f"{source}: the config says {family.sizes['layers']}={sizes['layers']} but the "
-                                f"weights hold {n_total} layers")
+        raise ArchitectureError(
+            f"{source}: the config says {family.sizes['layers']}={sizes['layers']} but the "
+            f"weights hold {n_total} layers"
+        )
     ids = layer_ids(n_total, range(n_total) if layers is None else layers)
     if not isinstance(attention_scale, bool):
         raise ParameterError(f"attention_scale must be True or False, got {attention_scale!r}")
     store = make_store(tuple(ids), N // H)
-    return TransformerWeights(n_layers=len(ids), n_heads=H, hidden=N, d_head=N // H, d_ff=F, source=source,
-                              attention_scale=attention_scale, family=family.name, _store=store)
+    return TransformerWeights(
+        n_layers=len(ids),
+        n_heads=H,
+        hidden=N,
+        d_head=N // H,
+        d_ff=F,
+        source=source,
+        attention_scale=attention_scale,
+        family=family.name,
+        _store=store,
+    )
 
 
 def _state_dict_info(state_dict, source: str) -> dict[str, TensorInfo]:
     if not isinstance(state_dict, Mapping):
-        raise InputError(f"{source}: expected a mapping of parameter names to tensors, got {type(state_dict).__name__}")
+        raise InputError(
+            f"{source}: expected a mapping of parameter names to tensors, got {type(state_dict).__name__}"
+        )
     info = {}
     for k, v in state_dict.items():
         if not isinstance(k, str) or not isinstance(v, torch.Tensor):
-            raise InputError(f"{source}: entry {k!r} is a {type(v).__name__}; a state dict maps names to tensors")
-        info[k] = TensorInfo(file=None, shape=tuple(v.shape), dtype=str(v.dtype).replace("torch.", ""),
-                             floating=v.dtype.is_floating_point)
+            raise InputError(
+                f"{source}: entry {k!r} is a {type(v).__name__}; a state dict maps names to tensors"
+            )
+        info[k] = TensorInfo(
+            file=None,
+            shape=tuple(v.shape),
+            dtype=str(v.dtype).replace("torch.", ""),
+            floating=v.dtype.is_floating_point,
+        )
     return info
 
 
-def weights_from_state_dict(state_dict, config, *, attention_scale: bool = False, layers=None,
-                            source: str = "state dict", family: str | None = None) -> TransformerWeights:
+def weights_from_state_dict(
+    state_dict,
+    config,
+    *,
+    attention_scale: bool = False,
+    layers=None,
+    source: str = "state dict",
+    family: str | None = None,
+) -> TransformerWeights:
     """Weights of a supported transformer from a state dict (name -> tensor) and its config.
 
     ``config`` is a dict or an object (a Hugging Face config works) with the family's size keys
@@ -235,20 +318,38 @@ def weights_from_state_dict(state_dict, config, *, attention_scale: bool = False
     if family is not None:
         only = next((f for f in FAMILIES if f.name == family), None)
         if only is None:
-            raise ParameterError(f"unknown family {family!r}; expected one of {[f.name for f in FAMILIES]}")
+            raise ParameterError(
+                f"unknown family {family!r}; expected one of {[f.name for f in FAMILIES]}"
+            )
     fam, prefix = find_family(info, source, only=only)
     cfg_where = f"the config of {source}"
-    return _build(info, config, family=fam, prefix=prefix, source=source, config_where=cfg_where,
-                  attention_scale=attention_scale, layers=layers,
-                  make_store=lambda ids, dh: DictStore(family=fam, prefix=prefix, layer_ids=ids, config=config,
-                                                       d_head=dh, tensors=state_dict))
+    return _build(
+        info,
+        config,
+        family=fam,
+        prefix=prefix,
+        source=source,
+        config_where=cfg_where,
+        attention_scale=attention_scale,
+        layers=layers,
+        make_store=lambda ids, dh: DictStore(
+            family=fam, prefix=prefix, layer_ids=ids, config=config, d_head=dh, tensors=state_dict
+        ),
+    )
 
 
-def bert_weights_from_state_dict(state_dict, config, *, attention_scale: bool = False, layers=None,
-                                 source: str = "state dict") -> TransformerWeights:
+def bert_weights_from_state_dict(
+    state_dict, config, *, attention_scale: bool = False, layers=None, source: str = "state dict"
+) -> TransformerWeights:
     """:func:`weights_from_state_dict` restricted to the BERT family (BERT, RoBERTa, ELECTRA names)."""
-    return weights_from_state_dict(state_dict, config, attention_scale=attention_scale, layers=layers,
-                                   source=source, family="bert")
+    return weights_from_state_dict(
+        state_dict,
+        config,
+        attention_scale=attention_scale,
+        layers=layers,
+        source=source,
+        family="bert",
+    )
 
 
 def _module_config(model, fam: Family, prefix: str, sd) -> dict:
@@ -265,8 +366,10 @@ def _module_config(model, fam: Family, prefix: str, sd) -> dict:
         if heads is not None:
             break
     if heads is None:
-        raise ArchitectureError(f"module {type(model).__name__} has no .config and the module holding {q_name!r} "
-                                f"has no num_attention_heads (or n_heads) attribute; pass a state dict and a config")
+        raise ArchitectureError(
+            f"module {type(model).__name__} has no .config and the module holding {q_name!r} "
+            f"has no num_attention_heads (or n_heads) attribute; pass a state dict and a config"
+        )
     q = sd[q_name]
     spec = fam.roles["ff_in"]
     f_in = sd[fam.tensor_name(prefix, 0, "ff_in")]
@@ -283,8 +386,9 @@ def _weights_from_module(model, attention_scale, layers) -> TransformerWeights:
     config = getattr(model, "config", None)
     if config is None:
         config = _module_config(model, fam, prefix, sd)
-    return weights_from_state_dict(sd, config, attention_scale=attention_scale, layers=layers, source=where,
-                                   family=fam.name)
+    return weights_from_state_dict(
+        sd, config, attention_scale=attention_scale, layers=layers, source=where, family=fam.name
+    )
 
 
 def _listing(path: Path) -> list[str]:
@@ -298,11 +402,15 @@ def _weights_from_folder(path: Path, attention_scale, layers) -> TransformerWeig
     if not path.exists():
         raise InputError(f"checkpoint folder {str(path)!r} does not exist")
     if not path.is_dir():
-        raise InputError(f"{str(path)!r} is a file; expected a folder holding config.json and model.safetensors")
+        raise InputError(
+            f"{str(path)!r} is a file; expected a folder holding config.json and model.safetensors"
+        )
     cfg_path = path / "config.json"
     if not cfg_path.is_file():
-        raise ArchitectureError(f"{str(path)!r} has no config.json (found {_listing(path)}); expected config.json "
-                                f"and model.safetensors (or pytorch_model.bin)")
+        raise ArchitectureError(
+            f"{str(path)!r} has no config.json (found {_listing(path)}); expected config.json "
+            f"and model.safetensors (or pytorch_model.bin)"
+        )
     config = read_json(cfg_path, what="config.json")
     source = str(path)
     index = path / "model.safetensors.index.json"
@@ -316,18 +424,41 @@ def _weights_from_folder(path: Path, attention_scale, layers) -> TransformerWeig
         sd = load_torch_state_dict(binf)
         info = _state_dict_info(sd, str(binf))
     else:
-        raise ArchitectureError(f"{str(path)!r} has no model.safetensors, model.safetensors.index.json or "
-                                f"pytorch_model.bin (found {_listing(path)})")
+        raise ArchitectureError(
+            f"{str(path)!r} has no model.safetensors, model.safetensors.index.json or "
+            f"pytorch_model.bin (found {_listing(path)})"
+        )
     fam, prefix = find_family(info, source)
     if binf.is_file() and not (single.is_file() or index.is_file()):
-        make = lambda ids, dh: DictStore(family=fam, prefix=prefix, layer_ids=ids, config=config,  # noqa: E731
-                                         d_head=dh, tensors=sd)
+        make = lambda ids, dh: DictStore(
+            family=fam,
+            prefix=prefix,
+            layer_ids=ids,
+            config=config,  # noqa: E731
+            d_head=dh,
+            tensors=sd,
+        )
     else:
         files = {n: t.file for n, t in info.items()}
-        make = lambda ids, dh: SafetensorsStore(family=fam, prefix=prefix, layer_ids=ids,  # noqa: E731
-                                                config=config, d_head=dh, files=files)
-    return _build(info, config, family=fam, prefix=prefix, source=source, config_where=str(cfg_path),
-                  attention_scale=attention_scale, layers=layers, make_store=make)
+        make = lambda ids, dh: SafetensorsStore(
+            family=fam,
+            prefix=prefix,
+            layer_ids=ids,  # noqa: E731
+            config=config,
+            d_head=dh,
+            files=files,
+        )
+    return _build(
+        info,
+        config,
+        family=fam,
+        prefix=prefix,
+        source=source,
+        config_where=str(cfg_path),
+        attention_scale=attention_scale,
+        layers=layers,
+        make_store=make,
+    )
 
 
 def load_weights(source, *, attention_scale: bool | None = None, layers=None) -> TransformerWeights:

@@ -46,7 +46,9 @@ class TransformerWeights:
 
     # ---- construction -------------------------------------------------------------------------
     @classmethod
-    def from_proxy_matrices(cls, qk, v, m_in, m_out, *, source: str = "proxy matrices") -> "TransformerWeights":
+    def from_proxy_matrices(
+        cls, qk, v, m_in, m_out, *, source: str = "proxy matrices"
+    ) -> "TransformerWeights":
         """Weights from the proxy matrices themselves (row-vector orientation).
 
         ``qk[l][h]`` and ``v[l][h]`` are the ``N x N`` query-key and value-output matrices of head
@@ -63,21 +65,35 @@ class TransformerWeights:
         QK = _stack_heads(qk, "qk").detach()
         V = _stack_heads(v, "v").detach()
         if QK.shape != V.shape:
-            raise ShapeError(f"qk has shape {tuple(QK.shape)} but v has shape {tuple(V.shape)}; they must agree")
+            raise ShapeError(
+                f"qk has shape {tuple(QK.shape)} but v has shape {tuple(V.shape)}; they must agree"
+            )
         L, H, N, N2 = QK.shape
         if N != N2:
             raise ShapeError(f"query-key matrices must be square N x N, got {N} x {N2}")
         Min = _stack_layers(m_in, "m_in").detach()
         Mout = _stack_layers(m_out, "m_out").detach()
         if Min.shape[0] != L or Mout.shape[0] != L:
-            raise ShapeError(f"qk has {L} layers but m_in has {Min.shape[0]} and m_out has {Mout.shape[0]}")
+            raise ShapeError(
+                f"qk has {L} layers but m_in has {Min.shape[0]} and m_out has {Mout.shape[0]}"
+            )
         if Min.shape[1] != N:
             raise ShapeError(f"m_in[l] must be N x d_ff with N = {N}, got {tuple(Min.shape[1:])}")
         d_ff = Min.shape[2]
         if tuple(Mout.shape[1:]) != (d_ff, N):
-            raise ShapeError(f"m_out[l] must be d_ff x N = {d_ff} x {N}, got {tuple(Mout.shape[1:])}")
-        return cls(n_layers=L, n_heads=H, hidden=N, d_head=None, d_ff=d_ff, source=source, family="proxy",
-                   _store=DenseHeads(QK, V, Min, Mout))
+            raise ShapeError(
+                f"m_out[l] must be d_ff x N = {d_ff} x {N}, got {tuple(Mout.shape[1:])}"
+            )
+        return cls(
+            n_layers=L,
+            n_heads=H,
+            hidden=N,
+            d_head=None,
+            d_ff=d_ff,
+            source=source,
+            family="proxy",
+            _store=DenseHeads(QK, V, Min, Mout),
+        )
 
     def select(self, *, layers=None, attention_scale: bool | None = None) -> "TransformerWeights":
         """These weights restricted to ``layers`` (indices into this object's layers, in the order
@@ -96,16 +112,28 @@ class TransformerWeights:
         ids = list(range(self.n_layers)) if layers is None else layer_ids(self.n_layers, layers)
         scale = self.attention_scale if attention_scale is None else attention_scale
         if not isinstance(scale, bool):
-            raise ParameterError(f"attention_scale must be True, False or None, got {attention_scale!r}")
+            raise ParameterError(
+                f"attention_scale must be True, False or None, got {attention_scale!r}"
+            )
         if scale and self.is_dense:
-            raise ParameterError("attention_scale=True cannot apply to dense proxy matrices: they carry no d_head "
-                                 "and no score scale; scale the qk matrices before passing them")
+            raise ParameterError(
+                "attention_scale=True cannot apply to dense proxy matrices: they carry no d_head "
+                "and no score scale; scale the qk matrices before passing them"
+            )
         if layers is None and scale == self.attention_scale:
             return self
         store = self._store if layers is None else self._store.select(ids)
-        return TransformerWeights(n_layers=len(ids), n_heads=self.n_heads, hidden=self.hidden, d_head=self.d_head,
-                                  d_ff=self.d_ff, source=self.source, attention_scale=scale, family=self.family,
-                                  _store=store)
+        return TransformerWeights(
+            n_layers=len(ids),
+            n_heads=self.n_heads,
+            hidden=self.hidden,
+            d_head=self.d_head,
+            d_ff=self.d_ff,
+            source=self.source,
+            attention_scale=scale,
+            family=self.family,
+            _store=store,
+        )
 
     # ---- access to matrices -------------------------------------------------------------------
     @property
@@ -134,7 +162,9 @@ class TransformerWeights:
         if kind not in HEAD_KINDS:
             raise ParameterError(f"kind must be one of {HEAD_KINDS}, got {kind!r}")
         if self.is_dense:
-            raise ArchitectureError("these weights were given as dense proxy matrices: they have no thin factors")
+            raise ArchitectureError(
+                "these weights were given as dense proxy matrices: they have no thin factors"
+            )
         dev = resolve_device(device)
         H, N, dh = self.n_heads, self.hidden, self.d_head
         if kind == "QK":
@@ -149,7 +179,9 @@ class TransformerWeights:
         o = self._raw(layer, "attn_out", dev)  # (N, H*dh): rows of o^T for head h are o[:, s_h]^T
         return a.transpose(-1, -2), o.transpose(0, 1).reshape(H, dh, N)
 
-    def matrix(self, kind: str, layer: int, head: int | None = None, *, device=None) -> torch.Tensor:
+    def matrix(
+        self, kind: str, layer: int, head: int | None = None, *, device=None
+    ) -> torch.Tensor:
         """One proxy matrix as a dense float64 tensor (for inspection and plots, not for speed).
 
         ``QK``/``V`` need ``head`` and are ``N x N``; ``M_in`` is ``N x d_ff``; ``M_out`` is ``d_ff x N``.
@@ -158,7 +190,9 @@ class TransformerWeights:
         dev = resolve_device(device)
         if kind in HEAD_KINDS:
             if head is None:
-                raise ParameterError(f"{kind} is a per-head matrix: pass head=0..{self.n_heads - 1}")
+                raise ParameterError(
+                    f"{kind} is a per-head matrix: pass head=0..{self.n_heads - 1}"
+                )
             head = check_positive_int(head, "head", minimum=0)
             if head >= self.n_heads:
                 raise ParameterError(f"head must be < n_heads = {self.n_heads}, got {head}")
@@ -173,9 +207,13 @@ class TransformerWeights:
     def _raw(self, layer: int, role: str, dev) -> torch.Tensor:
         """One raw weight tensor of layer ``layer`` in float64 on ``dev``, checked for finiteness."""
         t = self._store.get(layer, role).to(device=dev, dtype=torch.float64)
-        if not (bool(torch.isfinite(t.max())) and bool(torch.isfinite(t.min()))):  # NaN/inf propagate
-            raise NonFiniteError(f"{self.source}: {self._store.name(layer, role)!r} holds non-finite values "
-                                 f"(NaN or inf)")
+        if not (
+            bool(torch.isfinite(t.max())) and bool(torch.isfinite(t.min()))
+        ):  # NaN/inf propagate
+            raise NonFiniteError(
+                f"{self.source}: {self._store.name(layer, role)!r} holds non-finite values "
+                f"(NaN or inf)"
+            )
         return t
 
     def _mlp_matrix(self, kind: str, layer: int, dev) -> torch.Tensor:
@@ -185,8 +223,15 @@ class TransformerWeights:
         return self._raw(layer, role, dev).transpose(0, 1)
 
     # ---- spectra ------------------------------------------------------------------------------
-    def layer_spectra(self, layer: int, *, device=None, method: str = "core", svd_driver: str | None = None,
-                      ff_route: str = "auto") -> dict:
+    def layer_spectra(
+        self,
+        layer: int,
+        *,
+        device=None,
+        method: str = "core",
+        svd_driver: str | None = None,
+        ff_route: str = "auto",
+    ) -> dict:
         """Singular values, ``(2,1)`` norms and routes of one layer's matrices: ``{kind: (svals, norm21, route)}``."""
         layer = self._check_layer(layer)
         method = _check_method(method)
@@ -210,15 +255,25 @@ class TransformerWeights:
             if method == "dense":
                 s, route = _svdvals(M, svd_driver), "dense-svd"
             else:
-                c = certified_singular_values(M, route=ff_route, rtol=DEFAULT_CERT_RTOL, driver=svd_driver)
+                c = certified_singular_values(
+                    M, route=ff_route, rtol=DEFAULT_CERT_RTOL, driver=svd_driver
+                )
                 s, route = c.svals, c.route
             del M
             out[kind] = (_sorted_desc(s), n21, route)
             _return_freed_memory()
         return out
 
-    def spectra(self, *, device=None, method: str = "core", progress: bool = False,
-                cache: bool = True, svd_driver: str | None = None, ff_route: str = "auto") -> Spectra:
+    def spectra(
+        self,
+        *,
+        device=None,
+        method: str = "core",
+        progress: bool = False,
+        cache: bool = True,
+        svd_driver: str | None = None,
+        ff_route: str = "auto",
+    ) -> Spectra:
         """Singular values and ``(2,1)`` norms of every matrix, computed layer by layer.
 
         ``method="core"`` (exact, fast: thin-QR cores for heads; certified feed-forward spectra,
@@ -242,17 +297,36 @@ class TransformerWeights:
 
             layers = tqdm(layers, desc="layers", unit="layer", file=_stderr(), leave=False)
         if svd_driver not in (None, "gesvd", "gesvdj", "gesvda"):
-            raise ParameterError(f"svd_driver must be None, 'gesvd', 'gesvdj' or 'gesvda', got {svd_driver!r}")
+            raise ParameterError(
+                f"svd_driver must be None, 'gesvd', 'gesvdj' or 'gesvda', got {svd_driver!r}"
+            )
         per = []
         for l in layers:
-            per.append(self.layer_spectra(l, device=dev, method=method, svd_driver=svd_driver, ff_route=ff_route))
+            per.append(
+                self.layer_spectra(
+                    l, device=dev, method=method, svd_driver=svd_driver, ff_route=ff_route
+                )
+            )
             _return_freed_memory()  # keeps the peak near one layer (see _return_freed_memory)
-        stack = {k: (torch.stack([p[k][0] for p in per]), torch.stack([p[k][1] for p in per])) for k in KINDS}
+        stack = {
+            k: (torch.stack([p[k][0] for p in per]), torch.stack([p[k][1] for p in per]))
+            for k in KINDS
+        }
         routes = {k: tuple(p[k][2] for p in per) for k in KINDS}
-        sp = Spectra(qk=stack["QK"][0], v=stack["V"][0], m_in=stack["M_in"][0], m_out=stack["M_out"][0],
-                     qk_norm21=stack["QK"][1], v_norm21=stack["V"][1], m_in_norm21=stack["M_in"][1],
-                     m_out_norm21=stack["M_out"][1], hidden=self.hidden, d_ff=self.d_ff, method=method,
-                     routes=routes)
+        sp = Spectra(
+            qk=stack["QK"][0],
+            v=stack["V"][0],
+            m_in=stack["M_in"][0],
+            m_out=stack["M_out"][0],
+            qk_norm21=stack["QK"][1],
+            v_norm21=stack["V"][1],
+            m_in_norm21=stack["M_in"][1],
+            m_out_norm21=stack["M_out"][1],
+            hidden=self.hidden,
+            d_ff=self.d_ff,
+            method=method,
+            routes=routes,
+        )
         if cache:
             self._cache[key] = sp
         return sp
@@ -277,10 +351,14 @@ def layer_ids(n_total: int, layers) -> list[int]:
         raise ParameterError("layers is empty: select at least one layer")
     bad = [i for i in ids if i >= n_total]
     if bad:
-        raise ParameterError(f"layers {bad} do not exist: the model has {n_total} layers (0 to {n_total - 1})")
+        raise ParameterError(
+            f"layers {bad} do not exist: the model has {n_total} layers (0 to {n_total - 1})"
+        )
     rep = sorted({i for i in ids if ids.count(i) > 1})
     if rep:
-        raise ParameterError(f"layers {ids} repeat layer{'s' if len(rep) > 1 else ''} {rep}: name each layer once")
+        raise ParameterError(
+            f"layers {ids} repeat layer{'s' if len(rep) > 1 else ''} {rep}: name each layer once"
+        )
     return ids
 
 
@@ -380,6 +458,7 @@ def _stack_layers(x, name: str) -> torch.Tensor:
         raise ShapeError(f"{name} is empty: expected one matrix per layer")
     mats = [as_tensor(m, f"{name}[{l}]", ndim=2) for l, m in enumerate(x)]
     if len({tuple(m.shape) for m in mats}) != 1:
-        raise ShapeError(f"the matrices of {name} differ in shape: {[tuple(m.shape) for m in mats]}")
+        raise ShapeError(
+            f"the matrices of {name} differ in shape: {[tuple(m.shape) for m in mats]}"
+        )
     return torch.stack(mats)
-

@@ -14,7 +14,16 @@ __all__ = ["KINDS", "KIND_DESCRIPTIONS", "HEAD_KINDS", "MLP_HEAD", "Spectra", "k
 
 # KINDS, HEAD_KINDS, MLP_HEAD: defined once in genbound.kinds (re-exported here and by genbound.weights)
 
-_TENSOR_FIELDS = ("qk", "v", "m_in", "m_out", "qk_norm21", "v_norm21", "m_in_norm21", "m_out_norm21")
+_TENSOR_FIELDS = (
+    "qk",
+    "v",
+    "m_in",
+    "m_out",
+    "qk_norm21",
+    "v_norm21",
+    "m_in_norm21",
+    "m_out_norm21",
+)
 
 
 @dataclass(frozen=True)
@@ -85,7 +94,9 @@ class Spectra:
         """A copy on another device."""
         dev = resolve_device(device)
         kw = {f: getattr(self, f).to(dev) for f in _TENSOR_FIELDS}
-        return Spectra(**kw, hidden=self.hidden, d_ff=self.d_ff, method=self.method, routes=self.routes)
+        return Spectra(
+            **kw, hidden=self.hidden, d_ff=self.d_ff, method=self.method, routes=self.routes
+        )
 
 
 def kind_attr(kind: str) -> str:

@@ -48,7 +48,7 @@ class TensorStore:
             t = t.transpose(0, 1)
         if spec.parts > 1:
             step = t.shape[0] // spec.parts
-            t = t[spec.part * step:(spec.part + 1) * step]
+            t = t[spec.part * step : (spec.part + 1) * step]
         return t
 
     def select(self, ids: Sequence[int]) -> "TensorStore":

@@ -18,8 +18,17 @@ import torch
 
 from ...bounds import pac_bayes as pb
 
-__all__ = ["SCALE_DRAWS", "Splits", "flat", "unflat", "draws", "gibbs_error_rates", "posterior_scale", "optimise_posterior",
-           "certificate_columns"]
+__all__ = [
+    "SCALE_DRAWS",
+    "Splits",
+    "flat",
+    "unflat",
+    "draws",
+    "gibbs_error_rates",
+    "posterior_scale",
+    "optimise_posterior",
+    "certificate_columns",
+]
 
 #: How many draws of the noisy prior :func:`posterior_scale` averages at each candidate scale.
 SCALE_DRAWS = 20
@@ -39,7 +48,12 @@ class Splits:
     y_prior: torch.Tensor
 
     def labels(self, split: str) -> torch.Tensor:
-        return {"train": self.y_train, "bound": self.y_bound, "test": self.y_test, "prior": self.y_prior}[split]
+        return {
+            "train": self.y_train,
+            "bound": self.y_bound,
+            "test": self.y_test,
+            "prior": self.y_prior,
+        }[split]
 
 
 def flat(params: dict[str, torch.Tensor]) -> torch.Tensor:
@@ -61,14 +75,16 @@ def unflat(vec: torch.Tensor, like: dict[str, torch.Tensor]) -> dict[str, torch.
     for k in sorted(like):
         shp = like[k].shape[1:]
         n = int(math.prod(shp))
-        out[k] = vec[:, i:i + n].reshape(K, *shp)
+        out[k] = vec[:, i : i + n].reshape(K, *shp)
         i += n
     return out
 
 
 def draws(mu: torch.Tensor, s: torch.Tensor, k: int, gen: torch.Generator) -> torch.Tensor:
     """``k`` draws ``(k, P)`` of ``N(mu, diag s^2)`` from ``gen``."""
-    return mu.unsqueeze(0) + s.unsqueeze(0) * torch.randn(k, mu.numel(), generator=gen, dtype=mu.dtype)
+    return mu.unsqueeze(0) + s.unsqueeze(0) * torch.randn(
+        k, mu.numel(), generator=gen, dtype=mu.dtype
+    )
 
 
 def error_rates(logits: Logits, params: dict, split: str, labels: torch.Tensor) -> torch.Tensor:
@@ -78,7 +94,9 @@ def error_rates(logits: Logits, params: dict, split: str, labels: torch.Tensor) 
     return (z.argmax(-1) != labels.unsqueeze(0)).double().mean(1)
 
 
-def gibbs_error_rates(logits: Logits, mu, s, like, split: str, labels, k: int, gen, *, chunk: int = 50):
+def gibbs_error_rates(
+    logits: Logits, mu, s, like, split: str, labels, k: int, gen, *, chunk: int = 50
+):
     """The error rates ``(k,)`` of ``k`` fresh draws of ``Q`` on ``split`` (in chunks of ``chunk`` draws)."""
     out = []
     with torch.no_grad():
@@ -99,15 +117,34 @@ def posterior_scale(logits: Logits, y_prior, like, w_prior, cc, gen) -> float:
         base = float(error_rates(logits, unflat(w_prior.unsqueeze(0), like), "prior", y_prior)[0])
         scales = cc.post_scales()
         for sc in scales:
-            noisy = gibbs_error_rates(logits, w_prior, torch.full_like(w_prior, sc), like, "prior", y_prior,
-                                      SCALE_DRAWS, gen, chunk=SCALE_DRAWS)
+            noisy = gibbs_error_rates(
+                logits,
+                w_prior,
+                torch.full_like(w_prior, sc),
+                like,
+                "prior",
+                y_prior,
+                SCALE_DRAWS,
+                gen,
+                chunk=SCALE_DRAWS,
+            )
             if float(noisy.mean()) <= base + cc.post_scale_tol:
                 return float(sc)
     return float(scales[-1])
 
 
-def optimise_posterior(logits: Logits, y_train, like, w_prior, w_start, cc, n_bound: int, gen, *,
-                       sigma0: float | None = None):
+def optimise_posterior(
+    logits: Logits,
+    y_train,
+    like,
+    w_prior,
+    w_start,
+    cc,
+    n_bound: int,
+    gen,
+    *,
+    sigma0: float | None = None,
+):
     """``(mu, s, sigma_p)``: the posterior's mean and standard deviations after ``cc.post_steps`` Adam
     steps (learning rate ``cc.post_lr``, one draw of ``Q`` per step) on Pérez-Ortiz et al.'s ``f_quad``
     of the bounded cross-entropy surrogate (log-probabilities clamped at ``log p_min``, divided by
@@ -130,14 +167,20 @@ def optimise_posterior(logits: Logits, y_train, like, w_prior, w_start, cc, n_bo
         s = torch.nn.functional.softplus(rho)
         w = mu + s * torch.randn(mu.shape, generator=gen, dtype=mu.dtype)
         z = logits(unflat(w.unsqueeze(0), like), "train", 1)[0]
-        logp = z.gather(-1, y_train.unsqueeze(-1)).squeeze(-1) - torch.logsumexp(z, -1)   # log p(y | x)
+        logp = z.gather(-1, y_train.unsqueeze(-1)).squeeze(-1) - torch.logsumexp(
+            z, -1
+        )  # log p(y | x)
         surrogate = (-logp.clamp(min=math.log(cc.p_min))).mean() / lnp
         kl = pb.kl_diag_gaussians(mu, s, w_prior, torch.exp(log_sp))
         loss = pb.f_quad(surrogate, kl, n_bound, cc.delta)
         opt.zero_grad()
         loss.backward()
         opt.step()
-    return mu.detach(), torch.nn.functional.softplus(rho.detach()), float(torch.exp(log_sp.detach()))
+    return (
+        mu.detach(),
+        torch.nn.functional.softplus(rho.detach()),
+        float(torch.exp(log_sp.detach())),
+    )
 
 
 def certificate_columns(logits: Logits, splits: Splits, like, w_prior, mu, s, cc, gen) -> dict:
@@ -146,13 +189,25 @@ def certificate_columns(logits: Logits, splits: Splits, like, w_prior, mu, s, cc
     PAC-Bayes-kl bound at the best prior scale of the grid (:func:`genbound.bounds.pac_bayes.pac_bayes_grid_certificate`),
     ``Q``'s training error (20 draws) and test error (``cc.test_draws`` draws)."""
     n = int(splits.y_bound.shape[0])
-    mc = float(gibbs_error_rates(logits, mu, s, like, "bound", splits.y_bound, cc.n_draws, gen).mean())
+    mc = float(
+        gibbs_error_rates(logits, mu, s, like, "bound", splits.y_bound, cc.n_draws, gen).mean()
+    )
     tr = float(gibbs_error_rates(logits, mu, s, like, "train", splits.y_train, 20, gen).mean())
-    te = float(gibbs_error_rates(logits, mu, s, like, "test", splits.y_test, cc.test_draws, gen).mean())
+    te = float(
+        gibbs_error_rates(logits, mu, s, like, "test", splits.y_test, cc.test_draws, gen).mean()
+    )
     grid = cc.grid()
     kls = [float(pb.kl_diag_gaussians(mu, s, w_prior, sg)) for sg in grid]
     cert = pb.pac_bayes_grid_certificate(mc, cc.n_draws, kls, n, cc.delta, cc.delta_mc)
-    return {"q_bound_error_mc": mc, "q_emp_upper": cert.emp_upper, "q_train_error": tr, "q_test_error": te,
-            "certificate": cert.value, "kl": cert.kl, "kl_per_n": cert.kl / n,
-            "grid_sigma": grid[cert.grid_index], "grid_index": cert.grid_index,
-            "post_sigma_mean": float(s.mean())}
+    return {
+        "q_bound_error_mc": mc,
+        "q_emp_upper": cert.emp_upper,
+        "q_train_error": tr,
+        "q_test_error": te,
+        "certificate": cert.value,
+        "kl": cert.kl,
+        "kl_per_n": cert.kl / n,
+        "grid_sigma": grid[cert.grid_index],
+        "grid_index": cert.grid_index,
+        "post_sigma_mean": float(s.mean()),
+    }

@@ -14,9 +14,25 @@ import numpy as np
 
 from ...errors import ParameterError
 
-__all__ = ["DATA", "FAMILY_FILES", "SWEEP_FILE", "LARGE_M_FILE", "FIRST_RUN", "SECOND_RUN",
-           "SECOND_RUN_SWEEP_FILES", "CHANCE", "paired_runs", "load_certificates", "median_interval", "median_text", "cell_table", "coverage", "recompute_all", "recompute_files",
-           "target_table"]
+__all__ = [
+    "DATA",
+    "FAMILY_FILES",
+    "SWEEP_FILE",
+    "LARGE_M_FILE",
+    "FIRST_RUN",
+    "SECOND_RUN",
+    "SECOND_RUN_SWEEP_FILES",
+    "CHANCE",
+    "paired_runs",
+    "load_certificates",
+    "median_interval",
+    "median_text",
+    "cell_table",
+    "coverage",
+    "recompute_all",
+    "recompute_files",
+    "target_table",
+]
 
 #: Where the saved certificate files live (``genbound/data``; their notes: ``certify.md``).
 DATA = Path(__file__).resolve().parents[2] / "data"
@@ -89,7 +105,7 @@ def median_interval(x, level: float = 0.95) -> tuple[float, float, float]:
     med = float(np.median(xs))
     best = 0
     for j in range(1, n // 2 + 1):
-        cover = sum(math.comb(n, k) for k in range(j, n - j + 1)) / 2 ** n
+        cover = sum(math.comb(n, k) for k in range(j, n - j + 1)) / 2**n
         if cover >= level:
             best = j
     if best == 0:
@@ -121,12 +137,21 @@ def cell_table(df, by=("task", "n_train", "depth")):
         key = key if isinstance(key, tuple) else (key,)
         med, lo, hi = median_interval(d["certificate"])
         task = dict(zip(by, key)).get("task", "sparse-majority")
-        rows.append({**dict(zip(by, key)), "models": len(d), "certificate": med, "cert_lo": lo, "cert_hi": hi,
-                     "q_test_error": float(d["q_test_error"].median()),
-                     "test_set_bound": float(d["test_set_bound"].median()),
-                     "prior_holdout_bound": float(d["prior_holdout_bound"].median()),
-                     "kl": float(d["kl"].median()), "kl_per_n": float(d["kl_per_n"].median()),
-                     "below_chance": float((d["certificate"] < CHANCE[task]).mean())})
+        rows.append(
+            {
+                **dict(zip(by, key)),
+                "models": len(d),
+                "certificate": med,
+                "cert_lo": lo,
+                "cert_hi": hi,
+                "q_test_error": float(d["q_test_error"].median()),
+                "test_set_bound": float(d["test_set_bound"].median()),
+                "prior_holdout_bound": float(d["prior_holdout_bound"].median()),
+                "kl": float(d["kl"].median()),
+                "kl_per_n": float(d["kl_per_n"].median()),
+                "below_chance": float((d["certificate"] < CHANCE[task]).mean()),
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -138,8 +163,13 @@ def coverage(df, delta_total: float) -> dict:
 
     k = int((df["q_test_error"] > df["certificate"]).sum())
     n = len(df)
-    return {"exceed": k, "models": n, "share": k / n if n else math.nan,
-            "upper": pb.binomial_test_bound(k, n, 0.05).value if n else math.nan, "delta": float(delta_total)}
+    return {
+        "exceed": k,
+        "models": n,
+        "share": k / n if n else math.nan,
+        "upper": pb.binomial_test_bound(k, n, 0.05).value if n else math.nan,
+        "delta": float(delta_total),
+    }
 
 
 def paired_runs(before, after, key, cols=("certificate", "kl", "q_test_error")):
@@ -156,7 +186,9 @@ def paired_runs(before, after, key, cols=("certificate", "kl", "q_test_error")):
     [-0.05, -0.1]
     """
     cols = list(cols)
-    j = before[list(key) + cols].merge(after[list(key) + cols], on=list(key), suffixes=("_before", "_after"))
+    j = before[list(key) + cols].merge(
+        after[list(key) + cols], on=list(key), suffixes=("_before", "_after")
+    )
     if j.empty:
         raise ParameterError("paired_runs: the two runs certify no model in common")
     j["d_certificate"] = j["certificate_after"] - j["certificate_before"]
@@ -202,14 +234,34 @@ def target_table(family_df, large_m_df=None, large_target: float = 0.25):
     for task, d in family_df.groupby("task"):
         m = int(d["n_train"].max())
         med, lo, hi = median_interval(d.loc[d["n_train"] == m, "certificate"])
-        rows.append({"task": task, "kind": "chance", "where": f"{task}, m = {m}", "models": int((d["n_train"] == m).sum()), "median": med,
-                     "lo": lo, "hi": hi, "target": CHANCE[task], "met": med < CHANCE[task]})
+        rows.append(
+            {
+                "task": task,
+                "kind": "chance",
+                "where": f"{task}, m = {m}",
+                "models": int((d["n_train"] == m).sum()),
+                "median": med,
+                "lo": lo,
+                "hi": hi,
+                "target": CHANCE[task],
+                "met": med < CHANCE[task],
+            }
+        )
     if large_m_df is not None and len(large_m_df):
         med, lo, hi = median_interval(large_m_df["certificate"])
-        rows.append({"task": "sparse-majority", "kind": "large-m",
-                     "where": f"sparse-majority, m = {int(large_m_df['n_train'].max())}",
-                     "models": len(large_m_df), "median": med, "lo": lo, "hi": hi, "target": large_target,
-                     "met": med <= large_target})
+        rows.append(
+            {
+                "task": "sparse-majority",
+                "kind": "large-m",
+                "where": f"sparse-majority, m = {int(large_m_df['n_train'].max())}",
+                "models": len(large_m_df),
+                "median": med,
+                "lo": lo,
+                "hi": hi,
+                "target": large_target,
+                "met": med <= large_target,
+            }
+        )
     out = pd.DataFrame(rows)
     out["margin"] = out["target"] - out["median"]
     return out

@@ -46,12 +46,20 @@ def hp_features(df):
 
     n = df["n_train"].to_numpy(float)
     b = df["batch"].to_numpy(float)
-    return pd.DataFrame({
-        "depth": np.log(df["depth"].to_numpy(float)), "width": np.log(df["width"].to_numpy(float)),
-        "lr": np.log(df["lr"].to_numpy(float)), "batch": np.log(np.where(b > 0, np.minimum(b, n), n)),
-        "weight_decay": df["weight_decay"].to_numpy(float), "init_scale": np.log(df["init_scale"].to_numpy(float)),
-        "label_noise": df["label_noise"].to_numpy(float), "input_flip": df["input_flip"].to_numpy(float),
-        "n_train": np.log(n)}, index=df.index)[list(AXES)]
+    return pd.DataFrame(
+        {
+            "depth": np.log(df["depth"].to_numpy(float)),
+            "width": np.log(df["width"].to_numpy(float)),
+            "lr": np.log(df["lr"].to_numpy(float)),
+            "batch": np.log(np.where(b > 0, np.minimum(b, n), n)),
+            "weight_decay": df["weight_decay"].to_numpy(float),
+            "init_scale": np.log(df["init_scale"].to_numpy(float)),
+            "label_noise": df["label_noise"].to_numpy(float),
+            "input_flip": df["input_flip"].to_numpy(float),
+            "n_train": np.log(n),
+        },
+        index=df.index,
+    )[list(AXES)]
 
 
 def _halves(seeds) -> tuple[np.ndarray, np.ndarray]:
@@ -77,7 +85,7 @@ def _crossfit(df, features, fit_mask) -> np.ndarray:
                 continue
             Xt = X[tr]
             keep = np.ptp(Xt, axis=0) > 0
-            keep[0] = True                               # the intercept; constant features dropped
+            keep[0] = True  # the intercept; constant features dropped
             coef, *_ = np.linalg.lstsq(Xt[:, keep], y[tr], rcond=None)
             out[te] = X[te][:, keep] @ coef
     return out
@@ -90,16 +98,23 @@ def hp_baselines(df) -> "object":
     import pandas as pd
 
     n = df["n_train"].to_numpy(float)
-    out = {"inv_sqrt_m": 1.0 / np.sqrt(n), "n_params_sqrtm": df["n_params"].to_numpy(float) / np.sqrt(n)}
+    out = {
+        "inv_sqrt_m": 1.0 / np.sqrt(n),
+        "n_params_sqrtm": df["n_params"].to_numpy(float) / np.sqrt(n),
+    }
     F = hp_features(df)
     fitted = df["fitted"].to_numpy(bool)
     varying = [a for a in AXES if df.groupby("task")[a].nunique().max() > 1]
     for a in varying:
         out[f"hp_{a}"] = _crossfit(df, F[[a]].to_numpy(), fitted)
-    out["hp_oracle"] = _crossfit(df, F[varying].to_numpy(), fitted) if varying else np.full(len(df), math.nan)
+    out["hp_oracle"] = (
+        _crossfit(df, F[varying].to_numpy(), fitted) if varying else np.full(len(df), math.nan)
+    )
     return pd.DataFrame(out, index=df.index)
 
 
 def BASELINE_NAMES(df) -> list[str]:
     """The names :func:`hp_baselines` gives for ``df``."""
-    return list(hp_baselines(df.head(0)).columns) if len(df) == 0 else list(hp_baselines(df).columns)
+    return (
+        list(hp_baselines(df.head(0)).columns) if len(df) == 0 else list(hp_baselines(df).columns)
+    )

@@ -21,15 +21,36 @@ import torch
 from ..._validate import check_positive_int, check_real
 from ...errors import ParameterError
 
-__all__ = ["TASKS", "AXES", "FamilyConfig", "TaskData", "corrupt_labels", "corrupt_inputs", "make_task_data", "init_seed",
-           "batch_seed", "flip_seed", "task_shape",
-           "build_model"]
+__all__ = [
+    "TASKS",
+    "AXES",
+    "FamilyConfig",
+    "TaskData",
+    "corrupt_labels",
+    "corrupt_inputs",
+    "make_task_data",
+    "init_seed",
+    "batch_seed",
+    "flip_seed",
+    "task_shape",
+    "build_model",
+]
 
 #: The two tasks. ``sparse-majority``: Part II's task at ``T = 16`` (``s = 9``) with embeddings of the
 #: model's width; ``digits``: scikit-learn's bundled 8x8 digits (1,797 images, 10 classes), rows as tokens.
 TASKS = ("sparse-majority", "digits")
 #: The hyperparameter axes: CSV columns, one value each per model (the seed index is ``seed``).
-AXES = ("depth", "width", "lr", "batch", "weight_decay", "init_scale", "label_noise", "input_flip", "n_train")
+AXES = (
+    "depth",
+    "width",
+    "lr",
+    "batch",
+    "weight_decay",
+    "init_scale",
+    "label_noise",
+    "input_flip",
+    "n_train",
+)
 
 _SM_SEQ_LEN = 16
 _DIGIT_ROWS = 8
@@ -65,8 +86,9 @@ class FamilyConfig:
     init_scales: tuple[float, ...] = (1.0,)
     label_noises: tuple[float, ...] = (0.0, 0.1)
     input_flips: tuple[float, ...] = (0.0, 0.05)
-    n_train: dict = field(default_factory=lambda: {"sparse-majority": (30, 120),
-                                                   "digits": (100, 400)})
+    n_train: dict = field(
+        default_factory=lambda: {"sparse-majority": (30, 120), "digits": (100, 400)}
+    )
     seeds: int = 24
     stack: int = 12
     steps: int = 3000
@@ -92,7 +114,9 @@ class FamilyConfig:
             for n in self.n_train[t]:
                 check_positive_int(n, f"n_train[{t!r}]", minimum=2)
             if t == "digits" and max(self.n_train[t]) > _N_DIGITS - 100:
-                raise ParameterError("digits: n_train must leave at least 100 of the 1,797 images for testing")
+                raise ParameterError(
+                    "digits: n_train must leave at least 100 of the 1,797 images for testing"
+                )
         for name in ("depths", "widths", "lrs"):
             if not getattr(self, name):
                 raise ParameterError(f"{name} must name at least one value")
@@ -144,13 +168,31 @@ class FamilyConfig:
         """Every setting of the factorial (task and one value per axis), in a fixed order."""
         out = []
         for task in self.tasks:
-            for L, w, lr, b, wd, a, q, r, n in itertools.product(self.depths, self.widths, self.lrs, self.batches,
-                                                                 self.weight_decays, self.init_scales,
-                                                                 self.label_noises, self.input_flips,
-                                                                 self.n_train[task]):
-                out.append({"task": task, "depth": int(L), "width": int(w), "lr": float(lr), "batch": int(b),
-                            "weight_decay": float(wd), "init_scale": float(a), "label_noise": float(q),
-                            "input_flip": float(r), "n_train": int(n)})
+            for L, w, lr, b, wd, a, q, r, n in itertools.product(
+                self.depths,
+                self.widths,
+                self.lrs,
+                self.batches,
+                self.weight_decays,
+                self.init_scales,
+                self.label_noises,
+                self.input_flips,
+                self.n_train[task],
+            ):
+                out.append(
+                    {
+                        "task": task,
+                        "depth": int(L),
+                        "width": int(w),
+                        "lr": float(lr),
+                        "batch": int(b),
+                        "weight_decay": float(wd),
+                        "init_scale": float(a),
+                        "label_noise": float(q),
+                        "input_flip": float(r),
+                        "n_train": int(n),
+                    }
+                )
         return out
 
 
@@ -185,11 +227,13 @@ def _digits_inputs(width: int) -> tuple[torch.Tensor, torch.Tensor]:
     from ..sparse_majority import sinusoidal_encoding
 
     data = load_digits()
-    img = torch.as_tensor(data.images, dtype=torch.float64) / 16.0                  # (N, 8, 8)
+    img = torch.as_tensor(data.images, dtype=torch.float64) / 16.0  # (N, 8, 8)
     N = img.shape[0]
-    pe = sinusoidal_encoding(_DIGIT_ROWS + 1, width - 8)                             # (9, d - 8)
-    rows = torch.cat([torch.cat([img, torch.zeros(N, 1, 8, dtype=torch.float64)], 1),
-                      pe.expand(N, -1, -1)], dim=-1)                                 # (N, 9, d)
+    pe = sinusoidal_encoding(_DIGIT_ROWS + 1, width - 8)  # (9, d - 8)
+    rows = torch.cat(
+        [torch.cat([img, torch.zeros(N, 1, 8, dtype=torch.float64)], 1), pe.expand(N, -1, -1)],
+        dim=-1,
+    )  # (N, 9, d)
     return rows, torch.as_tensor(data.target, dtype=torch.long)
 
 
@@ -207,7 +251,9 @@ def init_seed(task: str, seed: int) -> int:
     return 1_000_003 * int(seed) + (17 if task == "sparse-majority" else 29)
 
 
-def corrupt_labels(y: torch.Tensor, n_classes: int, label_noise: float, *, seed: int) -> torch.Tensor:
+def corrupt_labels(
+    y: torch.Tensor, n_classes: int, label_noise: float, *, seed: int
+) -> torch.Tensor:
     """Training labels with noise: example ``i`` of the pool gets a uniform draw ``u_i`` and a wrong label
     ``r_i`` (uniform over the ``n_classes - 1`` other classes), both from one generator seeded by
     ``seed``; it is corrupted (label ``r_i``) when ``u_i < label_noise``. The draws depend on the pool
@@ -249,8 +295,9 @@ def task_shape(task: str, width: int) -> tuple[int, float]:
     raise ParameterError(f"unknown task {task!r}; expected one of {TASKS}")
 
 
-def corrupt_inputs(X: torch.Tensor, flip: torch.Tensor, rho: float, gen: torch.Generator, *,
-                   unit: str = "position") -> torch.Tensor:
+def corrupt_inputs(
+    X: torch.Tensor, flip: torch.Tensor, rho: float, gen: torch.Generator, *, unit: str = "position"
+) -> torch.Tensor:
     """``X`` with each input unit corrupted independently with probability ``rho`` (one fresh draw from
     ``gen``): ``X + mask * flip``, the mask drawn per row (``unit="position"``: a sparse-majority bit
     flipped) or per coordinate (``"coordinate"``: a digits pixel ``v`` turned into ``1 - v``); the labels
@@ -285,8 +332,16 @@ def batch_seed(task: str, seed: int) -> int:
     return init_seed(task, seed) + 5
 
 
-def make_task_data(task: str, *, width: int, n_train: int, seed: int, n_max: int | None = None,
-                   n_test: int = 2000, label_noise: float = 0.0) -> TaskData:
+def make_task_data(
+    task: str,
+    *,
+    width: int,
+    n_train: int,
+    seed: int,
+    n_max: int | None = None,
+    n_test: int = 2000,
+    label_noise: float = 0.0,
+) -> TaskData:
     """The data of seed index ``seed`` with the first ``n_train`` training examples of a draw of
     ``n_max`` (default ``n_train``; the family passes its largest size, so training sets are nested and
     the test set does not depend on ``n_train``). ``digits``: a seeded permutation of the 1,797 images;
@@ -315,12 +370,22 @@ def make_task_data(task: str, *, width: int, n_train: int, seed: int, n_max: int
         (btr, ytr), (bte, yte) = t.sample(n_max, g), t.sample(n_test, g)
         ytr = corrupt_labels(ytr, 2, label_noise, seed=ds + 2)
         Xtr = t.embed(btr[:n_train])
-        return TaskData(Xtr, ytr[:n_train], t.embed(bte), yte, 2, uniform_input_radius(width),
-                        t.embed(1 - btr[:n_train]) - Xtr, "position")
+        return TaskData(
+            Xtr,
+            ytr[:n_train],
+            t.embed(bte),
+            yte,
+            2,
+            uniform_input_radius(width),
+            t.embed(1 - btr[:n_train]) - Xtr,
+            "position",
+        )
     raise ParameterError(f"unknown task {task!r}; expected one of {TASKS}")
 
 
-def build_model(width: int, n_classes: int, *, depth: int = 1, seed: int = 0, init_scale: float = 1.0):
+def build_model(
+    width: int, n_classes: int, *, depth: int = 1, seed: int = 0, init_scale: float = 1.0
+):
     """A :class:`~genbound.nets.ReferenceTransformer` of the family: ``depth`` layers of two heads of
     width ``width / 2``, biases, ReLU, a dense map, read out at the last ([CLS]) row, float64; every
     parameter of its seeded initialisation multiplied by ``init_scale``."""
@@ -328,8 +393,18 @@ def build_model(width: int, n_classes: int, *, depth: int = 1, seed: int = 0, in
 
     from ...nets import ReferenceTransformer
 
-    net = ReferenceTransformer(width, n_layers=int(depth), n_heads=2, d_head=width // 2, out_dim=n_classes,
-                               activation="relu", bias=True, dense=True, cls_index=-1, seed=int(seed))
+    net = ReferenceTransformer(
+        width,
+        n_layers=int(depth),
+        n_heads=2,
+        d_head=width // 2,
+        out_dim=n_classes,
+        activation="relu",
+        bias=True,
+        dense=True,
+        cls_index=-1,
+        seed=int(seed),
+    )
     if init_scale != 1.0:
         with torch.no_grad():
             for p in net.parameters():

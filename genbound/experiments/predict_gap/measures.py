@@ -43,30 +43,63 @@ import math
 import numpy as np
 import torch
 
-__all__ = ["BOUNDS", "CAPACITY_FORMS", "CAPACITIES", "SPECTRAL", "BASELINES", "MEASURES", "DEPTH1_ONLY",
-           "REPORTED", "multiclass_margins", "magnitude_flatness", "measures_for"]
+__all__ = [
+    "BOUNDS",
+    "CAPACITY_FORMS",
+    "CAPACITIES",
+    "SPECTRAL",
+    "BASELINES",
+    "MEASURES",
+    "DEPTH1_ONLY",
+    "REPORTED",
+    "multiclass_margins",
+    "magnitude_flatness",
+    "measures_for",
+]
 
 #: The four bounds, by column prefix.
 BOUNDS = ("tt", "edelman", "sa", "edproxy")
 #: The four forms of each capacity: suffix -> (divided by the margin, divided by sqrt(m)).
-CAPACITY_FORMS = {"cap": (False, False), "cap_sqrtm": (False, True), "cap_margin": (True, False),
-                  "cap_margin_sqrtm": (True, True)}
+CAPACITY_FORMS = {
+    "cap": (False, False),
+    "cap_sqrtm": (False, True),
+    "cap_margin": (True, False),
+    "cap_margin_sqrtm": (True, True),
+}
 #: The capacity measures, ``{bound}_{form}``.
 CAPACITIES = tuple(f"{b}_{f}" for b in BOUNDS for f in CAPACITY_FORMS)
 #: The spectrum-adaptive proxy and its two fixed-index sums.
 SPECTRAL = ("spectral_adaptive", "spectral_p0", "spectral_pmax")
 #: The baselines.
-BASELINES = ("n_params", "fro_sum", "log_fro_prod", "spec_sum", "log_spec_prod", "fro_dist_init",
-             "spec_dist_init", "mag_flatness")
+BASELINES = (
+    "n_params",
+    "fro_sum",
+    "log_fro_prod",
+    "spec_sum",
+    "log_spec_prod",
+    "fro_dist_init",
+    "spec_dist_init",
+    "mag_flatness",
+)
 #: Every ranked measure, one float column each.
 MEASURES = CAPACITIES + SPECTRAL + BASELINES
 #: Measures defined on depth-1 models only (``nan`` on deeper ones).
 DEPTH1_ONLY = tuple(f"edelman_{f}" for f in CAPACITY_FORMS)
 #: Columns kept for reporting, never ranked: the capped values and trivial flags, the margin and the
 #: flatness noise level. Name -> type.
-REPORTED = {"tt_bound": float, "tt_trivial": bool, "edelman_bound": float, "edelman_trivial": float,
-            "sa_trivial": bool, "edproxy_trivial": bool, "sa_all_p0": bool, "margin_q": float,
-            "flat_sigma": float, "norms_json": str, "spectra_json": str}
+REPORTED = {
+    "tt_bound": float,
+    "tt_trivial": bool,
+    "edelman_bound": float,
+    "edelman_trivial": float,
+    "sa_trivial": bool,
+    "edproxy_trivial": bool,
+    "sa_all_p0": bool,
+    "margin_q": float,
+    "flat_sigma": float,
+    "norms_json": str,
+    "spectra_json": str,
+}
 
 
 def multiclass_margins(logits: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
@@ -81,8 +114,17 @@ def multiclass_margins(logits: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
 
 
 @torch.no_grad()
-def magnitude_flatness(net, X: torch.Tensor, y: torch.Tensor, *, seed: int, max_error: float = 0.1,
-                       draws: int = 8, steps: int = 12, hi: float = 2.0) -> float:
+def magnitude_flatness(
+    net,
+    X: torch.Tensor,
+    y: torch.Tensor,
+    *,
+    seed: int,
+    max_error: float = 0.1,
+    draws: int = 8,
+    steps: int = 12,
+    hi: float = 2.0,
+) -> float:
     """``sigma'``: the largest multiplicative noise level such that the mean training error of
     ``W -> W * (1 + sigma' eps)`` (every parameter, ``eps`` standard normal entrywise) over ``draws``
     noise draws exceeds the error of ``net`` on ``(X, y)`` by at most ``max_error``.
@@ -94,7 +136,10 @@ def magnitude_flatness(net, X: torch.Tensor, y: torch.Tensor, *, seed: int, max_
     """
     params = {n: p.detach().float() for n, p in net.named_parameters()}
     g = torch.Generator().manual_seed(int(seed))
-    eps = {n: torch.randn((draws, *p.shape), generator=g, dtype=torch.float32) for n, p in params.items()}
+    eps = {
+        n: torch.randn((draws, *p.shape), generator=g, dtype=torch.float32)
+        for n, p in params.items()
+    }
     Xk = X.float()[None].expand(draws, *X.shape)
     base = float((net(X).argmax(-1) != y).double().mean())
 
@@ -135,9 +180,21 @@ def _op(A: torch.Tensor) -> float:
 
 
 @torch.no_grad()
-def measures_for(net, init, *, X_train: torch.Tensor, y_train: torch.Tensor, m: int, seq_len: int,
-                 B_X: float, delta: float, margin: float, margin_quantile: float = 0.1,
-                 flat: dict | None = None, flat_seed: int = 0) -> dict:
+def measures_for(
+    net,
+    init,
+    *,
+    X_train: torch.Tensor,
+    y_train: torch.Tensor,
+    m: int,
+    seq_len: int,
+    B_X: float,
+    delta: float,
+    margin: float,
+    margin_quantile: float = 0.1,
+    flat: dict | None = None,
+    flat_seed: int = 0,
+) -> dict:
     """Every column of ``MEASURES`` and ``REPORTED`` for the trained ``net`` (``init``: the same
     architecture at its initial weights) on its training set ``(X_train, y_train)`` of size ``m``.
     ``flat``: keyword arguments of :func:`magnitude_flatness` (``max_error``, ``draws``, ``steps``,
@@ -146,8 +203,16 @@ def measures_for(net, init, *, X_train: torch.Tensor, y_train: torch.Tensor, m: 
     from ..bound_measures import capacity_fields, spectra_to_json
 
     sp = net.proxy_weights().spectra(method="core")
-    cf = capacity_fields(net, m=m, seq_len=seq_len, delta=delta, B_X=B_X, margin=margin, spectra=sp,
-                         L_phi=net.L_sigma)
+    cf = capacity_fields(
+        net,
+        m=m,
+        seq_len=seq_len,
+        delta=delta,
+        B_X=B_X,
+        margin=margin,
+        spectra=sp,
+        L_phi=net.L_sigma,
+    )
     from .training import _measure_columns
 
     gm = float(np.quantile(multiclass_margins(net(X_train), y_train).numpy(), margin_quantile))
@@ -159,14 +224,32 @@ def measures_for(net, init, *, X_train: torch.Tensor, y_train: torch.Tensor, m: 
     sigma = magnitude_flatness(net, X_train, y_train, seed=flat_seed, **(flat or {}))
     out.update(
         n_params=float(sum(t.numel() for t in p.values())),
-        fro_sum=sum(fro), log_fro_prod=sum(math.log(v) for v in fro),
-        spec_sum=sum(op), log_spec_prod=sum(math.log(v) for v in op),
+        fro_sum=sum(fro),
+        log_fro_prod=sum(math.log(v) for v in fro),
+        spec_sum=sum(op),
+        log_spec_prod=sum(math.log(v) for v in op),
         fro_dist_init=math.sqrt(sum(float(((p[n] - p0[n]) ** 2).sum()) for n in p)),
         spec_dist_init=sum(_op(A - B) for A, B in zip(mats, mats0)),
         mag_flatness=1.0 / sigma**2,
     )
-    out.update({k: cf[k] for k in ("tt_bound", "tt_trivial", "edelman_bound", "edelman_trivial", "sa_trivial",
-                                   "edproxy_trivial", "sa_all_p0")})
-    out.update(margin_q=gm, flat_sigma=sigma, norms_json=ModelNorms.of(net).to_json(),
-               spectra_json=spectra_to_json(sp))
+    out.update(
+        {
+            k: cf[k]
+            for k in (
+                "tt_bound",
+                "tt_trivial",
+                "edelman_bound",
+                "edelman_trivial",
+                "sa_trivial",
+                "edproxy_trivial",
+                "sa_all_p0",
+            )
+        }
+    )
+    out.update(
+        margin_q=gm,
+        flat_sigma=sigma,
+        norms_json=ModelNorms.of(net).to_json(),
+        spectra_json=spectra_to_json(sp),
+    )
     return out

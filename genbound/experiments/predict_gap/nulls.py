@@ -14,7 +14,14 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["NULL_STATS", "LOWER_IS_BETTER", "RankingIndex", "null_statistics", "null_percentiles", "beyond_null"]
+__all__ = [
+    "NULL_STATS",
+    "LOWER_IS_BETTER",
+    "RankingIndex",
+    "null_statistics",
+    "null_percentiles",
+    "beyond_null",
+]
 
 #: The statistics that get a null, in table order.
 NULL_STATS = ("tau", "psi", "psi_wo", "psi_seed", "cmi", "se_mean", "se_p90", "se_max")
@@ -40,20 +47,25 @@ class RankingIndex:
         task = fit["task"].to_numpy()
         seed = fit["seed"].to_numpy()
         A = fit[self.axes].to_numpy(float) if self.axes else np.zeros((self.n, 0))
-        self._tau = []                                    # per task: (i, j) ordered pairs, sign(dg)
+        self._tau = []  # per task: (i, j) ordered pairs, sign(dg)
         self._cmi_pairs = []
         for t in np.unique(task):
             r = np.flatnonzero(task == t)
             i, j = np.where(~np.eye(len(r), dtype=bool))
             self._tau.append((r[i], r[j], np.sign(g[r[i]] - g[r[j]]), len(r)))
-        self._groups = {a: self._pairs_in_groups(["task", "seed", *[b for b in self.axes if b != a]], fit, g)
-                        for a in self.axes}
+        self._groups = {
+            a: self._pairs_in_groups(["task", "seed", *[b for b in self.axes if b != a]], fit, g)
+            for a in self.axes
+        }
         self._seed_groups = self._pairs_in_groups(["task", *self.axes], fit, g)
         # cmi: ordered pairs within a task with g_i != g_j, and the code of U_S for every set S
         I, J, VG, T = [], [], [], []
         for k, (i, j, dg, _) in enumerate(self._tau):
             keep = dg != 0
-            I.append(i[keep]); J.append(j[keep]); VG.append(dg[keep]); T.append(np.full(int(keep.sum()), k))
+            I.append(i[keep])
+            J.append(j[keep])
+            VG.append(dg[keep])
+            T.append(np.full(int(keep.sum()), k))
         cat = lambda parts: np.concatenate(parts) if parts else np.zeros(0, np.int64)  # noqa: E731
         self._ci, self._cj = cat(I).astype(np.int64), cat(J).astype(np.int64)
         self._vg = cat(VG).astype(np.int64) + 1
@@ -86,7 +98,9 @@ class RankingIndex:
             if len(r) < 2:
                 continue
             i, j = np.where(~np.eye(len(r), dtype=bool))
-            I.append(r[i]); J.append(r[j]); G.append(np.full(len(i), n_groups))
+            I.append(r[i])
+            J.append(r[j])
+            G.append(np.full(len(i), n_groups))
             n_groups += 1
         if not n_groups:
             return None
@@ -109,7 +123,9 @@ class RankingIndex:
                     common, ia, ib = np.intersect1d(sa, sb, return_indices=True)
                     if not len(common):
                         continue
-                    I.append(ra[ia]); J.append(rb[ib]); E.append(np.full(len(common), n_env))
+                    I.append(ra[ia])
+                    J.append(rb[ib])
+                    E.append(np.full(len(common), n_env))
                     n_env += 1
         if not n_env:
             return None
@@ -131,10 +147,13 @@ class RankingIndex:
         per = {a: self._group_mean(mu, self._groups[a]) for a in self.axes}
         vals = [v for v in per.values() if np.isfinite(v)]
         rest = [v for a, v in per.items() if np.isfinite(v) and a != "n_train"]
-        out = {"tau": float(np.mean(taus)) if taus else np.nan,
-               "psi": float(np.mean(vals)) if vals else np.nan,
-               "psi_wo": float(np.mean(rest)) if rest else np.nan,
-               "psi_seed": self._group_mean(mu, self._seed_groups), "cmi": self._cmi(mu)}
+        out = {
+            "tau": float(np.mean(taus)) if taus else np.nan,
+            "psi": float(np.mean(vals)) if vals else np.nan,
+            "psi_wo": float(np.mean(rest)) if rest else np.nan,
+            "psi_seed": self._group_mean(mu, self._seed_groups),
+            "cmi": self._cmi(mu),
+        }
         out.update(self._sign_error(mu))
         return out
 
@@ -165,7 +184,11 @@ class RankingIndex:
         dm = np.sign(mu[I] - mu[J])
         wrong = np.where((dm == 0) | (sg == 0), 0.5, (dm != sg).astype(float))
         e = np.bincount(eid, wrong, minlength=n) / np.bincount(eid, minlength=n)
-        return {"se_mean": float(e.mean()), "se_p90": float(np.percentile(e, 90)), "se_max": float(e.max())}
+        return {
+            "se_mean": float(e.mean()),
+            "se_p90": float(np.percentile(e, 90)),
+            "se_max": float(e.max()),
+        }
 
 
 def null_statistics(fit, *, axes, n_null: int = 200, seed: int = 0):
@@ -185,7 +208,9 @@ def null_percentiles(null) -> dict:
     for k in NULL_STATS:
         v = np.asarray(null[k], float)
         v = v[np.isfinite(v)]
-        out[k] = float(np.percentile(v, 5 if k in LOWER_IS_BETTER else 95)) if len(v) else float("nan")
+        out[k] = (
+            float(np.percentile(v, 5 if k in LOWER_IS_BETTER else 95)) if len(v) else float("nan")
+        )
     return out
 
 

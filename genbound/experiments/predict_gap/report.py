@@ -13,8 +13,17 @@ from typing import Sequence
 from .. import ranking as rk
 from .statistics import fitted_models, measure_frame
 
-__all__ = ["DASH", "fmt", "interval", "rank_table", "noise_table", "null_table", "stratified_taus",
-           "trivial_shares", "plot_measures_vs_gap"]
+__all__ = [
+    "DASH",
+    "fmt",
+    "interval",
+    "rank_table",
+    "noise_table",
+    "null_table",
+    "stratified_taus",
+    "trivial_shares",
+    "plot_measures_vs_gap",
+]
 
 #: What an undefined entry shows.
 DASH = "—"
@@ -48,13 +57,20 @@ def rank_table(tab, measures: Sequence[str] | None = None):
     import pandas as pd
 
     t = tab if measures is None else tab.loc[list(measures)]
-    return pd.DataFrame({
-        "n": t["n_models"].astype(int).astype(str),
-        "Psi [95%]": [_mark(r.psi, r.psi_lo, r.psi_hi, r.beyond_psi) for r in t.itertuples()],
-        "Psi, n fixed [95%]": [_mark(r.psi_wo, r.psi_wo_lo, r.psi_wo_hi, r.beyond_psi_wo) for r in t.itertuples()],
-        "psi_seed [95%]": [_mark(r.psi_seed, r.psi_seed_lo, r.psi_seed_hi, r.beyond_psi_seed)
-                           for r in t.itertuples()],
-    }, index=t.index)
+    return pd.DataFrame(
+        {
+            "n": t["n_models"].astype(int).astype(str),
+            "Psi [95%]": [_mark(r.psi, r.psi_lo, r.psi_hi, r.beyond_psi) for r in t.itertuples()],
+            "Psi, n fixed [95%]": [
+                _mark(r.psi_wo, r.psi_wo_lo, r.psi_wo_hi, r.beyond_psi_wo) for r in t.itertuples()
+            ],
+            "psi_seed [95%]": [
+                _mark(r.psi_seed, r.psi_seed_lo, r.psi_seed_hi, r.beyond_psi_seed)
+                for r in t.itertuples()
+            ],
+        },
+        index=t.index,
+    )
 
 
 def noise_table(tab, measures: Sequence[str] | None = None):
@@ -73,20 +89,42 @@ def noise_table(tab, measures: Sequence[str] | None = None):
         marks = [getattr(r, f"beyond_se_{s}") for s in ("mean", "p90", "max")]
         return " / ".join(f"{v:.2f}" + ("*" if b else "") for v, b in zip(vals, marks))
 
-    return pd.DataFrame({
-        "K": [DASH if not math.isfinite(r.cmi) else f"{r.cmi:.3f}" + (" *" if r.beyond_cmi else "")
-              for r in t.itertuples()],
-        "sign error": [se(r) for r in t.itertuples()],
-        "vs best baseline, n fixed": [interval(r.d_psi_wo, r.d_psi_wo_lo, r.d_psi_wo_hi) for r in t.itertuples()],
-    }, index=t.index)
+    return pd.DataFrame(
+        {
+            "K": [
+                DASH
+                if not math.isfinite(r.cmi)
+                else f"{r.cmi:.3f}" + (" *" if r.beyond_cmi else "")
+                for r in t.itertuples()
+            ],
+            "sign error": [se(r) for r in t.itertuples()],
+            "vs best baseline, n fixed": [
+                interval(r.d_psi_wo, r.d_psi_wo_lo, r.d_psi_wo_hi) for r in t.itertuples()
+            ],
+        },
+        index=t.index,
+    )
 
 
 def null_table(percentiles: dict):
     """The null's percentiles (95th; 5th for the sign errors) per model subset, as strings."""
     import pandas as pd
 
-    return pd.DataFrame({k: {s: (f"{v:.3f}" if s in ("cmi",) else f"{v:+.3f}" if not s.startswith("se") else
-                                 f"{v:.3f}") for s, v in p.items()} for k, p in percentiles.items()})
+    return pd.DataFrame(
+        {
+            k: {
+                s: (
+                    f"{v:.3f}"
+                    if s in ("cmi",)
+                    else f"{v:+.3f}"
+                    if not s.startswith("se")
+                    else f"{v:.3f}"
+                )
+                for s, v in p.items()
+            }
+            for k, p in percentiles.items()
+        }
+    )
 
 
 def stratified_taus(df, measures: Sequence[str], by: str):
@@ -113,9 +151,15 @@ def trivial_shares(df) -> dict:
     for every matrix (``sa_all_p0``). Values in ``[0, 1]``; ``n`` counts the models of each share."""
     fit = fitted_models(df)
     d1 = fit[fit["depth"] == 1]
-    return {"tt": float(fit["tt_trivial"].mean()), "edelman": float(d1["edelman_trivial"].mean()),
-            "sa": float(fit["sa_trivial"].mean()), "edproxy": float(fit["edproxy_trivial"].mean()),
-            "sa_all_p0": float(fit["sa_all_p0"].mean()), "n": int(len(fit)), "n_depth1": int(len(d1))}
+    return {
+        "tt": float(fit["tt_trivial"].mean()),
+        "edelman": float(d1["edelman_trivial"].mean()),
+        "sa": float(fit["sa_trivial"].mean()),
+        "edproxy": float(fit["edproxy_trivial"].mean()),
+        "sa_all_p0": float(fit["sa_all_p0"].mean()),
+        "n": int(len(fit)),
+        "n_depth1": int(len(d1)),
+    }
 
 
 def plot_measures_vs_gap(df, measures: Sequence[str], *, height_per_row: float = 1.9):
@@ -127,9 +171,14 @@ def plot_measures_vs_gap(df, measures: Sequence[str], *, height_per_row: float =
     from ... import plotting
 
     fit = fitted_models(df)
-    cols = [(t, n) for t in sorted(fit["task"].unique()) for n in sorted(fit.loc[fit["task"] == t, "n_train"].unique())]
-    fig, axes = plotting.new_axes(len(cols), len(measures), height=height_per_row * len(measures), sharey=False,
-                                  squeeze=False)
+    cols = [
+        (t, n)
+        for t in sorted(fit["task"].unique())
+        for n in sorted(fit.loc[fit["task"] == t, "n_train"].unique())
+    ]
+    fig, axes = plotting.new_axes(
+        len(cols), len(measures), height=height_per_row * len(measures), sharey=False, squeeze=False
+    )
     noise = sorted(fit["label_noise"].unique()) if "label_noise" in fit else [0.0]
     colours = {q: f"C{k}" for k, q in enumerate(noise)}
     markers = {1: "o", 2: "^"}
@@ -139,8 +188,16 @@ def plot_measures_vs_gap(df, measures: Sequence[str], *, height_per_row: float =
             ax = axes[i, j]
             sub = d[(d["task"] == task) & (d["n_train"] == n)]
             for (q, depth), g in sub.groupby(["label_noise", "depth"]):
-                ax.scatter(g[m], g["gap"], s=5, alpha=0.5, color=colours.get(q, "C9"),
-                           marker=markers.get(depth, "s"), label=f"noise {q:g}, depth {depth}", linewidths=0)
+                ax.scatter(
+                    g[m],
+                    g["gap"],
+                    s=5,
+                    alpha=0.5,
+                    color=colours.get(q, "C9"),
+                    marker=markers.get(depth, "s"),
+                    label=f"noise {q:g}, depth {depth}",
+                    linewidths=0,
+                )
             if len(sub) and (sub[m] > 0).all():
                 ax.set_xscale("log")
             tau_v = rk.kendall_tau(sub[m], sub["gap"]) if len(sub) >= 2 else math.nan
@@ -151,5 +208,5 @@ def plot_measures_vs_gap(df, measures: Sequence[str], *, height_per_row: float =
     axes[0, 0].legend(fontsize=4, loc="best")
     fig.tight_layout()
     plotting.fit_tick_labels(fig)
-    fig.tight_layout()                  # again: the labels fit_tick_labels kept set the spacing
+    fig.tight_layout()  # again: the labels fit_tick_labels kept set the spacing
     return fig

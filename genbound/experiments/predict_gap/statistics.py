@@ -14,6 +14,8 @@ Because every group of :func:`~genbound.experiments.ranking.psi` lies inside one
 are exact weighted sums of per-seed (and per-seed-pair) terms, with weights the number of times each
 seed index was drawn; :func:`~genbound.experiments.predict_gap.psi_bootstrap` evaluates them that way
 (a test checks equality with ``cluster_bootstrap`` on the resampled tables).
+
+One concept: Part V's statistics of a family table (rank statistics, baselines, nulls, intervals).
 """
 
 from __future__ import annotations
@@ -27,10 +29,25 @@ from .. import ranking as rk
 from .family import AXES
 from .measures import MEASURES
 
-__all__ = ["axes_of", "fitted_models", "measure_frame", "psi_bootstrap", "measure_stats", "measure_table",
-           "paired_gap_changes", "summary", "m_dependent", "family_frame", "balanced_models",
-           "bootstrap_p", "null_p", "normal_p", "verdict_tests", "PLAIN_NORMS", "VERDICT_BOUNDS"]
-
+__all__ = [
+    "axes_of",
+    "fitted_models",
+    "measure_frame",
+    "psi_bootstrap",
+    "measure_stats",
+    "measure_table",
+    "paired_gap_changes",
+    "summary",
+    "m_dependent",
+    "family_frame",
+    "balanced_models",
+    "bootstrap_p",
+    "null_p",
+    "normal_p",
+    "verdict_tests",
+    "PLAIN_NORMS",
+    "VERDICT_BOUNDS",
+]
 
 
 def fitted_models(df):
@@ -148,8 +165,15 @@ def _tau_from_terms(terms, W) -> np.ndarray:
     return _finite_mean(vals, W.shape[0])
 
 
-def psi_bootstrap(fit, measures: Sequence[str], *, axes: Sequence[str], n_boot: int = 1000, seed: int = 0,
-                  seeds: Sequence[int] | None = None) -> dict:
+def psi_bootstrap(
+    fit,
+    measures: Sequence[str],
+    *,
+    axes: Sequence[str],
+    n_boot: int = 1000,
+    seed: int = 0,
+    seeds: Sequence[int] | None = None,
+) -> dict:
     """Cluster-bootstrap replicates (seed indices resampled, see the module docstring) of ``tau``,
     ``psi`` over ``axes`` and ``psi`` without ``n_train`` for each measure, each on the fitted models
     where it is defined; every measure sees the same draws (so differences of replicates are replicates
@@ -162,10 +186,12 @@ def psi_bootstrap(fit, measures: Sequence[str], *, axes: Sequence[str], n_boot: 
     for m in measures:
         d = measure_frame(fit, m)
         terms = _psi_terms(d, m, axes, seeds)
-        out[m] = {"tau": _tau_from_terms(_tau_terms(d, m, seeds), W),
-                  "psi": _psi_from_terms(terms, W, list(axes)),
-                  "psi_without_n_train": _psi_from_terms(terms, W, _without(axes)),
-                  "psi_seed": _psi_seed_from_terms(_seed_view_terms(d, m, axes, seeds), W)}
+        out[m] = {
+            "tau": _tau_from_terms(_tau_terms(d, m, seeds), W),
+            "psi": _psi_from_terms(terms, W, list(axes)),
+            "psi_without_n_train": _psi_from_terms(terms, W, _without(axes)),
+            "psi_seed": _psi_seed_from_terms(_seed_view_terms(d, m, axes, seeds), W),
+        }
     return out
 
 
@@ -186,11 +212,19 @@ def measure_stats(fit, measure: str, *, axes: Sequence[str], simpson: bool = Tru
     ps = rk.psi(d, measure, axes=axes, leave_out="n_train")
     c = rk.cmi(d, measure, axes=axes)
     se = rk.sign_error(d, measure, axes=axes, se="test_se")
-    return {"n_models": int(len(d)), "tau_per_task": rk.tau_per_task(d, measure), "tau": rk.tau(d, measure),
-            "psi": ps["psi"], "psi_per_axis": ps["per_axis"], "psi_without_n_train": ps["psi_without"],
-            "psi_seed": rk.psi_seed(d, measure, axes=axes)["psi_seed"],
-            "cmi": c["cmi"], "cmi_argmin": c["argmin"], "sign_error": se,
-            "simpson": rk.simpson_check(d, measure, by=[*axes, "task"]) if simpson else None}
+    return {
+        "n_models": int(len(d)),
+        "tau_per_task": rk.tau_per_task(d, measure),
+        "tau": rk.tau(d, measure),
+        "psi": ps["psi"],
+        "psi_per_axis": ps["per_axis"],
+        "psi_without_n_train": ps["psi_without"],
+        "psi_seed": rk.psi_seed(d, measure, axes=axes)["psi_seed"],
+        "cmi": c["cmi"],
+        "cmi_argmin": c["argmin"],
+        "sign_error": se,
+        "simpson": rk.simpson_check(d, measure, by=[*axes, "task"]) if simpson else None,
+    }
 
 
 def m_dependent(measure: str) -> bool:
@@ -232,8 +266,15 @@ def balanced_models(df, *, within: Sequence[str] = ("task",)):
 _STAT_KEYS = ("tau", "psi", "psi_wo", "psi_seed")
 
 
-def measure_table(df, measures: Sequence[str] = MEASURES, *, n_boot: int = 1000, n_null: int = 200,
-                  seed: int = 0, fit=None):
+def measure_table(
+    df,
+    measures: Sequence[str] = MEASURES,
+    *,
+    n_boot: int = 1000,
+    n_null: int = 200,
+    seed: int = 0,
+    fit=None,
+):
     """One row per measure of ``measures`` and per hyperparameter-only baseline, over the fitted models of
     ``df`` (or the given ``fit``, a :func:`family_frame`): ``n_models``, ``m_free``
     (:func:`m_dependent`), ``tau``, ``psi``, ``psi_wo`` (the training-set size held fixed), ``psi_seed``
@@ -262,11 +303,13 @@ def measure_table(df, measures: Sequence[str] = MEASURES, *, n_boot: int = 1000,
     d1 = fit[fit["depth"] == 1]
     if any(len(measure_frame(fit, m)) != len(fit) for m in names):
         subsets["depth1"] = d1
-    nulls = {k: null_statistics(v.reset_index(drop=True), axes=axes_of(v), n_null=n_null, seed=seed)
-             for k, v in subsets.items()}
+    nulls = {
+        k: null_statistics(v.reset_index(drop=True), axes=axes_of(v), n_null=n_null, seed=seed)
+        for k, v in subsets.items()
+    }
     pct = {k: null_percentiles(v) for k, v in nulls.items()}
     rows = []
-    index = {}                                       # one RankingIndex per set of models
+    index = {}  # one RankingIndex per set of models
     for m in names:
         d = measure_frame(fit, m)
         sub = "all" if len(d) == len(fit) else "depth1"
@@ -275,7 +318,12 @@ def measure_table(df, measures: Sequence[str] = MEASURES, *, n_boot: int = 1000,
             index[key] = RankingIndex(d.reset_index(drop=True), axes=axes_of(d))
         st = index[key].statistics(d[m].to_numpy(float))
         ps = rk.psi(d, m, axes=axes_of(d))
-        row = {"measure": m, "n_models": int(len(d)), "m_free": not m_dependent(m), "null_subset": sub}
+        row = {
+            "measure": m,
+            "n_models": int(len(d)),
+            "m_free": not m_dependent(m),
+            "null_subset": sub,
+        }
         for k in ("tau", "psi", "psi_wo", "psi_seed"):
             rk_key = {"psi_wo": "psi_without_n_train"}.get(k, k)
             row[k] = st[k]
@@ -284,12 +332,27 @@ def measure_table(df, measures: Sequence[str] = MEASURES, *, n_boot: int = 1000,
         for k in NULL_STATS:
             row[f"beyond_{k}"] = beyond_null(row[k], k, pct[sub]) if np.isfinite(row[k]) else False
         row.update({f"psi_{a}": ps["per_axis"].get(a, math.nan) for a in axes})
-        if m in baselines:          # a function of the hyperparameters is constant within a setting: the
-            for k in ("psi_seed", "psi_seed_lo", "psi_seed_hi"):   # cross-fit's two halves are not, by design
+        if m in baselines:  # a function of the hyperparameters is constant within a setting: the
+            for k in (
+                "psi_seed",
+                "psi_seed_lo",
+                "psi_seed_hi",
+            ):  # cross-fit's two halves are not, by design
                 row[k] = 0.0
             row["beyond_psi_seed"] = False
         if row["m_free"]:
-            for k in ("tau", "tau_lo", "tau_hi", "psi", "psi_lo", "psi_hi", "cmi", "se_mean", "se_p90", "se_max"):
+            for k in (
+                "tau",
+                "tau_lo",
+                "tau_hi",
+                "psi",
+                "psi_lo",
+                "psi_hi",
+                "cmi",
+                "se_mean",
+                "se_p90",
+                "se_max",
+            ):
                 row[k] = math.nan
             for k in ("tau", "psi", "cmi", "se_mean", "se_p90", "se_max"):
                 row[f"beyond_{k}"] = False
@@ -304,7 +367,13 @@ def measure_table(df, measures: Sequence[str] = MEASURES, *, n_boot: int = 1000,
             diff = reps[m][key] - reps[best][key] if ok else np.full(n_boot, np.nan)
             tab.loc[m, f"d_{stat}"] = tab.loc[m, stat] - tab.loc[best, stat] if ok else math.nan
             tab.loc[m, f"d_{stat}_lo"], tab.loc[m, f"d_{stat}_hi"] = _interval(diff)
-    return tab, {"reps": reps, "nulls": nulls, "null_percentiles": pct, "axes": axes, "baselines": baselines}
+    return tab, {
+        "reps": reps,
+        "nulls": nulls,
+        "null_percentiles": pct,
+        "axes": axes,
+        "baselines": baselines,
+    }
 
 
 def bootstrap_p(diff) -> float:
@@ -386,9 +455,18 @@ def paired_gap_changes(df, axes: Sequence[str] | None = None):
             mean = float(d.mean()) if n else math.nan
             se = float(d.std(ddof=1) / math.sqrt(n)) if n > 1 else math.nan
             tse = float(np.mean(s)) if n else math.nan
-            rows.append({"axis": a, "task": task, "n_pairs": n, "mean": mean, "se": se,
-                         "mean_abs": float(np.abs(d).mean()) if n else math.nan, "test_se": tse,
-                         "ratio": abs(mean) / tse if n and tse > 0 else math.nan})
+            rows.append(
+                {
+                    "axis": a,
+                    "task": task,
+                    "n_pairs": n,
+                    "mean": mean,
+                    "se": se,
+                    "mean_abs": float(np.abs(d).mean()) if n else math.nan,
+                    "test_se": tse,
+                    "ratio": abs(mean) / tse if n and tse > 0 else math.nan,
+                }
+            )
     return pd.DataFrame(rows)
 
 
@@ -402,7 +480,9 @@ PLAIN_NORMS = ("log_spec_prod", "log_fro_prod")
 VERDICT_BOUNDS = ("tt_cap", "edelman_cap", "sa_cap", "edproxy_cap")
 
 
-def verdict_tests(fit, tab, extras, *, n_boot: int = 1000, seed: int = 0, measures: Sequence[str] = MEASURES):
+def verdict_tests(
+    fit, tab, extras, *, n_boot: int = 1000, seed: int = 0, measures: Sequence[str] = MEASURES
+):
     """The tests the chapter's verdict rests on, fixed before looking at the family (the list below),
     with Holm's adjustment over all of them (:func:`~genbound.experiments.ranking.holm`):
 
@@ -431,12 +511,18 @@ def verdict_tests(fit, tab, extras, *, n_boot: int = 1000, seed: int = 0, measur
         da, db = measure_frame(fit, a), measure_frame(fit, b)
         ra, rb = reps[a][key[stat]], reps[b][key[stat]]
         est = tab.loc[a, stat] - tab.loc[b, stat]
-        if len(da) != len(db):                      # compare on the smaller set of models
+        if len(da) != len(db):  # compare on the smaller set of models
             small = da if len(da) < len(db) else db
             other = b if len(da) < len(db) else a
-            ro = psi_bootstrap(small, [other], axes=axes_of(small), n_boot=n_boot, seed=seed, seeds=seeds)[other]
+            ro = psi_bootstrap(
+                small, [other], axes=axes_of(small), n_boot=n_boot, seed=seed, seeds=seeds
+            )[other]
             st_o = measure_stats(small, other, axes=axes_of(small), simpson=False)
-            val = {"psi": st_o["psi"], "psi_wo": st_o["psi_without_n_train"], "psi_seed": st_o["psi_seed"]}[stat]
+            val = {
+                "psi": st_o["psi"],
+                "psi_wo": st_o["psi_without_n_train"],
+                "psi_seed": st_o["psi_seed"],
+            }[stat]
             if other == b:
                 rb, est = ro[key[stat]], tab.loc[a, stat] - val
             else:
@@ -453,27 +539,60 @@ def verdict_tests(fit, tab, extras, *, n_boot: int = 1000, seed: int = 0, measur
             m = max(cand, key=lambda k: tab.loc[k, stat])
             b = max(bcand, key=lambda k: tab.loc[k, stat])
             est, lo, hi, p = diff(m, b, stat)
-            rows.append({"question": "oracle", "test": f"{m} - {b} ({stat})", "estimate": est, "lo": lo,
-                         "hi": hi, "p": p})
+            rows.append(
+                {
+                    "question": "oracle",
+                    "test": f"{m} - {b} ({stat})",
+                    "estimate": est,
+                    "lo": lo,
+                    "hi": hi,
+                    "p": p,
+                }
+            )
     for m in weights:
-        if m.endswith("_sqrtm"):           # sqrt(m) is constant within a setting: the same psi_seed as its m-free form
+        if m.endswith(
+            "_sqrtm"
+        ):  # sqrt(m) is constant within a setting: the same psi_seed as its m-free form
             continue
         sub = tab.loc[m, "null_subset"]
         v, null = tab.loc[m, "psi_seed"], extras["nulls"][sub]["psi_seed"].to_numpy(float)
-        rows.append({"question": "seed", "test": f"{m} psi_seed vs null", "estimate": v,
-                     "lo": tab.loc[m, "psi_seed_lo"], "hi": tab.loc[m, "psi_seed_hi"],
-                     "p": normal_p(v, null, two_sided=False, null_mean=float(np.mean(null)))})
+        rows.append(
+            {
+                "question": "seed",
+                "test": f"{m} psi_seed vs null",
+                "estimate": v,
+                "lo": tab.loc[m, "psi_seed_lo"],
+                "hi": tab.loc[m, "psi_seed_hi"],
+                "p": normal_p(v, null, two_sided=False, null_mean=float(np.mean(null))),
+            }
+        )
     for b in VERDICT_BOUNDS:
         for nrm in PLAIN_NORMS:
             for stat in ("psi_wo", "psi_seed"):
                 est, lo, hi, p = diff(b, nrm, stat)
-                rows.append({"question": "norms", "test": f"{b} - {nrm} ({stat})", "estimate": est, "lo": lo,
-                             "hi": hi, "p": p})
+                rows.append(
+                    {
+                        "question": "norms",
+                        "test": f"{b} - {nrm} ({stat})",
+                        "estimate": est,
+                        "lo": lo,
+                        "hi": hi,
+                        "p": p,
+                    }
+                )
     for fixed in ("spectral_p0", "spectral_pmax"):
         for stat in ("psi_wo", "psi_seed"):
             est, lo, hi, p = diff("spectral_adaptive", fixed, stat)
-            rows.append({"question": "index", "test": f"spectral_adaptive - {fixed} ({stat})", "estimate": est,
-                         "lo": lo, "hi": hi, "p": p})
+            rows.append(
+                {
+                    "question": "index",
+                    "test": f"spectral_adaptive - {fixed} ({stat})",
+                    "estimate": est,
+                    "lo": lo,
+                    "hi": hi,
+                    "p": p,
+                }
+            )
     out = pd.DataFrame(rows)
     adj = rk.holm(dict(zip(out["test"], out["p"])))
     out["p_holm"] = [adj[t]["p_holm"] for t in out["test"]]
@@ -481,8 +600,9 @@ def verdict_tests(fit, tab, extras, *, n_boot: int = 1000, seed: int = 0, measur
     return out
 
 
-def summary(df, *, csv_path=None, n_boot: int = 1000, n_null: int = 200,
-            measures: Sequence[str] = MEASURES) -> dict:
+def summary(
+    df, *, csv_path=None, n_boot: int = 1000, n_null: int = 200, measures: Sequence[str] = MEASURES
+) -> dict:
     """The JSON object of ``genbound experiment predict-gap --saved --json``: ``{n_models, n_fitted,
     tasks, hyperparameters, csv, baselines, null_percentiles, measures: {name: {...}}}`` with, per
     measure and per hyperparameter-only baseline, the columns of :func:`measure_table` (``tau``, ``psi``,
@@ -491,28 +611,47 @@ def summary(df, *, csv_path=None, n_boot: int = 1000, n_null: int = 200,
     undefined values are ``None``."""
     tab, ex = measure_table(df, measures, n_boot=n_boot, n_null=n_null)
     fit = fitted_models(df)
-    out = {"n_models": int(len(df)), "n_fitted": int(len(fit)), "tasks": sorted(set(df["task"])),
-           "hyperparameters": ex["axes"], "csv": str(csv_path) if csv_path is not None else None,
-           "baselines": ex["baselines"],
-           "null_percentiles": {k: {s: _num(v) for s, v in p.items()} for k, p in ex["null_percentiles"].items()},
-           "measures": {}}
+    out = {
+        "n_models": int(len(df)),
+        "n_fitted": int(len(fit)),
+        "tasks": sorted(set(df["task"])),
+        "hyperparameters": ex["axes"],
+        "csv": str(csv_path) if csv_path is not None else None,
+        "baselines": ex["baselines"],
+        "null_percentiles": {
+            k: {s: _num(v) for s, v in p.items()} for k, p in ex["null_percentiles"].items()
+        },
+        "measures": {},
+    }
     from .nulls import NULL_STATS
 
     for m, r in tab.iterrows():
         out["measures"][m] = {
-            "kind": "hyperparameter" if m in ex["baselines"] else "weights", "m_free": bool(r["m_free"]),
+            "kind": "hyperparameter" if m in ex["baselines"] else "weights",
+            "m_free": bool(r["m_free"]),
             "n_models": int(r["n_models"]),
-            "tau": _num(r["tau"]), "tau_ci": [_num(r["tau_lo"]), _num(r["tau_hi"])],
-            "psi": _num(r["psi"]), "psi_ci": [_num(r["psi_lo"]), _num(r["psi_hi"])],
-            "psi_without_n_train": _num(r["psi_wo"]), "psi_without_n_train_ci": [_num(r["psi_wo_lo"]),
-                                                                                 _num(r["psi_wo_hi"])],
-            "psi_seed": _num(r["psi_seed"]), "psi_seed_ci": [_num(r["psi_seed_lo"]), _num(r["psi_seed_hi"])],
-            "psi_per_axis": {a: _num(r[f"psi_{a}"]) for a in ex["axes"]}, "cmi": _num(r["cmi"]),
-            "sign_error_mean": _num(r["se_mean"]), "sign_error_p90": _num(r["se_p90"]),
+            "tau": _num(r["tau"]),
+            "tau_ci": [_num(r["tau_lo"]), _num(r["tau_hi"])],
+            "psi": _num(r["psi"]),
+            "psi_ci": [_num(r["psi_lo"]), _num(r["psi_hi"])],
+            "psi_without_n_train": _num(r["psi_wo"]),
+            "psi_without_n_train_ci": [_num(r["psi_wo_lo"]), _num(r["psi_wo_hi"])],
+            "psi_seed": _num(r["psi_seed"]),
+            "psi_seed_ci": [_num(r["psi_seed_lo"]), _num(r["psi_seed_hi"])],
+            "psi_per_axis": {a: _num(r[f"psi_{a}"]) for a in ex["axes"]},
+            "cmi": _num(r["cmi"]),
+            "sign_error_mean": _num(r["se_mean"]),
+            "sign_error_p90": _num(r["se_p90"]),
             "sign_error_max": _num(r["se_max"]),
-            "vs_best_baseline": {st: {"baseline": r[f"best_{st}"], "difference": _num(r[f"d_{st}"]),
-                                      "ci": [_num(r[f"d_{st}_lo"]), _num(r[f"d_{st}_hi"])]}
-                                 for st in ("psi", "psi_wo")},
+            "vs_best_baseline": {
+                st: {
+                    "baseline": r[f"best_{st}"],
+                    "difference": _num(r[f"d_{st}"]),
+                    "ci": [_num(r[f"d_{st}_lo"]), _num(r[f"d_{st}_hi"])],
+                }
+                for st in ("psi", "psi_wo")
+            },
             "beyond_null": {k: bool(r[f"beyond_{k}"]) for k in NULL_STATS},
-            "null_subset": r["null_subset"]}
+            "null_subset": r["null_subset"],
+        }
     return out

@@ -23,13 +23,45 @@ import torch
 from ...errors import GenboundError, ParameterError
 from ..fullbatch import AdamProtocol, fit_stack
 from ..results import Schema, environment, open_results, read_results
-from .family import (AXES, TASKS, FamilyConfig, batch_seed, build_model, corrupt_inputs, flip_seed, init_seed,
-                     make_task_data, task_shape)
-from .measures import BOUNDS, CAPACITY_FORMS, DEPTH1_ONLY, MEASURES, REPORTED, SPECTRAL, measures_for
+from .family import (
+    AXES,
+    TASKS,
+    FamilyConfig,
+    batch_seed,
+    build_model,
+    corrupt_inputs,
+    flip_seed,
+    init_seed,
+    make_task_data,
+    task_shape,
+)
+from .measures import (
+    BOUNDS,
+    CAPACITY_FORMS,
+    DEPTH1_ONLY,
+    MEASURES,
+    REPORTED,
+    SPECTRAL,
+    measures_for,
+)
 
-__all__ = ["SAVED_FAMILY", "ModelRecord", "train_setting", "run_family", "SCHEMA", "open_family",
-           "read_family", "undefined_allowed", "merge_family", "family_environment", "recompute_measures",
-           "family_config", "read_pilot", "PILOTS", "EARLIER_FAMILY_MOVES"]
+__all__ = [
+    "SAVED_FAMILY",
+    "ModelRecord",
+    "train_setting",
+    "run_family",
+    "SCHEMA",
+    "open_family",
+    "read_family",
+    "undefined_allowed",
+    "merge_family",
+    "family_environment",
+    "recompute_measures",
+    "family_config",
+    "read_pilot",
+    "PILOTS",
+    "EARLIER_FAMILY_MOVES",
+]
 
 #: The saved family (CSV) and its notes (command, machine, wall time) beside it.
 SAVED_FAMILY = Path(__file__).resolve().parents[2] / "data" / "predict_gap_family.csv"
@@ -75,7 +107,9 @@ class ModelRecord:
 
 def _nan_measures() -> dict:
     out = {m: math.nan for m in MEASURES}
-    out.update({k: (False if t is bool else "" if t is str else math.nan) for k, t in REPORTED.items()})
+    out.update(
+        {k: (False if t is bool else "" if t is str else math.nan) for k, t in REPORTED.items()}
+    )
     return out
 
 
@@ -90,14 +124,21 @@ def train_stack(setting: dict, seeds: Sequence[int], config: FamilyConfig):
     task, L, w, n = setting["task"], setting["depth"], setting["width"], setting["n_train"]
     n_max = max(cfg.n_train[task])
     q = float(setting.get("label_noise", 0.0))
-    datas = [make_task_data(task, width=w, n_train=n, seed=s, n_max=n_max, n_test=cfg.n_test, label_noise=q)
-             for s in seeds]
+    datas = [
+        make_task_data(
+            task, width=w, n_train=n, seed=s, n_max=n_max, n_test=cfg.n_test, label_noise=q
+        )
+        for s in seeds
+    ]
     scale = float(setting.get("init_scale", 1.0))
-    nets = [build_model(w, datas[0].n_classes, depth=L, seed=init_seed(task, s), init_scale=scale) for s in seeds]
+    nets = [
+        build_model(w, datas[0].n_classes, depth=L, seed=init_seed(task, s), init_scale=scale)
+        for s in seeds
+    ]
     P = stack_parameters(nets, dtype=torch.float32)
     Xtr = torch.stack([d.X_train for d in datas]).float()
     ytr = torch.stack([d.y_train for d in datas])
-    arch = nets[0]                              # the architecture; the stacked mode trains every seed at once
+    arch = nets[0]  # the architecture; the stacked mode trains every seed at once
     rho = float(setting.get("input_flip", 0.0))
     corrupted = {}
     if rho > 0.0:
@@ -108,9 +149,14 @@ def train_stack(setting: dict, seeds: Sequence[int], config: FamilyConfig):
         gens = [torch.Generator().manual_seed(flip_seed(task, s)) for s in seeds]
 
         def on_step(step):
-            corrupted["X"] = torch.stack([corrupt_inputs(datas[k].X_train, flips[k], rho, gens[k],
-                                                         unit=datas[k].flip_unit)
-                                          for k in range(len(seeds))]).float()
+            corrupted["X"] = torch.stack(
+                [
+                    corrupt_inputs(
+                        datas[k].X_train, flips[k], rho, gens[k], unit=datas[k].flip_unit
+                    )
+                    for k in range(len(seeds))
+                ]
+            ).float()
     else:
         on_step = None
 
@@ -128,10 +174,24 @@ def train_stack(setting: dict, seeds: Sequence[int], config: FamilyConfig):
         return bool((z[0].argmax(-1) == datas[k].y_train).all())
 
     batch, wd = int(setting.get("batch", 0)), float(setting.get("weight_decay", 0.0))
-    proto = AdamProtocol(lr=setting["lr"], steps=cfg.steps, warmup=cfg.warmup, weight_decay=wd,
-                         eval_every=cfg.steps, batch_size=batch)
-    out = fit_stack(P, loss_logits, ytr, proto, confirm=confirm, progress=False,
-                    batch_seeds=[batch_seed(task, s) for s in seeds], on_step=on_step)
+    proto = AdamProtocol(
+        lr=setting["lr"],
+        steps=cfg.steps,
+        warmup=cfg.warmup,
+        weight_decay=wd,
+        eval_every=cfg.steps,
+        batch_size=batch,
+    )
+    out = fit_stack(
+        P,
+        loss_logits,
+        ytr,
+        proto,
+        confirm=confirm,
+        progress=False,
+        batch_seeds=[batch_seed(task, s) for s in seeds],
+        on_step=on_step,
+    )
     return datas, out
 
 
@@ -149,43 +209,95 @@ def train_setting(setting: dict, seeds: Sequence[int], config: FamilyConfig) -> 
     elapsed = time.perf_counter() - t0
     for k, s in enumerate(seeds):
         d = datas[k]
-        init = build_model(w, d.n_classes, depth=L, seed=init_seed(task, s), init_scale=scale).requires_grad_(False)
+        init = build_model(
+            w, d.n_classes, depth=L, seed=init_seed(task, s), init_scale=scale
+        ).requires_grad_(False)
         net = build_model(w, d.n_classes, depth=L, seed=0).requires_grad_(False)
         with torch.no_grad():
             for nm, p in net.named_parameters():
                 p.copy_(out.stop[nm][k].double())
-            acc = [float((net(X).argmax(-1) == y).double().mean()) for X, y in
-                   ((d.X_train, d.y_train), (d.X_test, d.y_test))]
+            acc = [
+                float((net(X).argmax(-1) == y).double().mean())
+                for X, y in ((d.X_train, d.y_train), (d.X_test, d.y_test))
+            ]
         fitted = acc[0] == 1.0 and not out.diverged[k]
         if out.diverged[k]:
             meas = _nan_measures()
         else:
-            meas = measures_for(net, init, X_train=d.X_train, y_train=d.y_train, m=n,
-                                seq_len=d.X_train.shape[1] - 1, B_X=d.B_X, delta=cfg.delta, margin=cfg.margin,
-                                margin_quantile=cfg.margin_quantile, flat_seed=init_seed(task, s),
-                                flat={"max_error": cfg.flat_error, "draws": cfg.flat_draws,
-                                      "steps": cfg.flat_steps, "hi": cfg.flat_hi})
+            meas = measures_for(
+                net,
+                init,
+                X_train=d.X_train,
+                y_train=d.y_train,
+                m=n,
+                seq_len=d.X_train.shape[1] - 1,
+                B_X=d.B_X,
+                delta=cfg.delta,
+                margin=cfg.margin,
+                margin_quantile=cfg.margin_quantile,
+                flat_seed=init_seed(task, s),
+                flat={
+                    "max_error": cfg.flat_error,
+                    "draws": cfg.flat_draws,
+                    "steps": cfg.flat_steps,
+                    "hi": cfg.flat_hi,
+                },
+            )
         e = 1.0 - acc[1]
-        records.append(ModelRecord(
-            task=task, depth=L, width=w, lr=float(setting["lr"]), batch=batch, weight_decay=wd, init_scale=scale,
-            label_noise=q, input_flip=float(setting.get("input_flip", 0.0)),
-            n_train=n, seed=int(s),
-            fitted=fitted,
-            diverged=bool(out.diverged[k]), fit_step=out.fit_step[k] if fitted else -1, steps=out.steps[k],
-            train_acc=acc[0], test_acc=acc[1], gap=e - (1.0 - acc[0]), n_test=len(d.y_test),
-            test_se=math.sqrt(e * (1 - e) / len(d.y_test)), seconds=elapsed / len(seeds), measures=meas))
+        records.append(
+            ModelRecord(
+                task=task,
+                depth=L,
+                width=w,
+                lr=float(setting["lr"]),
+                batch=batch,
+                weight_decay=wd,
+                init_scale=scale,
+                label_noise=q,
+                input_flip=float(setting.get("input_flip", 0.0)),
+                n_train=n,
+                seed=int(s),
+                fitted=fitted,
+                diverged=bool(out.diverged[k]),
+                fit_step=out.fit_step[k] if fitted else -1,
+                steps=out.steps[k],
+                train_acc=acc[0],
+                test_acc=acc[1],
+                gap=e - (1.0 - acc[0]),
+                n_test=len(d.y_test),
+                test_se=math.sqrt(e * (1 - e) / len(d.y_test)),
+                seconds=elapsed / len(seeds),
+                measures=meas,
+            )
+        )
     return records
 
 
 def _key(r: dict) -> tuple:
-    return (str(r["task"]), int(r["depth"]), int(r["width"]), float(r["lr"]), int(r["batch"]),
-            float(r["weight_decay"]), float(r["init_scale"]), float(r["label_noise"]), float(r["input_flip"]),
-            int(r["n_train"]), int(r["seed"]))
+    return (
+        str(r["task"]),
+        int(r["depth"]),
+        int(r["width"]),
+        float(r["lr"]),
+        int(r["batch"]),
+        float(r["weight_decay"]),
+        float(r["init_scale"]),
+        float(r["label_noise"]),
+        float(r["input_flip"]),
+        int(r["n_train"]),
+        int(r["seed"]),
+    )
 
 
-def run_family(config: FamilyConfig | None = None, *, csv_path=None, progress: bool | None = None,
-               on_record: Callable[[ModelRecord], None] | None = None,
-               report: Callable[[str], None] | None = None, shard: tuple[int, int] = (0, 1)) -> list[ModelRecord]:
+def run_family(
+    config: FamilyConfig | None = None,
+    *,
+    csv_path=None,
+    progress: bool | None = None,
+    on_record: Callable[[ModelRecord], None] | None = None,
+    report: Callable[[str], None] | None = None,
+    shard: tuple[int, int] = (0, 1),
+) -> list[ModelRecord]:
     """Train the whole family; with ``csv_path``, a results file (:mod:`genbound.experiments.results`):
     created with every field of ``config`` and the environment in its header, or resumed when it
     records the same configuration (otherwise refused, naming the fields that differ). Every stack's
@@ -207,7 +319,11 @@ def run_family(config: FamilyConfig | None = None, *, csv_path=None, progress: b
     if not (isinstance(k, int) and isinstance(i, int) and k >= 1 and 0 <= i < k):
         raise ParameterError(f"shard must be (i, k) with 0 <= i < k, got {shard!r}")
     jobs = [(block, setting) for block in blocks for setting in settings][i::k]
-    bar = tqdm(jobs, desc="predict-gap", disable=not (progress if progress is not None else sys.stderr.isatty()))
+    bar = tqdm(
+        jobs,
+        desc="predict-gap",
+        disable=not (progress if progress is not None else sys.stderr.isatty()),
+    )
     for block, setting in bar:
         seeds = [s for s in block if _key({**setting, "seed": s}) not in done]
         if not seeds:
@@ -226,8 +342,11 @@ _TYPES = {"int": int, "float": float, "bool": bool, "str": str}
 
 
 def _schema() -> Schema:
-    cols = tuple((f.name, _TYPES[f.type if isinstance(f.type, str) else f.type.__name__])
-                 for f in fields(ModelRecord) if f.name != "measures")
+    cols = tuple(
+        (f.name, _TYPES[f.type if isinstance(f.type, str) else f.type.__name__])
+        for f in fields(ModelRecord)
+        if f.name != "measures"
+    )
     cols += tuple((m, float) for m in MEASURES) + tuple(REPORTED.items())
     return Schema("predict-gap", cols, key=("task", *AXES, "seed"))
 
@@ -241,13 +360,32 @@ def open_family(path, config: FamilyConfig, *, report: Callable[[str], None] | N
     """Open (create or resume) the family's results file at ``path`` for ``config``:
     :func:`~genbound.experiments.results.open_results` with every field of ``config`` and the
     environment; ``append`` takes :class:`ModelRecord` objects."""
-    return open_results(path, SCHEMA, asdict(config.validated()), environment=family_environment(),
-                        report=report, to_row=lambda r: r.row())
+    return open_results(
+        path,
+        SCHEMA,
+        asdict(config.validated()),
+        environment=family_environment(),
+        report=report,
+        to_row=lambda r: r.row(),
+    )
 
 
 #: The instruction-set flags that select float32 CPU kernels (torch's ATen, oneDNN, MKL).
-_KERNEL_FLAGS = ("sse4_2", "avx", "avx2", "fma", "f16c", "avx512f", "avx512bw", "avx512vl", "avx512_vnni",
-                 "avx512_bf16", "avx512_fp16", "amx_tile", "amx_bf16")
+_KERNEL_FLAGS = (
+    "sse4_2",
+    "avx",
+    "avx2",
+    "fma",
+    "f16c",
+    "avx512f",
+    "avx512bw",
+    "avx512vl",
+    "avx512_vnni",
+    "avx512_bf16",
+    "avx512_fp16",
+    "amx_tile",
+    "amx_bf16",
+)
 
 
 def family_environment() -> dict:
@@ -274,10 +412,18 @@ def family_environment() -> dict:
     import re
 
     cfg = torch.__config__.show()
-    blas = [f"{k}={m.group(1)}" for k in ("BLAS_INFO", "LAPACK_INFO")
-            for m in [re.search(k + r"=([^,\s]+)", cfg)] if m]
-    env.update(cpu_model=model, cpu_flags=" ".join(flags),
-               aten_capability=str(torch.backends.cpu.get_cpu_capability()), blas=" ".join(blas))
+    blas = [
+        f"{k}={m.group(1)}"
+        for k in ("BLAS_INFO", "LAPACK_INFO")
+        for m in [re.search(k + r"=([^,\s]+)", cfg)]
+        if m
+    ]
+    env.update(
+        cpu_model=model,
+        cpu_flags=" ".join(flags),
+        aten_capability=str(torch.backends.cpu.get_cpu_capability()),
+        blas=" ".join(blas),
+    )
     return env
 
 
@@ -294,8 +440,16 @@ def recompute_measures(row: dict, config: FamilyConfig) -> dict:
     norms = ModelNorms.from_json(row["norms_json"])
     T, B_X = task_shape(str(row["task"]), int(row["width"]))
     m = int(row["n_train"])
-    cf = capacity_fields(norms, m=m, seq_len=T, delta=config.delta, B_X=B_X, margin=config.margin,
-                         spectra=spectra_from_json(row["spectra_json"]), L_phi=norms.L_sigma)
+    cf = capacity_fields(
+        norms,
+        m=m,
+        seq_len=T,
+        delta=config.delta,
+        B_X=B_X,
+        margin=config.margin,
+        spectra=spectra_from_json(row["spectra_json"]),
+        L_phi=norms.L_sigma,
+    )
     return _measure_columns(cf, m, float(row["margin_q"]))
 
 
@@ -328,11 +482,19 @@ PILOTS = Path(__file__).resolve().parents[2] / "data" / "predict_gap_pilots"
 
 #: The paired gap changes of the first family (initialisation scale instead of input corruption), kept
 #: after it was replaced (``tools/predict_gap_notes.py OLD.csv --moves``; the notes beside the file).
-EARLIER_FAMILY_MOVES = Path(__file__).resolve().parents[2] / "data" / "predict_gap_earlier_family_moves.csv"
+EARLIER_FAMILY_MOVES = (
+    Path(__file__).resolve().parents[2] / "data" / "predict_gap_earlier_family_moves.csv"
+)
 
 #: The value every axis had in a pilot written before that axis existed (full batch, no weight
 #: decay, unit initialisation scale, clean labels).
-_PILOT_DEFAULTS = {"batch": 0, "weight_decay": 0.0, "init_scale": 1.0, "label_noise": 0.0, "input_flip": 0.0}
+_PILOT_DEFAULTS = {
+    "batch": 0,
+    "weight_decay": 0.0,
+    "init_scale": 1.0,
+    "label_noise": 0.0,
+    "input_flip": 0.0,
+}
 
 
 def read_pilot(path):
@@ -352,7 +514,9 @@ def read_pilot(path):
             df[a] = v
     for col in ("fitted", "diverged"):
         df[col] = df[col].astype(str).str.lower().eq("true")
-    missing = [c for c in ("task", *AXES, "seed", "gap", "test_se", "fitted") if c not in df.columns]
+    missing = [
+        c for c in ("task", *AXES, "seed", "gap", "test_se", "fitted") if c not in df.columns
+    ]
     if missing:
         raise GenboundError(f"{path}: missing column(s) {missing}")
     return df
@@ -367,9 +531,19 @@ def family_config(path=None) -> FamilyConfig:
 
     cfg = read_results(Path(SAVED_FAMILY if path is None else path), SCHEMA).config
     names = {f.name for f in _fields(FamilyConfig)}
-    return FamilyConfig(**{k: (tuple(v) if isinstance(v, list) else
-                               {t: tuple(n) for t, n in v.items()} if isinstance(v, dict) else v)
-                           for k, v in cfg.items() if k in names})
+    return FamilyConfig(
+        **{
+            k: (
+                tuple(v)
+                if isinstance(v, list)
+                else {t: tuple(n) for t, n in v.items()}
+                if isinstance(v, dict)
+                else v
+            )
+            for k, v in cfg.items()
+            if k in names
+        }
+    )
 
 
 def undefined_allowed(df, col: str) -> "np.ndarray":
@@ -407,5 +581,7 @@ def read_family(path=None, *, report: Callable[[str], None] | None = None):
         ok = np.isfinite(v) | (np.isnan(v) & undefined_allowed(df, col))
         if not ok.all():
             i = int(np.flatnonzero(~ok)[0])
-            raise GenboundError(f"{path}: column {col!r} has a non-finite value ({v[i]}) in row {i + 1}")
+            raise GenboundError(
+                f"{path}: column {col!r} has a non-finite value ({v[i]}) in row {i + 1}"
+            )
     return df

@@ -21,7 +21,12 @@ from .config import SparseMajorityConfig
 from .runs import _seed_for
 from .task import make_task
 
-__all__ = ["regenerate_data", "one_bit_baselines", "one_bit_expectation", "expected_test_max_one_bit"]
+__all__ = [
+    "regenerate_data",
+    "one_bit_baselines",
+    "one_bit_expectation",
+    "expected_test_max_one_bit",
+]
 
 
 def regenerate_data(seq_len: int, seed: int, config: SparseMajorityConfig | None = None):
@@ -30,8 +35,10 @@ def regenerate_data(seq_len: int, seed: int, config: SparseMajorityConfig | None
     cfg = (config or SparseMajorityConfig()).validated()
     task = make_task(int(seq_len), s=cfg.s, d=cfg.d, seed=_seed_for(seq_len, seed, 0))
     g = torch.Generator().manual_seed(_seed_for(seq_len, seed, 1))
-    data = {split: task.sample(n, g) for split, n in (("train", cfg.n_train), ("val", cfg.n_val),
-                                                       ("test", cfg.n_test))}
+    data = {
+        split: task.sample(n, g)
+        for split, n in (("train", cfg.n_train), ("val", cfg.n_val), ("test", cfg.n_test))
+    }
     return task, data
 
 
@@ -54,8 +61,14 @@ def one_bit_baselines(rows, config: SparseMajorityConfig | None = None):
 
         test = agree("test")
         k_tr, k_va = int(agree("train").argmax()), int(agree("val").argmax())
-        out.append({"train_bit": k_tr, "one_bit_train": float(test[k_tr]), "one_bit_val": float(test[k_va]),
-                    "one_bit_test_max": float(test.max())})
+        out.append(
+            {
+                "train_bit": k_tr,
+                "one_bit_train": float(test[k_tr]),
+                "one_bit_val": float(test[k_va]),
+                "one_bit_test_max": float(test.max()),
+            }
+        )
     return pd.DataFrame(out, index=rows.index)
 
 
@@ -70,18 +83,26 @@ def one_bit_expectation(s: int = 9) -> float:
     return 0.5 + math.comb(s - 1, (s - 1) // 2) / 2**s
 
 
-def expected_test_max_one_bit(n_test: int = 10_000, s: int = 9, *, reps: int = 2000, seed: int = 0) -> dict:
+def expected_test_max_one_bit(
+    n_test: int = 10_000, s: int = 9, *, reps: int = 2000, seed: int = 0
+) -> dict:
     """Monte Carlo estimate of ``E max_i acc_i`` where ``acc_i`` is the test-set accuracy of relevant bit
     ``i`` on ``n_test`` uniform sequences: the expectation of a test-set-chosen one-bit baseline. Only
     the ``s`` relevant bits matter, so each replicate draws ``n_test x s`` bits. Returns ``{"mean",
     "se", "reps"}`` (``se``: Monte Carlo standard error)."""
     import numpy as np
 
-    n_test, s, reps = (check_positive_int(v, nm) for v, nm in ((n_test, "n_test"), (s, "s"), (reps, "reps")))
+    n_test, s, reps = (
+        check_positive_int(v, nm) for v, nm in ((n_test, "n_test"), (s, "s"), (reps, "reps"))
+    )
     rng = np.random.default_rng(seed)
     best = np.empty(reps)
     for r in range(reps):
         bits = rng.integers(0, 2, size=(n_test, s), dtype=np.int8)
         y = (2 * bits.sum(1) >= s).astype(np.int8)
         best[r] = (bits == y[:, None]).mean(0).max()
-    return {"mean": float(best.mean()), "se": float(best.std(ddof=1) / math.sqrt(reps)), "reps": reps}
+    return {
+        "mean": float(best.mean()),
+        "se": float(best.std(ddof=1) / math.sqrt(reps)),
+        "reps": reps,
+    }

@@ -67,8 +67,18 @@ class SparseMajorityConfig:
         _check_task(self.s, self.s)
         if self.protocol not in PROTOCOLS:
             raise ParameterError(f"protocol must be one of {PROTOCOLS}, got {self.protocol!r}")
-        for name in ("d", "n_heads", "d_head", "n_train", "n_val", "n_test", "batch_size", "max_epochs",
-                     "steps", "eval_chunk"):
+        for name in (
+            "d",
+            "n_heads",
+            "d_head",
+            "n_train",
+            "n_val",
+            "n_test",
+            "batch_size",
+            "max_epochs",
+            "steps",
+            "eval_chunk",
+        ):
             check_positive_int(getattr(self, name), name)
         if self.eval_every is not None:
             check_positive_int(self.eval_every, "eval_every")
@@ -81,8 +91,10 @@ class SparseMajorityConfig:
         check_real(self.delta, "delta", lo=0.0, hi=1.0, lo_open=True, hi_open=True)
         check_real(self.margin, "margin", lo=0.0, lo_open=True)
         if self.track_test_selection and self.protocol != "original":
-            raise ParameterError("track_test_selection reconstructs the original protocol's choice; "
-                                 "it needs protocol='original'")
+            raise ParameterError(
+                "track_test_selection reconstructs the original protocol's choice; "
+                "it needs protocol='original'"
+            )
         self.adam_protocol()
         resolve_dtype(self.dtype)
         return self
@@ -98,6 +110,6 @@ class SparseMajorityConfig:
         """The :class:`~genbound.experiments.fullbatch.AdamProtocol` of the ``"adam"`` protocol."""
         from ..fullbatch import AdamProtocol
 
-        return AdamProtocol(lr=self.adam_lr, steps=self.steps, warmup=self.warmup,
-                            eval_every=self.eval_interval).validated()
-
+        return AdamProtocol(
+            lr=self.adam_lr, steps=self.steps, warmup=self.warmup, eval_every=self.eval_interval
+        ).validated()

@@ -28,8 +28,15 @@ import numpy as np
 from ..._validate import check_positive_int
 from ...errors import ParameterError
 
-__all__ = ["CHAIN_RATIO", "CHAIN_LENGTH", "chain_sum", "chain_sum_sup", "encoding_norm_sq_by_chains",
-           "supremum_from_chain_sup", "encoding_supremum"]
+__all__ = [
+    "CHAIN_RATIO",
+    "CHAIN_LENGTH",
+    "chain_sum",
+    "chain_sum_sup",
+    "encoding_norm_sq_by_chains",
+    "supremum_from_chain_sup",
+    "encoding_supremum",
+]
 
 #: Ratio of two frequencies ``d/4`` apart, ``10000^(1/4)``.
 CHAIN_RATIO = 10.0
@@ -45,7 +52,7 @@ def chain_sum(t):
     (0.0, 1.0)
     """
     t = np.asarray(t, dtype=float)
-    return sum(np.sin(CHAIN_RATIO ** a * t) ** 2 for a in range(CHAIN_LENGTH))
+    return sum(np.sin(CHAIN_RATIO**a * t) ** 2 for a in range(CHAIN_LENGTH))
 
 
 def chain_sum_sup(*, step: float | None = None) -> float:
@@ -64,8 +71,12 @@ def chain_sum_sup(*, step: float | None = None) -> float:
     F = chain_sum(t)
     best = float(F.max())
     for k in np.argsort(F)[-32:]:
-        r = minimize_scalar(lambda x: -float(chain_sum(x)), bounds=(t[k] - h, t[k] + h), method="bounded",
-                            options={"xatol": 1e-14})
+        r = minimize_scalar(
+            lambda x: -float(chain_sum(x)),
+            bounds=(t[k] - h, t[k] + h),
+            method="bounded",
+            options={"xatol": 1e-14},
+        )
         best = max(best, -float(r.fun))
     return best
 
@@ -104,5 +115,7 @@ def encoding_supremum(d: int = 64) -> float:
 def _check_d(d) -> int:
     d = check_positive_int(d, "d")
     if d % 8:
-        raise ParameterError(f"d = {d} must be divisible by 8 (d/4 chains of four, half of them sines)")
+        raise ParameterError(
+            f"d = {d} must be divisible by 8 (d/4 chains of four, half of them sines)"
+        )
     return d

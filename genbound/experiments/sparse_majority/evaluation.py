@@ -33,7 +33,7 @@ def evaluate_stack(params, bits, labels, embeddings, encoding, score_scale, *, c
     loss = torch.zeros(K, dtype=torch.float64, device=bits.device)
     correct = torch.zeros(K, dtype=torch.float64, device=bits.device)
     for st in range(0, n, chunk):
-        bb, yy = bits[:, st:st + chunk], labels[:, st:st + chunk]
+        bb, yy = bits[:, st : st + chunk], labels[:, st : st + chunk]
         z = cls_logits(params, bb, embeddings, encoding, score_scale)
         loss += bce_one_hot(z, yy).double() * bb.shape[1]
         correct += (z.argmax(-1) == yy).double().sum(1)
@@ -48,4 +48,3 @@ def ramp_risk(params, bits, labels, embeddings, encoding, score_scale, *, margin
     zy = z.gather(-1, labels[..., None]).squeeze(-1)
     other = z.gather(-1, (1 - labels)[..., None]).squeeze(-1)
     return torch.clamp(1 - (zy - other) / margin, 0.0, 1.0).mean(-1)
-

@@ -10,7 +10,18 @@ from typing import Callable, Iterable
 from ..results import Schema, environment, git_commit, open_results, read_results
 from .config import SparseMajorityConfig
 
-__all__ = ["merge_sweeps", "recompute_bound_columns", "SAVED_SWEEP", "OTHER_KIND_SWEEP", "SCHEMA", "csv_columns", "open_sweep", "write_csv", "read_csv", "read_sweep"]
+__all__ = [
+    "merge_sweeps",
+    "recompute_bound_columns",
+    "SAVED_SWEEP",
+    "OTHER_KIND_SWEEP",
+    "SCHEMA",
+    "csv_columns",
+    "open_sweep",
+    "write_csv",
+    "read_csv",
+    "read_sweep",
+]
 
 #: The saved larger sweep (a results file) and its notes (command, machine, wall time) beside it.
 SAVED_SWEEP = Path(__file__).resolve().parents[2] / "data" / "sparse_majority_sweep.csv"
@@ -24,8 +35,11 @@ _TYPES = {"int": int, "float": float, "bool": bool, "str": str}
 def _schema() -> Schema:
     from .runs import RunResult
 
-    cols = tuple((f.name, _TYPES[f.type if isinstance(f.type, str) else f.type.__name__])
-                 for f in fields(RunResult) if f.name != "l11_norms")
+    cols = tuple(
+        (f.name, _TYPES[f.type if isinstance(f.type, str) else f.type.__name__])
+        for f in fields(RunResult)
+        if f.name != "l11_norms"
+    )
     return Schema("sparse-majority", cols, key=("seq_len", "seed"))
 
 
@@ -44,27 +58,37 @@ def _row(r) -> dict:
     return {c: d[c] for c in SCHEMA.names}
 
 
-def open_sweep(path, config: SparseMajorityConfig, *, device="cpu",
-               report: Callable[[str], None] | None = None):
+def open_sweep(
+    path, config: SparseMajorityConfig, *, device="cpu", report: Callable[[str], None] | None = None
+):
     """Open (create or resume) the sweep's results file at ``path`` for runs with ``config`` on
     ``device``: :func:`~genbound.experiments.results.open_results` with every field of ``config``
     and the environment. The returned writer's ``append`` takes run records (:class:`RunResult`)
     and ``done`` holds the ``(seq_len, seed)`` already finished. A file recorded with another
     configuration or environment is refused, naming the fields that differ."""
     cfg = config.validated()
-    return open_results(path, SCHEMA, asdict(cfg), environment=environment(device=device), report=report,
-                        to_row=_row)
+    return open_results(
+        path,
+        SCHEMA,
+        asdict(cfg),
+        environment=environment(device=device),
+        report=report,
+        to_row=_row,
+    )
 
 
-def write_csv(results: Iterable, path, *, config: SparseMajorityConfig, append: bool = False,
-              device="cpu") -> Path:
+def write_csv(
+    results: Iterable, path, *, config: SparseMajorityConfig, append: bool = False, device="cpu"
+) -> Path:
     """Write run records to a results file for ``config`` (a new file; with ``append``, resume an
     existing one, which must record the same configuration): all records in one whole write."""
     path = Path(path)
     if not append and path.exists():
         from ...errors import ResultsFileError
 
-        raise ResultsFileError(f"{path}: exists; pass append=True to resume it, or write to a new file")
+        raise ResultsFileError(
+            f"{path}: exists; pass append=True to resume it, or write to a new file"
+        )
     open_sweep(path, config, device=device).append(list(results))
     return path
 
@@ -91,7 +115,7 @@ def merge_sweeps(paths, out) -> Path:
     from ..results import merge_results
 
     merge_results(paths, out, SCHEMA)
-    read_sweep(out)                                # the merged file reads back as a sweep
+    read_sweep(out)  # the merged file reads back as a sweep
     return Path(out)
 
 
@@ -135,7 +159,10 @@ def recompute_bound_columns(path, out, *, columns: Iterable[str], notes: str) ->
         rows.append({**r, **{c: new[c] for c in columns}})
     header = dict(table.header)
     header["notes"] = (header["notes"] + " " if header.get("notes") else "") + notes
-    header["column_commits"] = {**(header.get("column_commits") or {}), **{c: git_commit() for c in columns}}
+    header["column_commits"] = {
+        **(header.get("column_commits") or {}),
+        **{c: git_commit() for c in columns},
+    }
     _write_rows(out, header, table.columns, rows)
     read_sweep(out)
     return out

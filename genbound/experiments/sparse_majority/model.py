@@ -19,8 +19,14 @@ __all__ = ["build_model", "keras_init_", "stack_parameters", "load_stacked", "cl
 _PARAM_NAMES = ("W_Q", "b_Q", "W_K", "b_K", "W_V", "b_V", "W_O", "b_O", "W_C", "b_C", "w", "b_w")
 
 
-def build_model(config: SparseMajorityConfig | None = None, *, seed: int = 0, dtype=torch.float64,
-                device=None, keras_init: bool = True):
+def build_model(
+    config: SparseMajorityConfig | None = None,
+    *,
+    seed: int = 0,
+    dtype=torch.float64,
+    device=None,
+    keras_init: bool = True,
+):
     """The authors' network as a :class:`genbound.nets.ReferenceTransformer` (one layer, 2 logits, biases).
 
     With ``keras_init`` the weights are re-drawn as Keras draws them (:func:`keras_init_`).
@@ -32,10 +38,22 @@ def build_model(config: SparseMajorityConfig | None = None, *, seed: int = 0, dt
     from ...nets import ReferenceTransformer
 
     cfg = (config or SparseMajorityConfig()).validated()
-    net = ReferenceTransformer(cfg.d, n_layers=1, n_heads=cfg.n_heads, d_head=cfg.d_head, out_dim=2,
-                               activation="relu", row_norm=False, bias=True,
-                               score_scale=1.0 / math.sqrt(cfg.d_head), cls_index=-1, dense=True,
-                               dtype=dtype, device=device, seed=seed)
+    net = ReferenceTransformer(
+        cfg.d,
+        n_layers=1,
+        n_heads=cfg.n_heads,
+        d_head=cfg.d_head,
+        out_dim=2,
+        activation="relu",
+        row_norm=False,
+        bias=True,
+        score_scale=1.0 / math.sqrt(cfg.d_head),
+        cls_index=-1,
+        dense=True,
+        dtype=dtype,
+        device=device,
+        seed=seed,
+    )
     if keras_init:
         keras_init_(net, torch.Generator().manual_seed(int(seed)))
     return net
@@ -66,7 +84,7 @@ def keras_init_(net, generator: torch.Generator):
         return t.permute(*perm)
 
     for name in ("W_Q", "W_K", "W_V"):
-        getattr(lay, name).copy_(uni((d, H, dh), (1, 0, 2)))      # keras (d, H, dh) -> ours (H, d, dh)
+        getattr(lay, name).copy_(uni((d, H, dh), (1, 0, 2)))  # keras (d, H, dh) -> ours (H, d, dh)
     lay.W_O.copy_(uni((H, dh, d), (0, 1, 2)))
     lay.W_C.copy_(uni((d, d), (0, 1)))
     net.w.copy_(torch.randn(d, net.out_dim, generator=generator, dtype=torch.float64) * 0.05)
@@ -99,7 +117,6 @@ def load_stacked(net, params: dict[str, torch.Tensor], k: int):
     return net
 
 
-
 def _full_names(params: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
     """A stack keyed by the short names of :func:`stack_parameters` re-keyed by ``named_parameters``
     names (the same tensors, so gradients flow to ``params``)."""
@@ -112,13 +129,29 @@ def _architecture(score_scale: float):
     whose stacked modes evaluate the stacks (its own parameter values are never used)."""
     from ...nets import ReferenceTransformer
 
-    return ReferenceTransformer(D_MODEL, n_layers=1, n_heads=N_HEADS, d_head=D_HEAD, out_dim=2,
-                                activation="relu", row_norm=False, bias=True, score_scale=score_scale,
-                                cls_index=-1, dense=True, device="cpu").requires_grad_(False)
+    return ReferenceTransformer(
+        D_MODEL,
+        n_layers=1,
+        n_heads=N_HEADS,
+        d_head=D_HEAD,
+        out_dim=2,
+        activation="relu",
+        row_norm=False,
+        bias=True,
+        score_scale=score_scale,
+        cls_index=-1,
+        dense=True,
+        device="cpu",
+    ).requires_grad_(False)
 
 
-def cls_logits(params: dict[str, torch.Tensor], bits: torch.Tensor, embeddings: torch.Tensor,
-               encoding: torch.Tensor, score_scale: float) -> torch.Tensor:
+def cls_logits(
+    params: dict[str, torch.Tensor],
+    bits: torch.Tensor,
+    embeddings: torch.Tensor,
+    encoding: torch.Tensor,
+    score_scale: float,
+) -> torch.Tensor:
     """Logits ``(K, n, 2)`` of ``K`` stacked one-layer nets on their own bit sequences, exactly.
 
     ``params`` from :func:`stack_parameters`, ``bits`` ``(K, n, T)`` (0/1), ``embeddings`` ``(K, 3, d)``,
@@ -127,5 +160,6 @@ def cls_logits(params: dict[str, torch.Tensor], bits: torch.Tensor, embeddings: 
     ``n x T`` attention matrix without cancellation); it equals ``ReferenceTransformer.forward`` on
     ``task.embed(bits)`` for each model (a test compares them).
     """
-    return _architecture(float(score_scale)).forward_stacked_tokens(_full_names(params), bits, embeddings,
-                                                                    encoding)
+    return _architecture(float(score_scale)).forward_stacked_tokens(
+        _full_names(params), bits, embeddings, encoding
+    )

@@ -25,10 +25,33 @@ from .training import _tensors_for, _train_adam, train_stack
 __all__ = ["RESULT_KEYS", "RunResult", "initial_model", "run_seq_len", "run_sweep"]
 
 #: Keys of every run record (the JSON objects of ``genbound experiment sparse-majority --json``).
-RESULT_KEYS = ("seq_len", "seed", "fitted", "fit_step", "train_acc", "test_acc", "acc_gap", "train_loss",
-               "test_loss", "loss_gap", "l11_norm_sum", "l11_dist_from_init", "input_radius", "tt_bound",
-               "edelman_bound", "tt_trivial", "edelman_trivial", "tt_capacity", "edelman_capacity",
-               "tt_m_star", "edelman_m_star", "one_bit_acc", "diverged", "steps", "seconds")
+RESULT_KEYS = (
+    "seq_len",
+    "seed",
+    "fitted",
+    "fit_step",
+    "train_acc",
+    "test_acc",
+    "acc_gap",
+    "train_loss",
+    "test_loss",
+    "loss_gap",
+    "l11_norm_sum",
+    "l11_dist_from_init",
+    "input_radius",
+    "tt_bound",
+    "edelman_bound",
+    "tt_trivial",
+    "edelman_trivial",
+    "tt_capacity",
+    "edelman_capacity",
+    "tt_m_star",
+    "edelman_m_star",
+    "one_bit_acc",
+    "diverged",
+    "steps",
+    "seconds",
+)
 
 
 @dataclass(frozen=True)
@@ -121,9 +144,15 @@ def initial_model(seq_len: int, seed: int, config: SparseMajorityConfig | None =
     return build_model(config, seed=_seed_for(seq_len, seed, 2)).requires_grad_(False)
 
 
-
-def run_seq_len(seq_len: int, seeds: Sequence[int], config: SparseMajorityConfig | None = None, *,
-                device=None, progress: bool | None = None, return_models: bool = False):
+def run_seq_len(
+    seq_len: int,
+    seeds: Sequence[int],
+    config: SparseMajorityConfig | None = None,
+    *,
+    device=None,
+    progress: bool | None = None,
+    return_models: bool = False,
+):
     """Train and evaluate one model per seed at sequence length ``seq_len`` (all seeds in one stack).
 
     Returns the list of :class:`RunResult` (one per seed); with ``return_models`` a pair
@@ -150,9 +179,13 @@ def run_seq_len(seq_len: int, seeds: Sequence[int], config: SparseMajorityConfig
         tasks.append(task)
         nets.append(initial_model(seq_len, sd, cfg))
         gens.append(torch.Generator().manual_seed(_seed_for(seq_len, sd, 3)))
-    data = {k: (torch.stack([b for b, _ in v]).to(dev), torch.stack([y for _, y in v]).to(dev))
-            for k, v in data.items()}
-    init64 = {nm: p.detach() for nm, p in stack_parameters(nets, dtype=torch.float64, device=dev).items()}
+    data = {
+        k: (torch.stack([b for b, _ in v]).to(dev), torch.stack([y for _, y in v]).to(dev))
+        for k, v in data.items()
+    }
+    init64 = {
+        nm: p.detach() for nm, p in stack_parameters(nets, dtype=torch.float64, device=dev).items()
+    }
     params = stack_parameters(nets, dtype=cfg.dtype, device=dev)
     E, pe = _tensors_for(tasks, data, dev)
     E, pe = E.to(params["W_Q"].dtype), pe.to(params["W_Q"].dtype)
@@ -161,9 +194,12 @@ def run_seq_len(seq_len: int, seeds: Sequence[int], config: SparseMajorityConfig
     orig = None
     if cfg.protocol == "adam":
         stop, val_best, _, fit_step, steps, val_step, diverged, _ = _train_adam(
-            params, tasks, data, cfg, E, pe, scale, progress, f"T={seq_len}")
+            params, tasks, data, cfg, E, pe, scale, progress, f"T={seq_len}"
+        )
     else:
-        out = train_stack(params, tasks, data, cfg, generators=gens, progress=progress, desc=f"T={seq_len}")
+        out = train_stack(
+            params, tasks, data, cfg, generators=gens, progress=progress, desc=f"T={seq_len}"
+        )
         stop, val_best = out.checkpoints["last"], out.checkpoints["val"]
         steps, val_step = out.epochs, out.checkpoint_epochs["val"]
         fit_step, diverged = [-1] * K, [False] * K
@@ -173,8 +209,10 @@ def run_seq_len(seq_len: int, seeds: Sequence[int], config: SparseMajorityConfig
 
     def evaluate(P):
         P = {nm: p.to(torch.float64) for nm, p in P.items()}
-        return P, {split: evaluate_stack(P, *data[split], E64, pe64, scale, chunk=cfg.eval_chunk)
-                   for split in ("train", "val", "test")}
+        return P, {
+            split: evaluate_stack(P, *data[split], E64, pe64, scale, chunk=cfg.eval_chunk)
+            for split in ("train", "val", "test")
+        }
 
     P_stop, res = evaluate(stop)
     _, res_val = evaluate(val_best)
@@ -187,41 +225,90 @@ def run_seq_len(seq_len: int, seeds: Sequence[int], config: SparseMajorityConfig
         load_stacked(nets[k], P_stop, k)
         raw = nets[k].weight_norms()["raw"]
         dist = sum(float((P_stop[nm][k] - init64[nm][k]).abs().sum()) for nm in _PARAM_NAMES)
-        bf = bound_fields(nets[k], m=cfg.n_train, seq_len=seq_len, delta=cfg.delta, B_X=B_X,
-                          margin=cfg.margin, m_star_target=M_STAR_TARGET if cfg.m_star else None)
+        bf = bound_fields(
+            nets[k],
+            m=cfg.n_train,
+            seq_len=seq_len,
+            delta=cfg.delta,
+            B_X=B_X,
+            margin=cfg.margin,
+            m_star_target=M_STAR_TARGET if cfg.m_star else None,
+        )
         tt_m, ed_m = bf.get("tt_m_star", math.nan), bf.get("edelman_m_star", math.nan)
         one_bit = tasks[k].one_bit_accuracy(data["test"][0][k].cpu(), data["test"][1][k].cpu())
-        (trl, tra), (_, vaa), (tel, tea) = ((float(l[k]), float(a[k])) for l, a in
-                                            (res["train"], res["val"], res["test"]))
+        (trl, tra), (_, vaa), (tel, tea) = (
+            (float(l[k]), float(a[k])) for l, a in (res["train"], res["val"], res["test"])
+        )
         fitted = tra == 1.0
         if cfg.protocol == "original" and fitted:
             fit_step[k] = steps[k]
         v_tr, v_te = float(res_val["train"][1][k]), float(res_val["test"][1][k])
         if res_orig is not None:
-            o_step, o_tr, o_te = orig[1][k], float(res_orig["train"][1][k]), float(res_orig["test"][1][k])
+            o_step, o_tr, o_te = (
+                orig[1][k],
+                float(res_orig["train"][1][k]),
+                float(res_orig["test"][1][k]),
+            )
         else:
             o_step, o_tr, o_te = -1, math.nan, math.nan
-        results.append(RunResult(
-            seq_len=seq_len, seed=sd, protocol=cfg.protocol, fitted=fitted,
-            fit_step=fit_step[k] if fitted else -1, steps=steps[k], train_acc=tra, test_acc=tea,
-            acc_gap=tra - tea, train_loss=trl, test_loss=tel, loss_gap=tel - trl, val_acc=vaa,
-            l11_norm_sum=float(sum(raw.values())), l11_dist_from_init=dist, input_radius=B_X,
-            input_radius_T=tasks[k].input_radius(), tt_bound=bf["tt_bound"],
-            edelman_bound=bf["edelman_bound"], tt_m_star=tt_m, edelman_m_star=ed_m,
-            tt_trivial=bf["tt_trivial"], edelman_trivial=bf["edelman_trivial"],
-            tt_capacity=bf["tt_capacity"], edelman_capacity=bf["edelman_capacity"], train_ramp_risk=float(ramp[k]), n_train=cfg.n_train,
-            seconds=elapsed / len(seeds), diverged=diverged[k], val_step=val_step[k], val_train_acc=v_tr,
-            val_test_acc=v_te, val_acc_gap=v_tr - v_te, orig_step=o_step, orig_train_acc=o_tr,
-            orig_test_acc=o_te, orig_acc_gap=o_tr - o_te, one_bit_acc=one_bit,
-            norms_json=ModelNorms.of(nets[k]).to_json(), l11_norms=raw))
+        results.append(
+            RunResult(
+                seq_len=seq_len,
+                seed=sd,
+                protocol=cfg.protocol,
+                fitted=fitted,
+                fit_step=fit_step[k] if fitted else -1,
+                steps=steps[k],
+                train_acc=tra,
+                test_acc=tea,
+                acc_gap=tra - tea,
+                train_loss=trl,
+                test_loss=tel,
+                loss_gap=tel - trl,
+                val_acc=vaa,
+                l11_norm_sum=float(sum(raw.values())),
+                l11_dist_from_init=dist,
+                input_radius=B_X,
+                input_radius_T=tasks[k].input_radius(),
+                tt_bound=bf["tt_bound"],
+                edelman_bound=bf["edelman_bound"],
+                tt_m_star=tt_m,
+                edelman_m_star=ed_m,
+                tt_trivial=bf["tt_trivial"],
+                edelman_trivial=bf["edelman_trivial"],
+                tt_capacity=bf["tt_capacity"],
+                edelman_capacity=bf["edelman_capacity"],
+                train_ramp_risk=float(ramp[k]),
+                n_train=cfg.n_train,
+                seconds=elapsed / len(seeds),
+                diverged=diverged[k],
+                val_step=val_step[k],
+                val_train_acc=v_tr,
+                val_test_acc=v_te,
+                val_acc_gap=v_tr - v_te,
+                orig_step=o_step,
+                orig_train_acc=o_tr,
+                orig_test_acc=o_te,
+                orig_acc_gap=o_tr - o_te,
+                one_bit_acc=one_bit,
+                norms_json=ModelNorms.of(nets[k]).to_json(),
+                l11_norms=raw,
+            )
+        )
     return (results, nets) if return_models else results
 
 
-def run_sweep(seq_lens: Iterable[int], seeds: int | Sequence[int], config: SparseMajorityConfig | None = None,
-              *, device=None, progress: bool | None = None,
-              on_result: Callable[[RunResult], None] | None = None,
-              skip: Callable[[int, int], bool] | None = None,
-              on_stack: Callable[[list[RunResult]], None] | None = None) -> list[RunResult]:
+def run_sweep(
+    seq_lens: Iterable[int],
+    seeds: int | Sequence[int],
+    config: SparseMajorityConfig | None = None,
+    *,
+    device=None,
+    progress: bool | None = None,
+    on_result: Callable[[RunResult], None] | None = None,
+    skip: Callable[[int, int], bool] | None = None,
+    on_stack: Callable[[list[RunResult]], None] | None = None,
+) -> list[RunResult]:
     """Train every run ``(T, seed)`` of ``seq_lens`` x ``seeds`` (``seeds``: a count ``n`` meaning
     ``0..n-1``, or explicit seeds), **each alone** (:func:`run_seq_len` with one seed), so that a row
     depends only on ``(T, seed)`` and the configuration: rerunning one row reproduces it bit for bit on
@@ -239,7 +326,9 @@ def run_sweep(seq_lens: Iterable[int], seeds: int | Sequence[int], config: Spars
         raise ParameterError("seq_lens must name at least one sequence length")
     for T in seq_lens:
         _check_task(T, cfg.s)
-    seed_list = list(range(check_positive_int(seeds, "seeds"))) if isinstance(seeds, int) else list(seeds)
+    seed_list = (
+        list(range(check_positive_int(seeds, "seeds"))) if isinstance(seeds, int) else list(seeds)
+    )
     resolve_device(device)
     out = []
     for T in seq_lens:

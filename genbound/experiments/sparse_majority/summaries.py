@@ -10,8 +10,21 @@ from ...errors import ParameterError
 from .files import csv_columns
 from .runs import RunResult
 
-__all__ = ["to_frame", "summarize", "gap_slope", "per_length_means", "lack_of_fit", "REGIMES", "regime_label",
-           "geometric_means", "rank_correlation", "capacity_floor", "matched_pairs", "radius_prior_nats", "plot_sweep"]
+__all__ = [
+    "to_frame",
+    "summarize",
+    "gap_slope",
+    "per_length_means",
+    "lack_of_fit",
+    "REGIMES",
+    "regime_label",
+    "geometric_means",
+    "rank_correlation",
+    "capacity_floor",
+    "matched_pairs",
+    "radius_prior_nats",
+    "plot_sweep",
+]
 
 
 def to_frame(results: Iterable[RunResult]):
@@ -19,12 +32,28 @@ def to_frame(results: Iterable[RunResult]):
     import pandas as pd
 
     cols = csv_columns()
-    return pd.DataFrame([{c: v for c, v in r.to_dict().items() if c in cols} for r in results], columns=cols)
+    return pd.DataFrame(
+        [{c: v for c, v in r.to_dict().items() if c in cols} for r in results], columns=cols
+    )
 
 
-def summarize(df, columns: Sequence[str] = ("fitted", "train_acc", "test_acc", "acc_gap", "loss_gap",
-                                            "l11_norm_sum", "l11_dist_from_init", "tt_bound",
-                                            "edelman_bound", "tt_m_star", "edelman_m_star", "fit_step")):
+def summarize(
+    df,
+    columns: Sequence[str] = (
+        "fitted",
+        "train_acc",
+        "test_acc",
+        "acc_gap",
+        "loss_gap",
+        "l11_norm_sum",
+        "l11_dist_from_init",
+        "tt_bound",
+        "edelman_bound",
+        "tt_m_star",
+        "edelman_m_star",
+        "fit_step",
+    ),
+):
     """Mean and standard deviation over seeds of each column, per sequence length (a DataFrame with
     columns ``(name, "mean")``, ``(name, "std")`` and ``n`` runs, indexed by ``seq_len``)."""
     g = df.assign(fitted=df["fitted"].astype(float)).groupby("seq_len")
@@ -161,8 +190,13 @@ def geometric_means(df, column: str, *, level: float = 0.95):
     if not (np.isfinite(y).all() and (y > 0).all()):
         raise ParameterError(f"geometric_means needs a finite, positive column; {column!r} is not")
     ci = per_length_means(df.assign(_log10=np.log10(y)), "_log10", level=level)
-    return ci.assign(log10_mean=ci["mean"], log10_sd=ci["sd"], mean=10 ** ci["mean"], lo=10 ** ci["lo"],
-                     hi=10 ** ci["hi"])[["mean", "lo", "hi", "log10_mean", "log10_sd", "n"]]
+    return ci.assign(
+        log10_mean=ci["mean"],
+        log10_sd=ci["sd"],
+        mean=10 ** ci["mean"],
+        lo=10 ** ci["lo"],
+        hi=10 ** ci["hi"],
+    )[["mean", "lo", "hi", "log10_mean", "log10_sd", "n"]]
 
 
 def rank_correlation(df, x: str, y: str, *, n_boot: int = 2000, seed: int = 0) -> dict:
@@ -209,19 +243,23 @@ def capacity_floor(df, capacity: str = "tt_capacity", gap: str = "acc_gap", *, r
     import pandas as pd
 
     if df["n_train"].nunique() > 1 if "n_train" in df else False:
-        raise ParameterError("capacity_floor compares networks trained on one m; the rows have several")
+        raise ParameterError(
+            "capacity_floor compares networks trained on one m; the rows have several"
+        )
     rank = check_positive_int(rank, "rank")
     c = df[capacity].to_numpy(dtype=float)
     g = df[gap].to_numpy(dtype=float)
     out = np.full_like(g, np.nan)
     for i in range(len(c)):
-        below = np.sort(g[c <= c[i]])[::-1]          # ties in capacity count as "at most"
+        below = np.sort(g[c <= c[i]])[::-1]  # ties in capacity count as "at most"
         if len(below) >= rank:
             out[i] = below[rank - 1]
     return pd.Series(out, index=df.index, name=f"{capacity}_floor")
 
 
-def matched_pairs(df, capacity: str = "tt_capacity", gap: str = "acc_gap", *, within_log10: float = 0.1):
+def matched_pairs(
+    df, capacity: str = "tt_capacity", gap: str = "acc_gap", *, within_log10: float = 0.1
+):
     """Pairs of rows at different ``T`` whose ``capacity`` agrees within ``within_log10`` decades,
     sorted by the difference of their gaps (largest first): a DataFrame with both rows' ``seq_len``,
     ``seed``, ``capacity`` and ``gap`` and ``gap_diff`` (the larger-gap row second)."""
@@ -236,12 +274,30 @@ def matched_pairs(df, capacity: str = "tt_capacity", gap: str = "acc_gap", *, wi
             if recs.at[i, "seq_len"] == recs.at[j, "seq_len"] or abs(lc[i] - lc[j]) > within_log10:
                 continue
             a, b = (i, j) if recs.at[i, gap] <= recs.at[j, gap] else (j, i)
-            rows.append({"T_a": int(recs.at[a, "seq_len"]), "seed_a": int(recs.at[a, "seed"]),
-                         "capacity_a": float(recs.at[a, capacity]), "gap_a": float(recs.at[a, gap]),
-                         "T_b": int(recs.at[b, "seq_len"]), "seed_b": int(recs.at[b, "seed"]),
-                         "capacity_b": float(recs.at[b, capacity]), "gap_b": float(recs.at[b, gap]),
-                         "gap_diff": float(recs.at[b, gap] - recs.at[a, gap])})
-    cols = ["T_a", "seed_a", "capacity_a", "gap_a", "T_b", "seed_b", "capacity_b", "gap_b", "gap_diff"]
+            rows.append(
+                {
+                    "T_a": int(recs.at[a, "seq_len"]),
+                    "seed_a": int(recs.at[a, "seed"]),
+                    "capacity_a": float(recs.at[a, capacity]),
+                    "gap_a": float(recs.at[a, gap]),
+                    "T_b": int(recs.at[b, "seq_len"]),
+                    "seed_b": int(recs.at[b, "seed"]),
+                    "capacity_b": float(recs.at[b, capacity]),
+                    "gap_b": float(recs.at[b, gap]),
+                    "gap_diff": float(recs.at[b, gap] - recs.at[a, gap]),
+                }
+            )
+    cols = [
+        "T_a",
+        "seed_a",
+        "capacity_a",
+        "gap_a",
+        "T_b",
+        "seed_b",
+        "capacity_b",
+        "gap_b",
+        "gap_diff",
+    ]
     out = pd.DataFrame(rows, columns=cols)
     return out.sort_values("gap_diff", ascending=False, kind="stable").reset_index(drop=True)
 
@@ -274,8 +330,15 @@ def plot_sweep(df, axes, *, m: int | None = None):
 
     def with_ci(ax, col, color, ls, lab):
         ci = per_length_means(df, col)
-        ax.errorbar(ci.index, ci["mean"], yerr=[ci["mean"] - ci["lo"], ci["hi"] - ci["mean"]], color=color,
-                    capsize=3, ls=ls, label=lab)
+        ax.errorbar(
+            ci.index,
+            ci["mean"],
+            yerr=[ci["mean"] - ci["lo"], ci["hi"] - ci["mean"]],
+            color=color,
+            capsize=3,
+            ls=ls,
+            label=lab,
+        )
 
     ax = axes[0]
     ax.plot(df["seq_len"], df["acc_gap"], "o", ms=3, alpha=0.4, color="C1", lw=0)
@@ -283,14 +346,21 @@ def plot_sweep(df, axes, *, m: int | None = None):
     with_ci(ax, "val_acc_gap", "C0", "--", "validation-selected")
     ax.set_ylabel("accuracy gap (train - test)")
     means = df.groupby("seq_len")[["l11_norm_sum", "l11_dist_from_init"]].mean()
-    for col, mk, ls, lab in (("l11_norm_sum", "o", "-", r"$\sum_W \|W\|_{1,1}$"),
-                             ("l11_dist_from_init", "x", "--", r"$\sum_W \|W - W_0\|_{1,1}$")):
+    for col, mk, ls, lab in (
+        ("l11_norm_sum", "o", "-", r"$\sum_W \|W\|_{1,1}$"),
+        ("l11_dist_from_init", "x", "--", r"$\sum_W \|W - W_0\|_{1,1}$"),
+    ):
         axes[1].plot(df["seq_len"], df[col], mk, ms=3, alpha=0.4, color="C2", lw=0)
         axes[1].plot(means.index, means[col], ls, color="C2", label=lab)
     axes[1].set_ylabel(r"entrywise $\ell_1$")
-    for ax, cols, ylabel in ((axes[2], ("tt_capacity", "edelman_capacity"), "capacity"),
-                             (axes[3], ("tt_m_star", "edelman_m_star"), "samples needed for bound $\\leq 0.5$")):
-        for col, ls, name, c in ((cols[0], "-", "Trauger\u2013Tewari", "C3"), (cols[1], "--", "Edelman-type", "C4")):
+    for ax, cols, ylabel in (
+        (axes[2], ("tt_capacity", "edelman_capacity"), "capacity"),
+        (axes[3], ("tt_m_star", "edelman_m_star"), "samples needed for bound $\\leq 0.5$"),
+    ):
+        for col, ls, name, c in (
+            (cols[0], "-", "Trauger\u2013Tewari", "C3"),
+            (cols[1], "--", "Edelman-type", "C4"),
+        ):
             ax.plot(df["seq_len"], df[col], "o", ms=3, alpha=0.4, color=c, lw=0)
             geo = df.groupby("seq_len")[col].apply(lambda v: float(np.exp(np.log(v).mean())))
             ax.plot(geo.index, geo.to_numpy(), ls, color=c, label=name)

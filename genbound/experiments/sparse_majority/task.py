@@ -12,8 +12,18 @@ from ..._validate import check_positive_int
 from ...device import resolve_device, resolve_dtype
 from ...errors import ParameterError
 
-__all__ = ["D_MODEL", "N_HEADS", "D_HEAD", "S_RELEVANT", "sinusoidal_encoding", "encoding_rows",
-           "token_embeddings", "SparseMajorityTask", "uniform_input_radius", "make_task"]
+__all__ = [
+    "D_MODEL",
+    "N_HEADS",
+    "D_HEAD",
+    "S_RELEVANT",
+    "sinusoidal_encoding",
+    "encoding_rows",
+    "token_embeddings",
+    "SparseMajorityTask",
+    "uniform_input_radius",
+    "make_task",
+]
 
 #: Width, heads, head width and number of relevant positions of the authors' script.
 D_MODEL, N_HEADS, D_HEAD, S_RELEVANT = 64, 2, 64, 9
@@ -103,7 +113,7 @@ class SparseMajorityTask:
     def embed(self, bits: torch.Tensor, *, dtype=torch.float64, device=None) -> torch.Tensor:
         """The model input ``X`` ``(n, seq_len + 1, d)``: rows ``e_{b_t} + PE_t``, then ``e_cls + PE_T``."""
         E = self.embeddings
-        rows = E[bits.long()]                                             # (n, T, d)
+        rows = E[bits.long()]  # (n, T, d)
         cls = E[2].expand(bits.shape[0], 1, E.shape[1])
         X = torch.cat([rows, cls], dim=1) + self.encoding
         return X.to(dtype=resolve_dtype(dtype), device=resolve_device(device) if device else None)
@@ -111,9 +121,12 @@ class SparseMajorityTask:
     def input_radius(self) -> float:
         """``max ||x_t||_2`` over every row any sequence of **this** length can have (``3 (T+1)``
         candidates), exact. It grows with ``T``; the bounds use :func:`uniform_input_radius` instead."""
-        tokens = self.embeddings[:2, None, :] + self.encoding[None, :-1, :]      # (2, T, d)
+        tokens = self.embeddings[:2, None, :] + self.encoding[None, :-1, :]  # (2, T, d)
         cls = self.embeddings[2] + self.encoding[-1]
-        return max(float(torch.linalg.vector_norm(tokens, dim=-1).max()), float(torch.linalg.vector_norm(cls)))
+        return max(
+            float(torch.linalg.vector_norm(tokens, dim=-1).max()),
+            float(torch.linalg.vector_norm(cls)),
+        )
 
 
 def uniform_input_radius(d: int = D_MODEL) -> float:
@@ -131,7 +144,9 @@ def uniform_input_radius(d: int = D_MODEL) -> float:
     return 1.0 + math.sqrt(check_positive_int(d, "d"))
 
 
-def make_task(seq_len: int, *, s: int = S_RELEVANT, d: int = D_MODEL, seed: int = 0) -> SparseMajorityTask:
+def make_task(
+    seq_len: int, *, s: int = S_RELEVANT, d: int = D_MODEL, seed: int = 0
+) -> SparseMajorityTask:
     """A seeded task: the relevant positions (``s`` of ``seq_len``, without replacement), then the embeddings.
 
     Raises :class:`~genbound.errors.ParameterError` for ``s`` even or ``< 1`` and for ``seq_len < s``.
@@ -144,8 +159,9 @@ def make_task(seq_len: int, *, s: int = S_RELEVANT, d: int = D_MODEL, seed: int 
     s, seq_len = _check_task(seq_len, s)
     gen = torch.Generator().manual_seed(int(seed))
     positions = torch.sort(torch.randperm(seq_len, generator=gen)[:s]).values
-    return SparseMajorityTask(seq_len, s, positions, token_embeddings(d, gen),
-                              sinusoidal_encoding(seq_len + 1, d))
+    return SparseMajorityTask(
+        seq_len, s, positions, token_embeddings(d, gen), sinusoidal_encoding(seq_len + 1, d)
+    )
 
 
 def _check_task(seq_len, s) -> tuple[int, int]:
@@ -154,6 +170,7 @@ def _check_task(seq_len, s) -> tuple[int, int]:
         raise ParameterError(f"s = {s} must be odd so that the majority is never tied")
     seq_len = check_positive_int(seq_len, "seq_len T")
     if seq_len < s:
-        raise ParameterError(f"seq_len T = {seq_len} must be >= s = {s} (the number of relevant positions)")
+        raise ParameterError(
+            f"seq_len T = {seq_len} must be >= s = {s} (the number of relevant positions)"
+        )
     return s, seq_len
-

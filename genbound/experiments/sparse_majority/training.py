@@ -37,9 +37,16 @@ def _tensors_for(tasks, data, device):
     return E, tasks[0].encoding.to(device)
 
 
-def train_stack(params: dict[str, torch.Tensor], tasks: Sequence[SparseMajorityTask], data: dict,
-                config: SparseMajorityConfig, *, generators: Sequence[torch.Generator],
-                progress: bool | None = None, desc: str = "") -> TrainOutcome:
+def train_stack(
+    params: dict[str, torch.Tensor],
+    tasks: Sequence[SparseMajorityTask],
+    data: dict,
+    config: SparseMajorityConfig,
+    *,
+    generators: Sequence[torch.Generator],
+    progress: bool | None = None,
+    desc: str = "",
+) -> TrainOutcome:
     """Train ``K`` stacked nets (``params`` from :func:`stack_parameters`) with the original optimiser.
 
     ``data[split] = (bits (K, n, T), labels (K, n))`` for ``split`` in ``train``, ``val`` (and ``test``
@@ -68,24 +75,29 @@ def train_stack(params: dict[str, torch.Tensor], tasks: Sequence[SparseMajorityT
         progress = sys.stderr.isatty()
     from tqdm import tqdm
 
-    bar = tqdm(range(1, cfg.max_epochs + 1), desc=desc or "sparse-majority", disable=not progress,
-               leave=False, mininterval=1.0 if sys.stderr.isatty() else 60.0)
+    bar = tqdm(
+        range(1, cfg.max_epochs + 1),
+        desc=desc or "sparse-majority",
+        disable=not progress,
+        leave=False,
+        mininterval=1.0 if sys.stderr.isatty() else 60.0,
+    )
     t0 = time.perf_counter()
     lr = cfg.lr
     ar = torch.arange(K, device=dev)[:, None]
     for epoch in bar:
-        lr = max(cfg.lr_floor, lr * cfg.lr_decay)          # Keras' LearningRateScheduler, at epoch start
+        lr = max(cfg.lr_floor, lr * cfg.lr_decay)  # Keras' LearningRateScheduler, at epoch start
         for g in opt.param_groups:
             g["lr"] = lr
         perm = torch.stack([torch.randperm(n, generator=gen) for gen in generators]).to(dev)
         correct = torch.zeros(K, dtype=torch.float64, device=dev)
         for st in range(0, n, cfg.batch_size):
-            idx = perm[:, st:st + cfg.batch_size]
+            idx = perm[:, st : st + cfg.batch_size]
             bb, yy = bits_tr[ar, idx], y_tr[ar, idx]
             z = cls_logits(params, bb, E, pe, scale)
             loss = bce_one_hot(z, yy)
             opt.zero_grad(set_to_none=True)
-            loss.sum().backward()                           # models are independent: grads separate
+            loss.sum().backward()  # models are independent: grads separate
             opt.step()
             correct += (z.detach().argmax(-1) == yy).double().sum(1)
         train_acc = (correct / n).cpu()
@@ -97,8 +109,12 @@ def train_stack(params: dict[str, torch.Tensor], tasks: Sequence[SparseMajorityT
             stopping = active.clone()
         if bool(stopping.any()) or epoch % cfg.eval_interval == 0:
             _select(params, data, E, pe, scale, cfg, best, ckpt, ckpt_epoch, active, epoch)
-            rec = {"epoch": epoch, "lr": lr, "train_acc": train_acc.tolist(),
-                   "val_loss": best["val"].tolist()}
+            rec = {
+                "epoch": epoch,
+                "lr": lr,
+                "train_acc": train_acc.tolist(),
+                "val_loss": best["val"].tolist(),
+            }
             history.append(rec)
         for k in torch.nonzero(stopping).flatten().tolist():
             epochs[k] = epoch
@@ -106,7 +122,9 @@ def train_stack(params: dict[str, torch.Tensor], tasks: Sequence[SparseMajorityT
                 ckpt["last"][nm][k] = p.detach()[k]
             ckpt_epoch["last"][k] = epoch
         active &= ~stopping
-        bar.set_postfix(active=int(active.sum()), acc=f"{float(train_acc.mean()):.3f}", refresh=False)
+        bar.set_postfix(
+            active=int(active.sum()), acc=f"{float(train_acc.mean()):.3f}", refresh=False
+        )
         if not bool(active.any()):
             break
     bar.close()
@@ -129,7 +147,6 @@ def _select(params, data, E, pe, scale, cfg, best, ckpt, ckpt_epoch, active, epo
             ckpt_epoch[kind][k] = epoch
 
 
-
 def _train_adam(params, tasks, data, cfg, E, pe, scale, progress, desc):
     """Run the ``"adam"`` protocol; returns ``(stop, val_best, fitted, fit_step, steps, val_step,
     diverged, initial)``."""
@@ -143,16 +160,40 @@ def _train_adam(params, tasks, data, cfg, E, pe, scale, progress, desc):
 
     def confirm(Pk, k):
         P1 = {nm: v[None] for nm, v in Pk.items()}
-        _, acc = evaluate_stack(P1, bits_tr[k:k + 1], y_tr[k:k + 1], E[k:k + 1].double(), pe.double(),
-                                scale, chunk=cfg.eval_chunk)
+        _, acc = evaluate_stack(
+            P1,
+            bits_tr[k : k + 1],
+            y_tr[k : k + 1],
+            E[k : k + 1].double(),
+            pe.double(),
+            scale,
+            chunk=cfg.eval_chunk,
+        )
         return bool(acc[0] == 1.0)
 
     def val_loss(P, idx):
-        loss, _ = evaluate_stack(P, data["val"][0][idx], data["val"][1][idx], E[idx], pe, scale,
-                                 chunk=cfg.eval_chunk)
+        loss, _ = evaluate_stack(
+            P, data["val"][0][idx], data["val"][1][idx], E[idx], pe, scale, chunk=cfg.eval_chunk
+        )
         return loss
 
-    out = fit_stack(params, loss_logits, y_tr, cfg.adam_protocol(), confirm=confirm, val_loss=val_loss,
-                    progress=progress, desc=desc)
-    return (out.stop, out.val_best, out.fitted, out.fit_step, out.steps, out.val_step, out.diverged,
-            out.initial)
+    out = fit_stack(
+        params,
+        loss_logits,
+        y_tr,
+        cfg.adam_protocol(),
+        confirm=confirm,
+        val_loss=val_loss,
+        progress=progress,
+        desc=desc,
+    )
+    return (
+        out.stop,
+        out.val_best,
+        out.fitted,
+        out.fit_step,
+        out.steps,
+        out.val_step,
+        out.diverged,
+        out.initial,
+    )

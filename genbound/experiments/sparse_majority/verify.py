@@ -31,8 +31,17 @@ from typing import Callable, Sequence
 
 from ...errors import ParameterError
 
-__all__ = ["NOT_COMPARED", "RowCheck", "ReproductionCase", "reproduction_case", "parse_row_keys", "pick_rows",
-           "config_of", "verify_rows", "compare_draws"]
+__all__ = [
+    "NOT_COMPARED",
+    "RowCheck",
+    "ReproductionCase",
+    "reproduction_case",
+    "parse_row_keys",
+    "pick_rows",
+    "config_of",
+    "verify_rows",
+    "compare_draws",
+]
 
 #: Columns a rerun is not expected to reproduce: the wall time.
 NOT_COMPARED = ("seconds",)
@@ -64,10 +73,16 @@ class RowCheck:
 
     def to_dict(self) -> dict:
         """A JSON-ready dict."""
-        return {"seq_len": self.key[0], "seed": self.key[1], "exact": self.exact,
-                "n_compared": len(self.compared),
-                "differences": {k: [_plain(a), _plain(b)] for k, (a, b) in self.differences.items()},
-                "sizes": self.sizes(), "seconds": self.seconds, "saved_seconds": self.saved_seconds}
+        return {
+            "seq_len": self.key[0],
+            "seed": self.key[1],
+            "exact": self.exact,
+            "n_compared": len(self.compared),
+            "differences": {k: [_plain(a), _plain(b)] for k, (a, b) in self.differences.items()},
+            "sizes": self.sizes(),
+            "seconds": self.seconds,
+            "saved_seconds": self.saved_seconds,
+        }
 
 
 def _leaves(obj):
@@ -127,25 +142,40 @@ class ReproductionCase:
     def expectation(self) -> str:
         """One sentence: what agreement to expect, and why."""
         if self.same_kind:
-            return ("same machine kind, torch build and thread count as recorded: every compared column "
-                    "is expected to agree exactly")
-        return (f"another machine kind than recorded ({', '.join(m.field for m in self.machine)} differ or "
-                f"are not recorded): a rerun is another draw of the same experiment, and differences are "
-                f"reported with their size")
+            return (
+                "same machine kind, torch build and thread count as recorded: every compared column "
+                "is expected to agree exactly"
+            )
+        return (
+            f"another machine kind than recorded ({', '.join(m.field for m in self.machine)} differ or "
+            f"are not recorded): a rerun is another draw of the same experiment, and differences are "
+            f"reported with their size"
+        )
 
     def lines(self) -> list[str]:
         """The named mismatches, each ``field: recorded X vs here Y`` (machine fields the file does not
         record on one line, then the others, then the commits)."""
         missing = [m for m in self.machine if m.recorded is None]
-        out = ([f"not recorded in the file (written before genbound recorded them): "
+        out = (
+            [
+                f"not recorded in the file (written before genbound recorded them): "
                 f"{', '.join(m.field for m in missing)}; here "
-                + "; ".join(f"{m.field} {_show(m.here)}" for m in missing)] if missing else [])
+                + "; ".join(f"{m.field} {_show(m.here)}" for m in missing)
+            ]
+            if missing
+            else []
+        )
         return out + [str(m) for m in (*self.machine, *self.commits) if m.recorded is not None]
 
     def to_dict(self) -> dict:
-        return {"same_kind": self.same_kind, "expectation": self.expectation(),
-                "mismatches": [{"field": m.field, "recorded": m.recorded, "here": m.here}
-                               for m in (*self.machine, *self.commits)]}
+        return {
+            "same_kind": self.same_kind,
+            "expectation": self.expectation(),
+            "mismatches": [
+                {"field": m.field, "recorded": m.recorded, "here": m.here}
+                for m in (*self.machine, *self.commits)
+            ],
+        }
 
 
 def _show(value) -> str:
@@ -184,7 +214,9 @@ def parse_row_keys(text: str) -> list[tuple[int, int]]:
                 raise ValueError
             key = (int(parts[0]), int(parts[1]))
         except ValueError:
-            raise ParameterError(f"--verify-saved-rows: {it!r} is not T:seed (two integers, e.g. 64:3)") from None
+            raise ParameterError(
+                f"--verify-saved-rows: {it!r} is not T:seed (two integers, e.g. 64:3)"
+            ) from None
         if key in out:
             raise ParameterError(f"--verify-saved-rows names {it!r} twice")
         out.append(key)
@@ -197,7 +229,9 @@ def pick_rows(table, k: int, *, seed: int = 0) -> list[tuple[int, int]]:
     :class:`~genbound.errors.ParameterError`)."""
     keys = sorted(table.keys)
     if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= len(keys):
-        raise ParameterError(f"--verify-saved K must be an integer in [1, {len(keys)}] (the saved rows), got {k!r}")
+        raise ParameterError(
+            f"--verify-saved K must be an integer in [1, {len(keys)}] (the saved rows), got {k!r}"
+        )
     return random.Random(seed).sample(keys, k)
 
 
@@ -209,8 +243,10 @@ def config_of(table):
     rec = dict(table.config)
     unknown = sorted(set(rec) - names)
     if unknown:
-        raise ParameterError(f"{table.path}: the recorded configuration has fields this genbound does not "
-                             f"know: {unknown}")
+        raise ParameterError(
+            f"{table.path}: the recorded configuration has fields this genbound does not "
+            f"know: {unknown}"
+        )
     return SparseMajorityConfig(**rec).validated()
 
 
@@ -220,8 +256,13 @@ def _equal(a, b) -> bool:
     return a == b
 
 
-def verify_rows(table, keys: Sequence[tuple[int, int]], *, device="cpu",
-                on_check: Callable[[RowCheck], None] | None = None) -> list[RowCheck]:
+def verify_rows(
+    table,
+    keys: Sequence[tuple[int, int]],
+    *,
+    device="cpu",
+    on_check: Callable[[RowCheck], None] | None = None,
+) -> list[RowCheck]:
     """Rerun the rows ``keys`` of the results ``table`` (:func:`~genbound.experiments.sparse_majority.read_sweep`)
     with its recorded configuration, each alone, and compare every column of the file but those in
     ``NOT_COMPARED`` (the wall time). Every key is checked against the table before anything is trained (a key
@@ -231,7 +272,9 @@ def verify_rows(table, keys: Sequence[tuple[int, int]], *, device="cpu",
     saved = {(r["seq_len"], r["seed"]): r for r in table.rows}
     missing = [k for k in keys if k not in saved]
     if missing:
-        raise ParameterError(f"{table.path}: no saved row for " + ", ".join(f"T={t} seed={s}" for t, s in missing))
+        raise ParameterError(
+            f"{table.path}: no saved row for " + ", ".join(f"T={t} seed={s}" for t, s in missing)
+        )
     cfg = config_of(table)
     compared = tuple(c for c in table.columns if c not in NOT_COMPARED)
     out = []
@@ -239,8 +282,14 @@ def verify_rows(table, keys: Sequence[tuple[int, int]], *, device="cpu",
         (run,) = run_seq_len(key[0], [key[1]], cfg, device=device, progress=False)
         new = run.to_dict()
         diffs = {c: (saved[key][c], new[c]) for c in compared if not _equal(saved[key][c], new[c])}
-        chk = RowCheck(key, compared, diffs, float(run.seconds), float(saved[key]["seconds"]),
-                       {c: new[c] for c in table.columns})
+        chk = RowCheck(
+            key,
+            compared,
+            diffs,
+            float(run.seconds),
+            float(saved[key]["seconds"]),
+            {c: new[c] for c in table.columns},
+        )
         out.append(chk)
         if on_check is not None:
             on_check(chk)
@@ -274,7 +323,11 @@ def compare_draws(a, b) -> dict:
         raise ParameterError("compare_draws: the two sweeps share no (seq_len, seed) row")
     dacc = (j["test_acc_a"] - j["test_acc_b"]).abs()
     means = j.groupby("seq_len")[["acc_gap_a", "acc_gap_b"]].mean()
-    return {"rows": int(len(j)), "same_fit_step": int((j["fit_step_a"] == j["fit_step_b"]).sum()),
-            "same_fitted": int((j["fitted_a"] == j["fitted_b"]).sum()),
-            "test_acc_mean_abs": float(dacc.mean()), "test_acc_max_abs": float(dacc.max()),
-            "mean_gap_max_abs": float((means["acc_gap_a"] - means["acc_gap_b"]).abs().max())}
+    return {
+        "rows": int(len(j)),
+        "same_fit_step": int((j["fit_step_a"] == j["fit_step_b"]).sum()),
+        "same_fitted": int((j["fitted_a"] == j["fitted_b"]).sum()),
+        "test_acc_mean_abs": float(dacc.mean()),
+        "test_acc_max_abs": float(dacc.max()),
+        "mean_gap_max_abs": float((means["acc_gap_a"] - means["acc_gap_b"]).abs().max()),
+    }

@@ -20,7 +20,16 @@ from __future__ import annotations
 from . import bert, distilbert, gpt2, llama
 from .base import ROLES, Family, Refusal, Role, config_value
 
-__all__ = ["ROLES", "Role", "Family", "Refusal", "FAMILIES", "REFUSALS", "family_by_name", "config_value"]
+__all__ = [
+    "ROLES",
+    "Role",
+    "Family",
+    "Refusal",
+    "FAMILIES",
+    "REFUSALS",
+    "family_by_name",
+    "config_value",
+]
 
 #: The supported families, tried in this order.
 FAMILIES: tuple[Family, ...] = (bert.FAMILY, distilbert.FAMILY, gpt2.FAMILY)

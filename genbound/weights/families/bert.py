@@ -28,7 +28,11 @@ FAMILY = Family(
         "ff_in": Role("intermediate.dense.weight"),
         "ff_out": Role("output.dense.weight"),
     },
-    sizes={"hidden": "hidden_size", "heads": "num_attention_heads", "d_ff": "intermediate_size",
-           "layers": "num_hidden_layers"},
+    sizes={
+        "hidden": "hidden_size",
+        "heads": "num_attention_heads",
+        "d_ff": "intermediate_size",
+        "layers": "num_hidden_layers",
+    },
     block="post-LayerNorm bidirectional encoder (LayerNorm after each residual sum)",
 )

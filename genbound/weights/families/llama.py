@@ -16,8 +16,10 @@ from .base import Refusal
 REFUSAL = Refusal(
     name="llama",
     anchor="layers.0.mlp.gate_proj.weight",
-    reason=("a Llama-family decoder (rotary position embeddings make the query-key form depend on the "
-            "relative position, the feed-forward block is gated and key/value heads are shared); the "
-            "proxies QK = W_Q W_K^T, M_in and M_out do not describe it, so genbound refuses it (see the "
-            "book, Part III, 'Trained transformers', section 'Other architectures')"),
+    reason=(
+        "a Llama-family decoder (rotary position embeddings make the query-key form depend on the "
+        "relative position, the feed-forward block is gated and key/value heads are shared); the "
+        "proxies QK = W_Q W_K^T, M_in and M_out do not describe it, so genbound refuses it (see the "
+        "book, Part III, 'Trained transformers', section 'Other architectures')"
+    ),
 )
