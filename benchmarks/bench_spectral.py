@@ -151,7 +151,7 @@ def work_baseline(path: str, device: str, rank_tol: float = 1e-10, L_phi: float 
     from safetensors.torch import load_file
 
     cfg = json.loads((Path(path) / "config.json").read_text())
-    L, H, N, F = (
+    L, H, N, _ff = (
         cfg["num_hidden_layers"],
         cfg["num_attention_heads"],
         cfg["hidden_size"],
@@ -195,7 +195,7 @@ def work_baseline(path: str, device: str, rank_tol: float = 1e-10, L_phi: float 
                     float(torch.linalg.norm(M, dim=0).sum()),
                 )
             )
-    del sd
+    sd.clear()  # frees the tensors (the closure W still names the dict)
     # formulas, literally
     C2 = {(l, h, kind): float(s[0]) for l, h, kind, s, _ in rows}
     lam = []

@@ -49,8 +49,12 @@ import math
 import sys
 import time
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from .kinds import KIND_DESCRIPTIONS
+
+if TYPE_CHECKING:  # annotations only: pandas is imported where a table is built
+    import pandas as pd
 
 __all__ = [
     "Analysis",

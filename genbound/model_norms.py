@@ -9,10 +9,14 @@ imports :mod:`genbound.nets` only inside :meth:`ModelNorms.of` (imports go one w
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import torch
 
 from .errors import ArchitectureError, ParameterError
+
+if TYPE_CHECKING:  # annotations only (nets imports this module)
+    from .nets import ReferenceTransformer
 
 __all__ = ["ModelNorms"]
 

@@ -17,7 +17,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import matplotlib.pyplot as plt
-import numpy as np
 import torch
 from matplotlib.ticker import NullFormatter
 

@@ -2,8 +2,6 @@
 ``ReferenceTransformer`` equal the plain forward on random models of every depth, and the structured
 [CLS] mode that trains the sparse-majority experiment is bit-identical to the code it replaced."""
 
-import math
-
 import pytest
 import torch
 
