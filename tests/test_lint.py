@@ -37,3 +37,25 @@ def test_the_linter_catches_an_unused_import(tmp_path):
         [sys.executable, "-m", "ruff", "check", "."], cwd=tmp_path, capture_output=True, text=True
     )
     assert r.returncode == 1 and "F401" in r.stdout
+
+
+def test_one_version():
+    """pyproject reads the version from genbound.__version__; CITATION.cff and CHANGES.md name the same one."""
+    import re
+
+    import genbound
+
+    pyproject = (ROOT / "pyproject.toml").read_text()
+    assert 'dynamic = ["version"]' in pyproject and 'attr = "genbound.__version__"' in pyproject
+    assert not re.search(r"^version\s*=\s*\"", pyproject, re.M), (
+        "a second version in pyproject.toml"
+    )
+    cff = re.search(r'^version:\s*"([^"]+)"', (ROOT / "CITATION.cff").read_text(), re.M)
+    assert cff and cff.group(1) == genbound.__version__
+    assert f"## {genbound.__version__}" in (ROOT / "CHANGES.md").read_text()
+
+
+def test_house_files_exist():
+    for name in ("LICENSE", "CHANGES.md", "CITATION.cff", ".pre-commit-config.yaml"):
+        assert (ROOT / name).is_file(), name
+    assert "MIT License" in (ROOT / "LICENSE").read_text()

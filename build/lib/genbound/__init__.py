@@ -1,0 +1,123 @@
+"""genbound: generalization bounds for transformers, evaluated on real weights.
+
+The package behind the genbound book. Data flows one way::
+
+    checkpoint / nn.Module -> weights -> spectra -> norms -> bounds -> report
+
+Submodules are imported on first use, so ``import genbound`` stays light (it never imports jupyter or
+matplotlib). Every error genbound raises on purpose is a :class:`GenboundError`.
+
+>>> import genbound
+>>> genbound.schatten_power([3.0, 4.0], 2).item()
+25.0
+"""
+
+from __future__ import annotations
+
+import importlib
+
+from .errors import (
+    ArchitectureError,
+    CheckpointError,
+    DeviceError,
+    GenboundError,
+    InputError,
+    NonFiniteError,
+    ParameterError,
+    ShapeError,
+)
+
+__version__ = "0.1.0"
+
+# public name -> module that defines it (imported lazily, PEP 562)
+_LAZY = {
+    # spectra and norms
+    "singular_values": "genbound.spectra",
+    "product_singular_values": "genbound.spectra",
+    "numerical_rank": "genbound.spectra",
+    "rank_threshold": "genbound.spectra",
+    "threshold_spectrum": "genbound.spectra",
+    "schatten_power": "genbound.norms",
+    "log_schatten_power": "genbound.norms",
+    "schatten_norm": "genbound.norms",
+    "spectral_norm": "genbound.norms",
+    "frobenius_norm": "genbound.norms",
+    "nuclear_norm": "genbound.norms",
+    "stable_rank": "genbound.norms",
+    "group_norm": "genbound.norms",
+    "norm_21": "genbound.norms",
+    "norm_11": "genbound.norms",
+    "resolve_device": "genbound.device",
+    # Part II: the reference transformer and the sequence-length-independent bounds
+    "ReferenceTransformer": "genbound.nets",
+    "trauger_tewari_bound": "genbound.bounds.trauger_tewari",
+    "trauger_tewari_bound_from_model": "genbound.bounds.trauger_tewari",
+    "edelman_bound": "genbound.bounds.edelman",
+    "edelman_bound_from_model": "genbound.bounds.edelman",
+    "LayerRadii": "genbound.bounds.trauger_tewari",
+    "TTBound": "genbound.bounds.trauger_tewari",
+    "EdelmanLayerRadii": "genbound.bounds.edelman",
+    "EdelmanBound": "genbound.bounds.edelman",
+    # Part I: the learning-theory toolkit
+    "generalization_gap_bound": "genbound.rademacher",
+    "dudley_bound": "genbound.rademacher",
+    "dudley_inverse_square": "genbound.rademacher",
+    "dudley_parametric": "genbound.rademacher",
+    "DudleyResult": "genbound.rademacher",
+    "empirical_rademacher_linear": "genbound.rademacher",
+    "allocate_scales": "genbound.covering",
+    "maurey_log_cover": "genbound.covering",
+    "zhang_log_cover": "genbound.covering",
+    # Part III: weights and the spectrum-adaptive bound
+    "TransformerWeights": "genbound.weights",
+    "load_weights": "genbound.weights",
+    "spectral_adaptive_bound": "genbound.checkpoint_bounds",
+    "edelman_proxy": "genbound.checkpoint_bounds",
+    "Spectra": "genbound.weights",
+    "make_bert_checkpoint": "genbound.testing",
+    "per_matrix_term": "genbound.schatten_entropy",
+    "spectral_count_minimum": "genbound.schatten_entropy",
+}
+
+_SUBMODULES = {
+    "spectra",
+    "norms",
+    "device",
+    "claims",
+    "symbolic",
+    "rademacher",
+    "covering",
+    "bounds",
+    "nets",
+    "weights",
+    "experiments",
+    "plotting",
+    "cli",
+}
+
+__all__ = [
+    "GenboundError",
+    "InputError",
+    "ShapeError",
+    "NonFiniteError",
+    "ParameterError",
+    "ArchitectureError",
+    "CheckpointError",
+    "DeviceError",
+    "__version__",
+    *_LAZY,
+]
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        value = getattr(importlib.import_module(_LAZY[name]), name)
+        globals()[name] = value
+        return value
+    if name in _SUBMODULES:
+        return importlib.import_module(f"genbound.{name}")
+    raise AttributeError(f"module 'genbound' has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_LAZY) | _SUBMODULES)

@@ -1,0 +1,510 @@
+"""``genbound analyze``: both Part III proxies for a checkpoint folder, from the command line.
+
+Book: :ref:`ch-sakai-trained`. ``genbound analyze PATH`` loads a checkpoint folder (``config.json`` +
+``model.safetensors``, a sharded ``model.safetensors.index.json`` or ``pytorch_model.bin``) of one of
+five architectures (BERT, RoBERTa, ELECTRA, DistilBERT, GPT-2; ``genbound.weights.families``)
+layer by layer, and prints the spectrum-adaptive proxy of Sakai & Imaizumi (2026) and their
+Edelman-style proxy.
+
+The proxies are sums over four kinds of matrix per layer (:data:`KINDS`), not over the raw weights:
+
+* ``QK``: one head's query-key product ``W_Q W_K^T`` (``N x N``, rank at most ``d_head``, with the
+  head's row-vector maps ``W_Q, W_K`` of shape ``N x d_head``; the scores are ``x W_Q W_K^T y^T``),
+  one per head;
+* ``V``: one head's value-output product ``W_V W_O`` (``N x N``, rank at most ``d_head``), one per head;
+* ``M_in``: the feed-forward input matrix (``N x d_ff``); ``M_out``: its output matrix (``d_ff x N``).
+
+``--json`` prints one object whose keys are those of :data:`JSON_FIELDS` (each described there);
+``matrices`` is the per-matrix list (keys :data:`MATRIX_FIELDS`), the same rows as the ``--csv`` table.
+The console shows the totals, the matrices with the largest contributions, the chosen Schatten
+index ``p`` per kind with counts and, when ``p = 0`` wins for every matrix, what the proxy then
+is: ``sum sqrt(rank * N) + sqrt(L)``, a function of the shapes and ranks only.
+
+Every bad file, config or option ends in one line ``genbound: error: ...`` on stderr and exit code 2
+(``genbound.weights.files``), before any spectrum is computed and before anything is written:
+``--csv`` and ``--plot`` paths (existing folder, known figure format) and ``--layers`` (each layer
+once, all in range) are checked first; a ``config.json`` whose ``model_type`` disagrees with the
+tensor names is refused (``genbound.weights.loading.check_model_type``). A progress bar over layers
+goes to stderr when stderr is a terminal (``--quiet`` turns it off).
+
+>>> import tempfile, json, io, contextlib
+>>> from genbound.testing import make_bert_checkpoint
+>>> from genbound.cli import main
+>>> with tempfile.TemporaryDirectory() as d:
+...     _ = make_bert_checkpoint(d, layers=2, heads=2, hidden=8, d_ff=16, seed=0)
+...     buf = io.StringIO()
+...     with contextlib.redirect_stdout(buf):
+...         rc = main(["analyze", d, "--json", "--device", "cpu"])
+>>> out = json.loads(buf.getvalue())
+>>> rc, out["layers"], out["hidden"], out["heads"], out["n_matrices"], len(out["matrices"])
+(0, 2, 8, 2, 12, 12)
+>>> sorted(out["matrices"][0])
+['contribution', 'frobenius', 'head', 'kind', 'layer', 'p_opt', 'rank', 'shape', 'sigma_max', 'stable_rank']
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from .kinds import KIND_DESCRIPTIONS
+
+if TYPE_CHECKING:  # annotations only: pandas is imported where a table is built
+    import pandas as pd
+
+__all__ = [
+    "Analysis",
+    "analyze",
+    "add_parser",
+    "run",
+    "fix_heap_growth",
+    "matrix_table",
+    "check_outputs",
+    "KINDS",
+    "JSON_FIELDS",
+    "MATRIX_FIELDS",
+]
+
+#: The four kinds of proxy matrix, in words (the ``kind`` column and key): the one definition,
+#: :data:`genbound.kinds.KIND_DESCRIPTIONS` (its keys are :data:`genbound.kinds.KINDS`).
+KINDS = KIND_DESCRIPTIONS
+
+#: Keys of each row of ``matrices`` in the JSON (the ``--csv`` columns, with ``shape`` as ``rows, cols``).
+MATRIX_FIELDS = {
+    "kind": "QK, V, M_in or M_out (see KINDS)",
+    "layer": "layer index (0-based, among the analysed layers)",
+    "head": "head index for QK and V; -1 for M_in and M_out",
+    "shape": "[rows, cols] of the matrix",
+    "rank": "numerical rank (singular values above rank_tol * min(rows, cols) * max(sigma_max, 1))",
+    "sigma_max": "largest singular value (spectral norm)",
+    "frobenius": "Frobenius norm (in mode exact: of the singular values above the rank threshold)",
+    "stable_rank": "frobenius^2 / sigma_max^2 (0 for a zero matrix)",
+    "p_opt": "the Schatten index p in the grid that minimises the matrix's term T(p)",
+    "contribution": "min_p T(p): the matrix's term in the spectrum-adaptive proxy",
+}
+
+#: Keys of the ``--json`` object, in words.
+JSON_FIELDS = {
+    "spectral_adaptive": "the spectrum-adaptive proxy of Sakai & Imaizumi: sum of contributions + sqrt(L)",
+    "spectral_adaptive_capacity": "the n-free complexity of the spectrum-adaptive bound "
+    "(prop-sa-capacity): the rate is capacity / sqrt(n)",
+    "spectral_adaptive_trivial": "null: a checkpoint carries no sample size n, so triviality is undecided",
+    "edelman": "the Edelman-style proxy; null when it exceeds float64",
+    "edelman_capacity": "the Edelman-style proxy's n-free complexity (the proxy itself)",
+    "edelman_trivial": "null: a checkpoint carries no sample size n, so triviality is undecided",
+    "edelman_log": "natural log of the Edelman-style proxy (always finite)",
+    "edelman_overflow": "true when edelman exceeds float64",
+    "layers": "L, the number of analysed layers",
+    "hidden": "N, the hidden size",
+    "heads": "attention heads per layer",
+    "d_head": "N / heads",
+    "d_ff": "feed-forward width",
+    "n_matrices": "number of proxy matrices: L * (2 * heads + 2)",
+    "matrices": "one object per proxy matrix (keys: MATRIX_FIELDS), the rows of the --csv table",
+    "p_opt_counts": "per kind, how many matrices chose each p ({kind: {p: count}}; p as a string)",
+    "grid_m": "grid resolution m of the Schatten indices p",
+    "L_phi": "activation Lipschitz constant",
+    "rank_tol": "relative rank tolerance",
+    "mode": "exact or authors",
+    "p_opt_zero": "number of matrices whose p_opt is 0",
+    "attention_scale": "whether the score scale 1/sqrt(d_head) is inside every QK",
+    "device": "device the spectra were computed on",
+    "seconds": "wall time of loading and both proxies",
+    "source": "the checkpoint folder",
+    "family": "weight-name family (bert, distilbert, gpt2)",
+    "routes": "matrices per spectrum route (qr-core, gram, qr-svd, svd, dense-svd)",
+}
+
+
+def matrix_table(report) -> "pd.DataFrame":
+    """The per-matrix table a user reads (``--csv``, and ``matrices`` in the JSON): columns ``kind, layer,
+    head, rows, cols, rank, sigma_max, frobenius, stable_rank, p_opt, contribution`` (:data:`MATRIX_FIELDS`),
+    one row per matrix of a :class:`~genbound.bounds.sakai_imaizumi.SpectralBoundReport`, in its order."""
+    import numpy as np
+
+    t = report.table
+    smax = t["spectral_norm"].to_numpy(dtype=float)
+    fro = t["frobenius_norm"].to_numpy(dtype=float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        stable = np.where(smax > 0, (fro / np.where(smax > 0, smax, 1.0)) ** 2, 0.0)
+    out = t[["kind", "layer", "head", "rows", "cols", "rank"]].copy()
+    out["sigma_max"], out["frobenius"], out["stable_rank"] = smax, fro, stable
+    out["p_opt"], out["contribution"] = (
+        t["p_opt"].to_numpy(dtype=float),
+        t["contribution"].to_numpy(dtype=float),
+    )
+    return out.reset_index(drop=True)
+
+
+def _matrix_rows(table) -> list[dict]:
+    rows = []
+    for r in table.itertuples(index=False):
+        rows.append(
+            {
+                "kind": r.kind,
+                "layer": int(r.layer),
+                "head": int(r.head),
+                "shape": [int(r.rows), int(r.cols)],
+                "rank": int(r.rank),
+                "sigma_max": float(r.sigma_max),
+                "frobenius": float(r.frobenius),
+                "stable_rank": float(r.stable_rank),
+                "p_opt": float(r.p_opt),
+                "contribution": float(r.contribution),
+            }
+        )
+    return rows
+
+
+def _p_counts(table) -> dict:
+    out = {}
+    for kind in KINDS:
+        sel = table.loc[table["kind"] == kind, "p_opt"]
+        if len(sel):
+            out[kind] = {f"{p:g}": int(n) for p, n in sel.value_counts().sort_index().items()}
+    return out
+
+
+@dataclass(frozen=True)
+class Analysis:
+    """Both proxies of one checkpoint, with the weights' shape and the wall time.
+
+    :meth:`to_dict` is the ``--json`` object (keys :data:`JSON_FIELDS`); :meth:`matrices` the
+    per-matrix table (:func:`matrix_table`).
+    """
+
+    spectral: object  # SpectralBoundReport
+    edelman: object  # EdelmanProxyReport
+    weights: object  # TransformerWeights
+    device: str
+    seconds: float
+
+    def matrices(self):
+        """The per-matrix table (:func:`matrix_table`)."""
+        return matrix_table(self.spectral)
+
+    def to_dict(self) -> dict:
+        w, r, e = self.weights, self.spectral, self.edelman
+        finite = math.isfinite(e.value)
+        mt = self.matrices()
+        return {
+            "spectral_adaptive": r.value,
+            "spectral_adaptive_capacity": r.to_dict()["capacity"],
+            "spectral_adaptive_trivial": r.trivial,
+            "edelman": e.value if finite else None,
+            "edelman_capacity": e.to_dict()["capacity"],
+            "edelman_trivial": e.trivial,
+            "edelman_log": e.log_value,
+            "edelman_overflow": not finite,
+            "layers": w.n_layers,
+            "hidden": w.hidden,
+            "heads": w.n_heads,
+            "d_head": w.d_head,
+            "d_ff": w.d_ff,
+            "n_matrices": len(r.table),
+            "matrices": _matrix_rows(mt),
+            "p_opt_counts": _p_counts(mt),
+            "grid_m": r.grid_m,
+            "L_phi": r.L_phi,
+            "rank_tol": r.rank_tol,
+            "mode": r.mode,
+            "p_opt_zero": int((r.table["p_opt"] == 0).sum()),
+            "attention_scale": w.attention_scale,
+            "device": self.device,
+            "seconds": self.seconds,
+            "source": w.source,
+            "family": w.family,
+            "routes": {k: int(v) for k, v in r.table["route"].value_counts().sort_index().items()},
+        }
+
+
+def analyze(
+    source,
+    *,
+    device=None,
+    attention_scale: bool = False,
+    mode: str = "exact",
+    L_phi: float = 1.13,
+    grid_m: int | None = None,
+    rank_tol: float = 1e-10,
+    layers=None,
+    progress: bool = False,
+    svd_driver: str | None = None,
+) -> Analysis:
+    """Load ``source`` and evaluate :func:`~genbound.bounds.sakai_imaizumi.spectral_adaptive_bound` and
+    :func:`~genbound.bounds.sakai_imaizumi.edelman_proxy` on it (one pass over the layers)."""
+    from .bounds.sakai_imaizumi import edelman_proxy, spectral_adaptive_bound
+    from .device import resolve_device
+    from .errors import ParameterError
+    from .weights import load_weights
+
+    dev = resolve_device(device)
+    t0 = time.perf_counter()
+    if mode not in ("exact", "authors"):
+        raise ParameterError(f"mode must be 'exact' or 'authors', got {mode!r}")
+    w = load_weights(source, attention_scale=attention_scale, layers=layers)
+    # every spectrum once: both proxies read these Spectra (no second pass through the weights' cache)
+    sp = w.spectra(
+        device=dev,
+        method="core" if mode == "exact" else "dense",
+        progress=progress,
+        svd_driver=svd_driver,
+    )
+    r = spectral_adaptive_bound(
+        sp, L_phi=L_phi, grid_m=grid_m, rank_tol=rank_tol, device=dev, mode=mode, progress=progress
+    )
+    e = edelman_proxy(r.spectra, L_phi=L_phi, mode=mode)
+    return Analysis(
+        spectral=r, edelman=e, weights=w, device=str(dev), seconds=time.perf_counter() - t0
+    )
+
+
+_KINDS_HELP = "; ".join(f"{k} = {v}" for k, v in KINDS.items())
+
+
+def add_parser(sub) -> None:
+    import argparse
+    import textwrap
+
+    def fill(text):
+        return textwrap.fill(text, 78, break_on_hyphens=False)
+
+    p = sub.add_parser(
+        "analyze",
+        help="spectrum-adaptive and Edelman-style proxies of a checkpoint",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description=fill(
+            "Evaluate the Sakai & Imaizumi (2026) spectrum-adaptive proxy and the Edelman-style "
+            "proxy on a checkpoint folder (config.json + model.safetensors) of a BERT, RoBERTa, "
+            "ELECTRA, DistilBERT or GPT-2 model, layer by layer."
+        )
+        + "\n\n"
+        + fill("The proxies sum over products of weights, not over raw weights. Per layer:")
+        + "\n"
+        + "\n".join(f"  {k:6s} {v}" for k, v in KINDS.items()),
+        epilog=fill("--json keys: " + ", ".join(JSON_FIELDS) + ".")
+        + "\n"
+        + fill(
+            "Per-matrix rows (JSON 'matrices', --csv columns): "
+            + ", ".join(MATRIX_FIELDS)
+            + " (CSV: shape as rows, cols). Descriptions: genbound.analyze.JSON_FIELDS."
+        ),
+    )
+    p.add_argument(
+        "path", help="checkpoint folder (config.json + model.safetensors or pytorch_model.bin)"
+    )
+    p.add_argument(
+        "--json",
+        action="store_true",
+        help="print one JSON object (totals, and 'matrices': one row per QK/V/M_in/M_out matrix)",
+    )
+    p.add_argument(
+        "--csv",
+        metavar="FILE",
+        help="write the per-matrix table (kind, layer, head, rows, cols, rank, "
+        "sigma_max, frobenius, stable_rank, p_opt, contribution) as CSV",
+    )
+    p.add_argument(
+        "--plot",
+        metavar="FILE",
+        help="write a figure of the per-matrix contributions (format from the "
+        "extension: png, pdf, svg, ...)",
+    )
+    p.add_argument(
+        "--device", default="auto", help="auto (CUDA when available), cpu or cuda (default auto)"
+    )
+    p.add_argument(
+        "--attention-scale",
+        action="store_true",
+        help="put the model's score scale (1/sqrt(d_head)) into every QK = W_Q W_K^T",
+    )
+    p.add_argument(
+        "--mode",
+        choices=["exact", "authors"],
+        default="exact",
+        help="exact: thin-QR cores, sub-threshold values are zeros (default); authors: dense SVD, "
+        "threshold only at p = 0",
+    )
+    p.add_argument(
+        "--L-phi", type=float, default=1.13, dest="L_phi", help="activation Lipschitz constant"
+    )
+    p.add_argument(
+        "--grid-m", type=int, default=None, help="grid resolution m (default ceil(L + ln N))"
+    )
+    p.add_argument(
+        "--rank-tol", type=float, default=1e-10, help="relative rank tolerance (default 1e-10)"
+    )
+    p.add_argument(
+        "--layers",
+        type=int,
+        nargs="+",
+        default=None,
+        help="analyse only these layer indices (0-based, each once; treated as the whole network)",
+    )
+    p.add_argument(
+        "--top",
+        type=int,
+        default=5,
+        help="matrices with the largest contributions shown (default 5)",
+    )
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.set_defaults(func=run)
+
+
+def _check_path(path, option: str) -> None:
+    import os
+    from pathlib import Path
+
+    from .errors import ParameterError
+
+    f = Path(path)
+    if f.is_dir():
+        raise ParameterError(f"{option} {path}: is a folder; expected a file name")
+    parent = f.parent if str(f.parent) else Path(".")
+    if not parent.is_dir():
+        raise ParameterError(f"{option} {path}: folder {str(parent)!r} does not exist")
+    if not os.access(parent, os.W_OK):
+        raise ParameterError(f"{option} {path}: folder {str(parent)!r} is not writable")
+
+
+def check_outputs(csv=None, plot=None) -> None:
+    """Refuse output paths that could not be written, before any work: ``csv``/``plot`` must name a file in an
+    existing, writable folder, and ``plot`` must end in a format matplotlib writes (``.png``, ``.pdf``,
+    ``.svg``, ...). Raises :class:`~genbound.errors.ParameterError` naming the option."""
+    from pathlib import Path
+
+    from .errors import ParameterError
+
+    if csv is not None:
+        _check_path(csv, "--csv")
+    if plot is not None:
+        _check_path(plot, "--plot")
+        from matplotlib.backend_bases import FigureCanvasBase
+
+        formats = sorted(FigureCanvasBase.get_supported_filetypes())
+        ext = Path(plot).suffix.lower().lstrip(".")
+        if ext not in formats:
+            what = (
+                f"format {ext!r} is not one matplotlib writes"
+                if ext
+                else "has no extension to give the format"
+            )
+            raise ParameterError(f"--plot {plot}: {what}; use one of {', '.join(formats)}")
+
+
+def fix_heap_growth(threshold: int = 128 * 1024) -> bool:
+    """Pin glibc's mmap threshold (``mallopt(M_MMAP_THRESHOLD, 128 KiB)``) for this process.
+
+    glibc raises the threshold after a large block is freed, so later layer-sized temporaries come
+    from the heap, which fragments and keeps several layers' worth of memory resident. The
+    ``analyze`` command owns its process and pins the threshold, so every layer-sized temporary is
+    mapped and unmapped on its own and the peak stays near one layer (measured in
+    ``benchmarks/RESULTS.md``). The library never changes allocator settings. Returns whether the
+    setting was applied (False where glibc is not available).
+    """
+    try:
+        import ctypes
+        import ctypes.util
+
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        return bool(libc.mallopt(-3, int(threshold)))  # -3 = M_MMAP_THRESHOLD (malloc.h)
+    except (OSError, AttributeError):
+        return False
+
+
+def run(args) -> int:
+    from .errors import ParameterError
+
+    check_outputs(csv=args.csv, plot=args.plot)
+    if args.top < 0:
+        raise ParameterError(f"--top must be >= 0, got {args.top}")
+    fix_heap_growth()
+    progress = (not args.quiet) and sys.stderr.isatty()
+    a = analyze(
+        args.path,
+        device=args.device,
+        attention_scale=args.attention_scale,
+        mode=args.mode,
+        L_phi=args.L_phi,
+        grid_m=args.grid_m,
+        rank_tol=args.rank_tol,
+        layers=args.layers,
+        progress=progress,
+    )
+    table = a.matrices()
+    if args.csv:
+        table.to_csv(args.csv, index=False)
+    if args.plot:
+        write_plot(a.spectral, args.plot)
+    d = a.to_dict()
+    if args.json:
+        print(json.dumps(d))
+        return 0
+    print(console_report(a, d, table, top=args.top))
+    return 0
+
+
+def console_report(a: Analysis, d: dict, table, *, top: int = 5) -> str:
+    """The text ``genbound analyze`` prints without ``--json``."""
+    n = d["n_matrices"]
+    lines = [
+        f"{d['source']}: {d['family']}, {d['layers']} layers, hidden {d['hidden']}, {d['heads']} heads (d_head "
+        f"{d['d_head']}), d_ff {d['d_ff']}; {n} matrices; device {d['device']}; {d['seconds']:.2f} s",
+        "matrices per layer: QK = one head's W_Q W_K^T, V = one head's W_V W_O (one each per head), "
+        "M_in and M_out = the feed-forward matrices",
+        "spectrum routes: " + ", ".join(f"{k} {v}" for k, v in d["routes"].items()),
+        f"spectral-adaptive proxy (Sakai & Imaizumi): {a.spectral.value:.6g}   [sum over {n} matrices of "
+        f"min_p T(p), + sqrt(L); grid m = {d['grid_m']}, mode {d['mode']}]",
+    ]
+    ed = f"{a.edelman.value:.6g}" if math.isfinite(a.edelman.value) else "inf in float64"
+    lines.append(f"Edelman-style proxy: {ed}   (log = {a.edelman.log_value:.6g})")
+    lines.append("chosen Schatten index p_opt per kind (p: count):")
+    for kind, counts in d["p_opt_counts"].items():
+        lines.append(f"  {kind:6s} " + ", ".join(f"p = {p}: {c}" for p, c in counts.items()))
+    if d["p_opt_zero"] == n:
+        lines.append(
+            f"p = 0 wins for all {n} matrices: the proxy is then sum sqrt(rank * N) + sqrt(L) over the "
+            f"matrices, a function of the shapes and ranks only: no norm or singular value of any "
+            f"weight enters it."
+        )
+    if top:
+        k = min(top, n)
+        big = table.sort_values("contribution", ascending=False, kind="stable").head(k)
+        share = (
+            big["contribution"].sum() / a.spectral.value if a.spectral.value > 0 else float("nan")
+        )
+        lines.append(f"largest {k} contributions ({share:.1%} of the proxy):")
+        show = big[
+            ["kind", "layer", "head", "rank", "sigma_max", "stable_rank", "p_opt", "contribution"]
+        ]
+        lines.append(show.to_string(index=False, float_format=lambda x: f"{x:.5g}"))
+    t = a.spectral.table
+    per = (
+        t.groupby(["layer", "kind"], sort=False)["contribution"].sum().unstack("kind")[list(KINDS)]
+    )
+    per.insert(0, "log_alpha", a.edelman.table["log_alpha"].to_numpy())
+    lines.append("per-layer sums of min_p T(p):")
+    lines.append(per.to_string(float_format=lambda x: f"{x:.5g}"))
+    return "\n".join(lines)
+
+
+def write_plot(report, path) -> None:
+    """Write ``genbound.plotting.plot_contributions`` of ``report`` to ``path``."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from .plotting import plot_contributions
+
+    ax = plot_contributions(report)
+    ax.figure.savefig(path, bbox_inches="tight")
+    plt.close(ax.figure)
+
+
+#: The former name of :func:`write_plot` (kept importable).
+plot_contributions = write_plot

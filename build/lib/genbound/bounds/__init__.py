@@ -1,0 +1,1 @@
+"""Generalization bounds, one module per source paper, each a pure function of named quantities."""

@@ -1,0 +1,72 @@
+"""What the book's chapters share: the helpers every chapter's setup cell used to define for itself.
+
+A chapter (a MyST notebook under ``book/``) checks the claims it states, glues numbers and figures into its
+prose with MyST-NB's ``glue`` and draws its figures with ``genbound.plotting``. Its setup cell imports::
+
+    from genbound.chapter import glue, show_claim as show
+
+* :func:`show_claim` checks one claim (:func:`genbound.claims.check`, cached per label), glues its one-line
+  summary as ``{label}-summary`` and its worst ratio as ``{label}-ratio`` (``{:.4f}``; ``ratio_digits``
+  changes the digits, ``None`` glues no ratio), and stops the chapter if the claim fails;
+* :func:`glue` is MyST-NB's ``glue``, imported when first called (so this module, like the rest of
+  genbound, imports without the book's toolchain);
+* :func:`glue_figure` glues a figure for a MyST-NB ``glue:figure`` directive and closes it, so that
+  the cell that draws it shows nothing;
+* :func:`single_thread` runs torch on one thread (the book's experiments take many small steps, for which
+  one thread is fastest on a shared machine).
+
+The book uses the package, never the reverse: nothing in genbound imports this module.
+
+>>> from genbound.chapter import show_claim
+>>> r = show_claim("lem-spectral-counting", glue_fn=lambda name, value, display: print(name, value))
+lem-spectral-counting-summary worst ratio 1.0000 over 2,000 random and 2,400 adversarial trials; symbolic check passed
+lem-spectral-counting-ratio 1.0000
+>>> r.passed
+True
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+__all__ = ["glue", "glue_figure", "show_claim", "single_thread"]
+
+
+def glue(name: str, value: Any, display: bool = True) -> None:
+    """MyST-NB's ``glue(name, value, display)``: ``value`` under ``name`` for MyST-NB's ``glue`` roles
+    and directives (``display=False``: recorded, not shown in the cell's output)."""
+    from myst_nb import glue as _glue
+
+    _glue(name, value, display=display)
+
+
+def glue_figure(name: str, fig) -> None:
+    """Glue the matplotlib figure ``fig`` as ``name`` (not shown where it is drawn) and close it."""
+    import matplotlib.pyplot as plt
+
+    glue(name, fig, display=False)
+    plt.close(fig)
+
+
+def show_claim(label: str, *, ratio_digits: int | None = 4, glue_fn: Callable | None = None):
+    """Check the claim ``label`` and glue ``{label}-summary`` (``ClaimResult.summary()``)
+    and, unless ``ratio_digits`` is ``None``, ``{label}-ratio`` (the worst ratio to ``ratio_digits``
+    decimals); raise ``AssertionError`` if the claim fails, so that its chapter fails to build.
+    ``glue_fn`` replaces :func:`glue` (for use outside a notebook). Returns the
+    ``ClaimResult``."""
+    from . import claims
+
+    put = glue if glue_fn is None else glue_fn
+    r = claims.check(label)
+    assert r.passed, r
+    put(f"{label}-summary", r.summary(), display=False)
+    if ratio_digits is not None:
+        put(f"{label}-ratio", f"{r.worst_ratio:.{int(ratio_digits)}f}", display=False)
+    return r
+
+
+def single_thread() -> None:
+    """``torch.set_num_threads(1)``: small steps run fastest on one thread when other work shares the CPUs."""
+    import torch
+
+    torch.set_num_threads(1)

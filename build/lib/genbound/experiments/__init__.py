@@ -1,0 +1,1 @@
+"""Experiments behind the book: seeded data sets and small training loops (CPU-sized, larger on a GPU)."""

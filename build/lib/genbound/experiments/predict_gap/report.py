@@ -1,0 +1,212 @@
+"""What the chapter shows of the statistics: tables of strings that fit the column, shares, figures.
+Book: :ref:`ch-predict-gap`.
+
+>>> fmt(0.1234), fmt(float("nan")), interval(0.1, -0.05, 0.25)
+('+0.12', '—', '+0.10 [−0.05, +0.25]')
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Sequence
+
+from .. import ranking as rk
+from .statistics import fitted_models, measure_frame
+
+__all__ = [
+    "DASH",
+    "fmt",
+    "interval",
+    "rank_table",
+    "noise_table",
+    "null_table",
+    "stratified_taus",
+    "trivial_shares",
+    "plot_measures_vs_gap",
+]
+
+#: What an undefined entry shows.
+DASH = "—"
+
+
+def fmt(x, digits: int = 2) -> str:
+    """``x`` with a sign and ``digits`` decimals (a true minus sign), or ``DASH`` when undefined."""
+    if x is None or not math.isfinite(float(x)):
+        return DASH
+    s = f"{float(x):+.{digits}f}"
+    return s.replace("-", "\u2212")
+
+
+def interval(est, lo, hi, digits: int = 2) -> str:
+    """``est [lo, hi]`` formatted by :func:`fmt` (``DASH`` when ``est`` is undefined)."""
+    if est is None or not math.isfinite(float(est)):
+        return DASH
+    return f"{fmt(est, digits)} [{fmt(lo, digits)}, {fmt(hi, digits)}]"
+
+
+def _mark(est, lo, hi, beyond: bool, digits: int = 2) -> str:
+    """:func:`interval`, followed by ``*`` when the estimate is beyond the null's percentile."""
+    txt = interval(est, lo, hi, digits)
+    return txt + " *" if beyond and txt != DASH else txt
+
+
+def rank_table(tab, measures: Sequence[str] | None = None):
+    """The rank correlations of :func:`~genbound.experiments.predict_gap.measure_table` as strings:
+    ``n``, ``Psi`` (``m``-dependent measures only), ``Psi`` with the training-set size fixed and
+    ``psi_seed``, each with its 95% interval and ``*`` when beyond the null's 95th percentile."""
+    import pandas as pd
+
+    t = tab if measures is None else tab.loc[list(measures)]
+    return pd.DataFrame(
+        {
+            "n": t["n_models"].astype(int).astype(str),
+            "Psi [95%]": [_mark(r.psi, r.psi_lo, r.psi_hi, r.beyond_psi) for r in t.itertuples()],
+            "Psi, n fixed [95%]": [
+                _mark(r.psi_wo, r.psi_wo_lo, r.psi_wo_hi, r.beyond_psi_wo) for r in t.itertuples()
+            ],
+            "psi_seed [95%]": [
+                _mark(r.psi_seed, r.psi_seed_lo, r.psi_seed_hi, r.beyond_psi_seed)
+                for r in t.itertuples()
+            ],
+        },
+        index=t.index,
+    )
+
+
+def noise_table(tab, measures: Sequence[str] | None = None):
+    """The other scores of :func:`~genbound.experiments.predict_gap.measure_table` as strings: ``K``
+    (conditional mutual information) and the sign error over environments (mean / 90th percentile /
+    max; ``m``-dependent measures only, ``*`` beyond the null), and the difference from the best
+    hyperparameter-only baseline in ``Psi`` with the training-set size fixed, with its interval."""
+    import pandas as pd
+
+    t = tab if measures is None else tab.loc[list(measures)]
+
+    def se(r):
+        vals = [getattr(r, f"se_{s}") for s in ("mean", "p90", "max")]
+        if not math.isfinite(vals[0]):
+            return DASH
+        marks = [getattr(r, f"beyond_se_{s}") for s in ("mean", "p90", "max")]
+        return " / ".join(f"{v:.2f}" + ("*" if b else "") for v, b in zip(vals, marks))
+
+    return pd.DataFrame(
+        {
+            "K": [
+                DASH
+                if not math.isfinite(r.cmi)
+                else f"{r.cmi:.3f}" + (" *" if r.beyond_cmi else "")
+                for r in t.itertuples()
+            ],
+            "sign error": [se(r) for r in t.itertuples()],
+            "vs best baseline, n fixed": [
+                interval(r.d_psi_wo, r.d_psi_wo_lo, r.d_psi_wo_hi) for r in t.itertuples()
+            ],
+        },
+        index=t.index,
+    )
+
+
+def null_table(percentiles: dict):
+    """The null's percentiles (95th; 5th for the sign errors) per model subset, as strings."""
+    import pandas as pd
+
+    return pd.DataFrame(
+        {
+            k: {
+                s: (
+                    f"{v:.3f}"
+                    if s in ("cmi",)
+                    else f"{v:+.3f}"
+                    if not s.startswith("se")
+                    else f"{v:.3f}"
+                )
+                for s, v in p.items()
+            }
+            for k, p in percentiles.items()
+        }
+    )
+
+
+def stratified_taus(df, measures: Sequence[str], by: str):
+    """Per measure, ``tau`` (mean over tasks) pooled and within each level of ``by`` over the fitted
+    models where the measure is defined, and whether the sign reverses in every level
+    (:func:`~genbound.experiments.ranking.simpson_check`). A DataFrame of floats (``reversed`` bool)."""
+    import pandas as pd
+
+    fit = fitted_models(df)
+    rows = {}
+    for m in measures:
+        d = measure_frame(fit, m)
+        s = rk.simpson_check(d, m, by=[by])["by"][by]
+        row = {"pooled": s["pooled"], **{f"{by}={k}": v for k, v in s["levels"].items()}}
+        row["reversed"] = s["reversed"]
+        rows[m] = row
+    return pd.DataFrame(rows).T
+
+
+def trivial_shares(df) -> dict:
+    """Over the fitted models: the share whose certified bound (Trauger-Tewari, Edelman-type on depth
+    1) is the trivial cap, the share whose proxy estimate ``capacity / sqrt(m)`` is at least 1
+    (spectrum-adaptive, Edelman proxy), and the share whose spectrum-adaptive choice is ``p = 0``
+    for every matrix (``sa_all_p0``). Values in ``[0, 1]``; ``n`` counts the models of each share."""
+    fit = fitted_models(df)
+    d1 = fit[fit["depth"] == 1]
+    return {
+        "tt": float(fit["tt_trivial"].mean()),
+        "edelman": float(d1["edelman_trivial"].mean()),
+        "sa": float(fit["sa_trivial"].mean()),
+        "edproxy": float(fit["edproxy_trivial"].mean()),
+        "sa_all_p0": float(fit["sa_all_p0"].mean()),
+        "n": int(len(fit)),
+        "n_depth1": int(len(d1)),
+    }
+
+
+def plot_measures_vs_gap(df, measures: Sequence[str], *, height_per_row: float = 1.9):
+    """One row of panels per measure and one column per task and training-set size: the measure (log
+    scale when positive) against the gap, one dot per fitted model, colour by label noise and marker by
+    depth; the panel's ``tau`` in its title (within one training-set size, so a ``1/sqrt(m)`` factor
+    cannot help). Returns the figure (tick labels fitted by
+    ``genbound.plotting.fit_tick_labels``)."""
+    from ... import plotting
+
+    fit = fitted_models(df)
+    cols = [
+        (t, n)
+        for t in sorted(fit["task"].unique())
+        for n in sorted(fit.loc[fit["task"] == t, "n_train"].unique())
+    ]
+    fig, axes = plotting.new_axes(
+        len(cols), len(measures), height=height_per_row * len(measures), sharey=False, squeeze=False
+    )
+    noise = sorted(fit["label_noise"].unique()) if "label_noise" in fit else [0.0]
+    colours = {q: f"C{k}" for k, q in enumerate(noise)}
+    markers = {1: "o", 2: "^"}
+    for i, m in enumerate(measures):
+        d = measure_frame(fit, m)
+        for j, (task, n) in enumerate(cols):
+            ax = axes[i, j]
+            sub = d[(d["task"] == task) & (d["n_train"] == n)]
+            for (q, depth), g in sub.groupby(["label_noise", "depth"]):
+                ax.scatter(
+                    g[m],
+                    g["gap"],
+                    s=5,
+                    alpha=0.5,
+                    color=colours.get(q, "C9"),
+                    marker=markers.get(depth, "s"),
+                    label=f"noise {q:g}, depth {depth}",
+                    linewidths=0,
+                )
+            if len(sub) and (sub[m] > 0).all():
+                ax.set_xscale("log")
+            tau_v = rk.kendall_tau(sub[m], sub["gap"]) if len(sub) >= 2 else math.nan
+            ax.set_title(f"{task[:6]} n={n}\ntau {fmt(tau_v)}", fontsize=6)
+            ax.tick_params(which="both", labelsize=6)
+            if j == 0:
+                ax.set_ylabel(f"gap\n{m}", fontsize=6)
+    axes[0, 0].legend(fontsize=4, loc="best")
+    fig.tight_layout()
+    plotting.fit_tick_labels(fig)
+    fig.tight_layout()  # again: the labels fit_tick_labels kept set the spacing
+    return fig

@@ -1,0 +1,1100 @@
+"""One results file for every experiment: whole rows, the full configuration recorded, resumes that match it.
+
+A results file is UTF-8 text: a first line naming the format, the **header** (one JSON object on
+comment lines: the experiment, the key columns, every field of the run's configuration, the
+environment that produced it and free-form notes), the column line, and one CSV row per finished
+unit of work (a trained model)::
+
+    # genbound results file (format 1)
+    # {"experiment": "sparse-majority", "key": ["seq_len", "seed"], "config": {...},
+    #  "environment": {"genbound": "0.1.0", "commit": "...", "torch": "...", "threads": 1, ...}}
+    seq_len,seed,protocol,...
+    16,0,adam,...
+
+Guarantees (:func:`open_results` and :func:`read_results`):
+
+* **Whole rows.** A new file is written to a temporary file and renamed into place, so it appears
+  with its header or not at all. Rows are appended with one ``write`` per batch of rows, then
+  ``flush`` and ``fsync``; every row ends with a newline.
+* **Unfinished rows are re-run.** On reading, a last row that does not end with a newline (cut
+  mid-row) or does not parse is *reported* (never counted as finished) and left out; a resume drops it
+  from the file before appending, so the unit is trained again.
+* **Nothing is mixed.** A resume whose configuration or environment differs from the header in any
+  field is refused, naming every field that differs; so is a file of another experiment or one whose
+  columns differ from what this genbound writes.
+* **One writer.** A process that opens a file for appending holds its advisory lock (``fcntl.flock`` on
+  the sidecar ``.NAME.lock``, with the holder's pid in it) until it ends; a second process is refused at
+  once, naming that pid. The kernel drops the lock of a killed process, so a stale lock file never
+  blocks a resume. Parallel processes write a file each and merge them.
+* **What reproduces a row is recorded.** The environment names the commit, torch and its BLAS, the
+  thread count, the device and the CPU kind (model, kernel-selecting flags, torch's CPU capability);
+  ``column_commits`` names the commit of every column recomputed after the run
+  (:func:`column_commits`). :func:`same_machine_kind` says whether an exact rerun can be expected here.
+* **Errors name the line.** A row that does not match the columns (elsewhere than last), or a key that
+  occurs twice, is a :class:`~genbound.errors.ResultsFileError` naming the line. A file that is not a
+  results file (random bytes, a plain CSV, an empty file) or a path that cannot be written is one too;
+  an existing file is never modified when an error is raised.
+
+The same reader serves the book's chapters, the ``--saved`` commands and the resumes.
+
+>>> import tempfile, pathlib
+>>> schema = Schema("demo", (("n", int), ("seed", int), ("loss", float)), key=("n", "seed"))
+>>> path = pathlib.Path(tempfile.mkdtemp()) / "demo.csv"
+>>> w = open_results(path, schema, {"steps": 10}, environment={"threads": 1})
+>>> w.append([{"n": 4, "seed": 0, "loss": 0.5}])
+>>> t = read_results(path, schema)
+>>> t.keys, t.config, t.incomplete
+({(4, 0)}, {'steps': 10}, None)
+>>> open_results(path, schema, {"steps": 20}, environment={"threads": 1})
+Traceback (most recent call last):
+...
+genbound.errors.ResultsFileError: ...demo.csv: this run's configuration differs from the one recorded in the file in 1 field: steps (file 10, this run 20); resume with the recorded configuration or write to a new file
+
+One concept: the results file (its format, writing, reading, resuming, merging and the environment
+record), kept whole because every guarantee above spans those steps.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+import os
+import re
+import subprocess
+import tempfile
+import time
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterable, Sequence
+
+from ..errors import ResultsFileError
+
+__all__ = [
+    "MAGIC",
+    "FORMAT",
+    "Schema",
+    "ResultsTable",
+    "ResultsWriter",
+    "ResultsFileWarning",
+    "environment",
+    "git_commit",
+    "read_results",
+    "open_results",
+    "attach_header",
+    "cpu_kind",
+    "math_libraries",
+    "KERNEL_FLAGS",
+    "KERNEL_ENV",
+    "MACHINE_FIELDS",
+    "Mismatch",
+    "environment_mismatches",
+    "same_machine_kind",
+    "column_commits",
+    "commit_mismatches",
+    "lock_path",
+    "merge_results",
+]
+
+#: The first line of every results file starts with this.
+MAGIC = "# genbound results file"
+#: The format version written in the first line.
+FORMAT = 1
+
+_TYPES = (int, float, bool, str)
+
+
+class ResultsFileWarning(UserWarning):
+    """An unfinished last row was left out of a results file read (it will be re-run)."""
+
+
+@dataclass(frozen=True)
+class Schema:
+    """What one experiment writes: its name, the typed columns (``(name, type)`` with type ``int``,
+    ``float``, ``bool`` or ``str``, in the order they are written), the key columns (one run id: no two
+    rows may share it) and ``optional`` columns that an older file may lack (read as NaN; a resume
+    still needs every column)."""
+
+    experiment: str
+    columns: tuple[tuple[str, type], ...]
+    key: tuple[str, ...]
+    optional: frozenset = field(default_factory=frozenset)
+
+    def __post_init__(self):
+        names = [n for n, _ in self.columns]
+        if len(set(names)) != len(names):
+            raise ValueError(f"schema {self.experiment!r}: duplicate column names")
+        bad = [n for n, t in self.columns if t not in _TYPES]
+        if bad:
+            raise ValueError(f"schema {self.experiment!r}: unsupported column type for {bad}")
+        if not set(self.key) <= set(names) or set(self.key) & set(self.optional):
+            raise ValueError(f"schema {self.experiment!r}: key columns must be required columns")
+
+    @property
+    def names(self) -> list[str]:
+        """The column names, in writing order."""
+        return [n for n, _ in self.columns]
+
+    def type_of(self, name: str) -> type:
+        return dict(self.columns)[name]
+
+    def key_of(self, row: dict) -> tuple:
+        """The key of ``row`` as the file holds it: each key column written and read back, so that a
+        setting dict with extra fields, or with ``1`` where the column is a float, finds its row."""
+        return tuple(_parse(_fmt(row[k], self.type_of(k), k), self.type_of(k)) for k in self.key)
+
+
+@dataclass(frozen=True)
+class ResultsTable:
+    """A results file as read by :func:`read_results`: the ``header`` (a dict), the file's ``columns``,
+    the finished ``rows`` (dicts of typed values) and the ``lines`` they are on (1-based),
+    ``incomplete`` (a message if an unfinished last row was left out, else ``None``) and
+    ``complete_bytes`` (the length of the file up to the end of its last finished row)."""
+
+    path: Path
+    header: dict
+    columns: tuple[str, ...]
+    rows: list[dict]
+    lines: list[int]
+    incomplete: str | None
+    complete_bytes: int
+    schema: Schema = field(repr=False)
+
+    @property
+    def config(self) -> dict:
+        """The recorded configuration of the run."""
+        return self.header["config"]
+
+    @property
+    def environment(self) -> dict:
+        """The recorded environment (genbound version, commit, torch, threads, device)."""
+        return self.header["environment"]
+
+    @property
+    def keys(self) -> set[tuple]:
+        """The keys (run ids) of the finished rows."""
+        return {tuple(r[k] for k in self.schema.key) for r in self.rows}
+
+    def frame(self):
+        """The finished rows as a pandas DataFrame, columns in the schema's order, typed (``int64``,
+        ``float64``, ``bool``, ``object`` for strings); optional columns the file lacks are NaN."""
+        import numpy as np
+        import pandas as pd
+
+        dtypes = {int: "int64", float: "float64", bool: "bool", str: "object"}
+        data = {}
+        for name, typ in self.schema.columns:
+            if name in self.columns:
+                data[name] = pd.Series([r[name] for r in self.rows], dtype=dtypes[typ])
+            else:
+                data[name] = pd.Series(np.full(len(self.rows), np.nan), dtype="float64")
+        return pd.DataFrame(data)
+
+
+# ---------------------------------------------------------------------------------------------- environment
+def git_commit() -> str | None:
+    """The commit of the genbound checkout (``sha`` or ``sha-dirty`` when tracked files under
+    ``genbound/`` other than ``genbound/data/`` are modified), or ``None`` when genbound does not run
+    from a git checkout or git is unavailable."""
+    root = Path(__file__).resolve().parents[2]
+    if not (root / ".git").exists() or not (root / "genbound" / "__init__.py").exists():
+        return None
+    try:
+        sha = subprocess.run(
+            ["git", "-C", str(root), "rev-parse", "HEAD"],
+            capture_output=True,
+            text=True,
+            timeout=20,
+            check=True,
+        ).stdout.strip()
+        dirty = subprocess.run(
+            [
+                "git",
+                "-C",
+                str(root),
+                "status",
+                "--porcelain",
+                "--untracked-files=no",
+                "--",
+                "genbound",
+                ":(exclude)genbound/data",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=20,
+            check=True,
+        ).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return f"{sha}-dirty" if dirty else sha or None
+
+
+#: The CPU flags (``/proc/cpuinfo`` names) that select float kernels in torch, oneDNN, MKL and OpenBLAS:
+#: the vector widths and the fused / low-precision instructions. Two CPUs with the same model name and
+#: these flags run the same kernels; the rest of the flags (virtualisation, security) do not matter.
+KERNEL_FLAGS = (
+    "sse4_1",
+    "sse4_2",
+    "avx",
+    "avx2",
+    "fma",
+    "f16c",
+    "avx_vnni",
+    "avx512f",
+    "avx512dq",
+    "avx512cd",
+    "avx512bw",
+    "avx512vl",
+    "avx512ifma",
+    "avx512vbmi",
+    "avx512_vbmi2",
+    "avx512_vnni",
+    "avx512_bf16",
+    "avx512_fp16",
+    "amx_tile",
+    "amx_bf16",
+    "amx_int8",
+    "amx_fp16",
+    "asimd",
+    "asimdhp",
+    "asimddp",
+    "sve",
+    "sve2",
+    "sme",
+    "bf16",
+    "i8mm",
+)
+
+#: Environment variables that change which kernels run (recorded when set).
+KERNEL_ENV = (
+    "ATEN_CPU_CAPABILITY",
+    "MKL_CBWR",
+    "MKL_ENABLE_INSTRUCTIONS",
+    "MKL_DEBUG_CPU_TYPE",
+    "ONEDNN_MAX_CPU_ISA",
+    "DNNL_MAX_CPU_ISA",
+    "OPENBLAS_CORETYPE",
+)
+
+#: The recorded fields on which an exact (bit-for-bit) rerun of float32 training depends, namely the CPU
+#: kind (model, kernel-selecting flags, torch's ATen CPU capability), the torch build and its BLAS/LAPACK,
+#: the kernel-selecting environment variables, the thread count and the device. The commit is not one
+#: of them: a rerun at another commit is exactly what a reproduction check tests.
+MACHINE_FIELDS = (
+    "cpu_model",
+    "cpu_flags",
+    "cpu_capability",
+    "torch",
+    "blas",
+    "lapack",
+    "math_library",
+    "kernel_env",
+    "threads",
+    "device",
+)
+
+
+def _cpuinfo(text: str) -> tuple[str | None, list[str] | None]:
+    r"""The CPU model name and the kernel-selecting flags (sorted) in a ``/proc/cpuinfo`` text.
+
+    >>> _cpuinfo("model name\t: AMD EPYC\nflags\t\t: fpu sse4_2 avx2 fma avx512f hypervisor\n")
+    ('AMD EPYC', ['avx2', 'avx512f', 'fma', 'sse4_2'])
+    >>> _cpuinfo("")
+    (None, None)
+    """
+    model = flags = None
+    for line in text.splitlines():
+        name, sep, value = line.partition(":")
+        if not sep:
+            continue
+        name = name.strip().lower()
+        if (
+            model is None
+            and name in ("model name", "cpu model", "processor")
+            and not value.strip().isdigit()
+        ):
+            model = value.strip() or None
+        elif flags is None and name in ("flags", "features"):
+            have = set(value.split())
+            flags = sorted(f for f in KERNEL_FLAGS if f in have)
+    return model, flags
+
+
+def cpu_kind() -> dict:
+    """What selects the float kernels on this CPU: ``cpu_model`` (the model name), ``cpu_flags`` (the
+    :data:`KERNEL_FLAGS` it has, sorted) and ``cpu_capability`` (torch's ATen CPU capability, e.g.
+    ``AVX512``, which also follows ``ATEN_CPU_CAPABILITY``). Read from ``/proc/cpuinfo`` on Linux; elsewhere
+    the model from ``platform`` and the flags ``None`` (unknown)."""
+    import platform
+
+    import torch
+
+    model = flags = None
+    try:
+        model, flags = _cpuinfo(Path("/proc/cpuinfo").read_text(errors="replace"))
+    except OSError:
+        pass
+    if model is None:
+        model = platform.processor() or platform.machine() or None
+    try:
+        capability = str(torch.backends.cpu.get_cpu_capability())
+    except (AttributeError, RuntimeError):  # very old torch
+        capability = None
+    return {"cpu_model": model, "cpu_flags": flags, "cpu_capability": capability}
+
+
+def _build_field(config: str, name: str) -> str | None:
+    m = re.search(rf"\b{name}=([^,\s]+)", config)
+    return m.group(1) if m else None
+
+
+def math_libraries() -> dict:
+    """torch's ``blas`` and ``lapack`` (``BLAS_INFO`` / ``LAPACK_INFO`` of its build, e.g. ``mkl``) and
+    ``math_library``: the versions of MKL and oneDNN (MKL-DNN) that torch reports, ``;``-joined."""
+    import torch
+
+    config = torch.__config__.show()
+    libs = []
+    for ln in config.splitlines():
+        if "Math Kernel Library" in ln:
+            m = re.search(r"Version (\S+)", ln)
+            libs.append(f"MKL {m.group(1) if m else ln.strip(' -')}")
+        elif "MKL-DNN" in ln or "oneDNN" in ln:
+            m = re.search(r"\b(v\d[\w.]*)", ln)
+            libs.append(f"oneDNN {m.group(1) if m else ln.strip(' -')}")
+    return {
+        "blas": _build_field(config, "BLAS_INFO"),
+        "lapack": _build_field(config, "LAPACK_INFO"),
+        "math_library": "; ".join(libs) or None,
+    }
+
+
+def environment(*, device: Any = "cpu") -> dict:
+    """What produced a results file besides its configuration: genbound's version and commit
+    (:func:`git_commit`, ``None`` when unknown), torch's version, torch's CPU threads, the device, the
+    CPU kind (:func:`cpu_kind`), torch's BLAS and LAPACK (:func:`math_libraries`) and the kernel-selecting
+    environment variables that are set (``kernel_env``, see :data:`KERNEL_ENV`)."""
+    import torch
+
+    from .. import __version__
+
+    env = {
+        "genbound": __version__,
+        "commit": git_commit(),
+        "torch": torch.__version__,
+        "threads": int(torch.get_num_threads()),
+        "device": str(device),
+    }
+    env.update(cpu_kind())
+    env.update(math_libraries())
+    env["kernel_env"] = {k: os.environ[k] for k in KERNEL_ENV if k in os.environ}
+    if str(device).startswith("cuda") and torch.cuda.is_available():
+        env["gpu"] = torch.cuda.get_device_name(torch.device(str(device)))
+    return env
+
+
+@dataclass(frozen=True)
+class Mismatch:
+    """One field of a recorded environment that differs from another: ``field``, the ``recorded`` value
+    (``None`` when the file does not record it) and the value ``here``."""
+
+    field: str
+    recorded: Any
+    here: Any
+
+    def __str__(self) -> str:
+        rec = "not recorded" if self.recorded is None else _show(self.recorded)
+        return f"{self.field}: recorded {rec} vs here {_show(self.here)}"
+
+
+def _show(value) -> str:
+    if isinstance(value, (list, tuple)):
+        return " ".join(map(str, value)) if value else "none"
+    if isinstance(value, dict):
+        return ", ".join(f"{k}={v}" for k, v in value.items()) if value else "none"
+    return repr(value) if isinstance(value, str) else str(value)
+
+
+def environment_mismatches(
+    recorded: dict, here: dict | None = None, fields: Sequence[str] = MACHINE_FIELDS
+) -> list[Mismatch]:
+    """The ``fields`` in which the ``recorded`` environment (a results file's) differs from ``here``
+    (default: :func:`environment` now). A field the file does not record is a mismatch (recorded
+    ``None``): a file written before genbound recorded CPU kinds is never taken for the same kind.
+
+    >>> rec = {"cpu_model": "AMD EPYC", "threads": 1, "torch": "2.13.0+cpu"}
+    >>> [str(m) for m in environment_mismatches(rec, {"cpu_model": "Intel Xeon", "threads": 1,
+    ...      "torch": "2.13.0+cpu", "cpu_flags": ["avx2"]}, ("cpu_model", "cpu_flags", "threads", "torch"))]
+    ["cpu_model: recorded 'AMD EPYC' vs here 'Intel Xeon'", 'cpu_flags: recorded not recorded vs here avx2']
+    """
+    here = environment() if here is None else here
+    rec, now = _normal(recorded), _normal(here)
+    out = []
+    for name in fields:
+        a, b = rec.get(name), now.get(name)
+        if name not in rec or a != b:
+            out.append(Mismatch(name, a if name in rec else None, b))
+    return out
+
+
+def same_machine_kind(recorded: dict, here: dict | None = None) -> tuple[bool, list[Mismatch]]:
+    """Whether an exact rerun of float32 work recorded with environment ``recorded`` can be expected
+    ``here``: every field of :data:`MACHINE_FIELDS` recorded and equal. Returns ``(same, mismatches)``."""
+    mism = environment_mismatches(recorded, here, MACHINE_FIELDS)
+    return not mism, mism
+
+
+def column_commits(header: dict, columns: Iterable[str]) -> dict:
+    """The commit that produced each of ``columns`` of a results file with ``header``: the header's
+    ``column_commits`` entry for a column recomputed after the run (see
+    :func:`~genbound.experiments.sparse_majority.recompute_bound_columns`), else the run's commit
+    (``environment.commit``).
+
+    >>> h = {"environment": {"commit": "aaa"}, "column_commits": {"cap": "bbb"}}
+    >>> column_commits(h, ["loss", "cap"])
+    {'loss': 'aaa', 'cap': 'bbb'}
+    """
+    own = header.get("column_commits") or {}
+    run = header.get("environment", {}).get("commit")
+    return {c: own.get(c, run) for c in columns}
+
+
+def commit_mismatches(
+    header: dict, columns: Iterable[str], here: str | None = None
+) -> list[Mismatch]:
+    """One :class:`Mismatch` per distinct commit that produced some of ``columns`` (field
+    ``commit (col, ...)``) and differs from the commit ``here`` (default :func:`git_commit`)."""
+    here = git_commit() if here is None else here
+    by_commit: dict = {}
+    for c, sha in column_commits(header, columns).items():
+        by_commit.setdefault(sha, []).append(c)
+    run = header.get("environment", {}).get("commit")
+    out = []
+    for sha, cols in by_commit.items():
+        if sha != here:
+            name = "commit" if sha == run else f"commit of {', '.join(cols)}"
+            out.append(Mismatch(name, sha, here))
+    return out
+
+
+# ---------------------------------------------------------------------------------------------- values
+def _fmt(value, typ, name) -> str:
+    if typ is bool:
+        if not isinstance(value, bool):
+            raise ResultsFileError(f"column {name!r} needs True/False, got {value!r}")
+        return "True" if value else "False"
+    if typ is int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            if isinstance(value, float) and value.is_integer():
+                return str(int(value))
+            raise ResultsFileError(f"column {name!r} needs an integer, got {value!r}")
+        return str(int(value))
+    if typ is float:
+        if isinstance(value, bool):
+            raise ResultsFileError(f"column {name!r} needs a number, got {value!r}")
+        return repr(float(value))
+    text = str(value)
+    if not text or "\n" in text or "\r" in text:
+        raise ResultsFileError(f"column {name!r} needs a non-empty one-line string, got {value!r}")
+    return text
+
+
+def _parse(text: str, typ):
+    if typ is float:
+        return math.nan if text == "" else float(text)
+    if typ is int:
+        return int(text)
+    if typ is bool:
+        low = text.lower()
+        if low not in ("true", "false"):
+            raise ValueError(f"not True/False: {text!r}")
+        return low == "true"
+    if not text:
+        raise ValueError("empty string")
+    return text
+
+
+def _split_csv(line: str) -> list[str]:
+    rows = list(csv.reader([line], strict=True))
+    if len(rows) != 1:
+        raise ValueError("not one CSV row")
+    return rows[0]
+
+
+# ---------------------------------------------------------------------------------------------- reading
+def read_results(
+    path, schema: Schema, *, report: Callable[[str], None] | None = None
+) -> ResultsTable:
+    """Read the results file at ``path`` written for ``schema`` (only reads; never modifies it).
+
+    Raises :class:`~genbound.errors.ResultsFileError` naming the file (and the line) when it is missing,
+    empty, not UTF-8, not a genbound results file, of another experiment, with other columns, with a
+    row that does not match the columns anywhere but last, or with a duplicate key. An unfinished last
+    row (cut mid-row, or not parsing) is left out and reported through ``report`` (default: a
+    :class:`ResultsFileWarning`); ``ResultsTable.incomplete`` holds the message.
+    """
+    path = Path(path)
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise ResultsFileError(f"{path}: no such results file") from None
+    except IsADirectoryError:
+        raise ResultsFileError(f"{path}: is a directory, not a results file") from None
+    except OSError as exc:
+        raise ResultsFileError(f"{path}: cannot be read ({exc.strerror or exc})") from None
+    if not data:
+        raise ResultsFileError(f"{path}: empty file, not a genbound results file")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ResultsFileError(f"{path}: not a genbound results file (not UTF-8 text)") from None
+    if "\x00" in text.split("\n", 1)[0] or not text.startswith(MAGIC):
+        raise ResultsFileError(
+            f"{path}: not a genbound results file (its first line does not start with {MAGIC!r})"
+        )
+    lines = text.split("\n")  # the last element is "" when the file ends with a newline
+    ends_complete = lines[-1] == ""
+    if ends_complete:
+        lines = lines[:-1]
+    # header: the magic line, then comment lines holding one JSON object
+    i = 1
+    chunks = []
+    while i < len(lines) and lines[i].startswith("#"):
+        chunks.append(lines[i][1:])
+        i += 1
+    if i >= len(lines) or (i == len(lines) - 1 and not ends_complete):
+        raise ResultsFileError(
+            f"{path}: the header or the column line is cut off (no complete column line)"
+        )
+    try:
+        header = json.loads("\n".join(chunks))
+    except ValueError as exc:
+        raise ResultsFileError(
+            f"{path}: the header (lines 2-{i}) is not valid JSON ({exc})"
+        ) from None
+    if not isinstance(header, dict) or not {"experiment", "key", "config", "environment"} <= set(
+        header
+    ):
+        raise ResultsFileError(
+            f"{path}: the header (lines 2-{i}) lacks experiment, key, config or environment"
+        )
+    if header["experiment"] != schema.experiment:
+        raise ResultsFileError(
+            f"{path}: holds results of experiment {header['experiment']!r}, "
+            f"not {schema.experiment!r}"
+        )
+    if list(header["key"]) != list(schema.key):
+        raise ResultsFileError(
+            f"{path}: key columns {header['key']} differ from {list(schema.key)}"
+        )
+    col_line_no = i + 1
+    try:
+        columns = tuple(_split_csv(lines[i]))
+    except (ValueError, csv.Error) as exc:
+        raise ResultsFileError(
+            f"{path}: line {col_line_no}: the column line does not parse ({exc})"
+        ) from None
+    known = set(schema.names)
+    unknown = [c for c in columns if c not in known]
+    missing = [c for c in schema.names if c not in columns and c not in schema.optional]
+    if len(set(columns)) != len(columns):
+        raise ResultsFileError(f"{path}: line {col_line_no}: duplicate column names")
+    if unknown or missing:
+        parts = ([f"missing column(s) {missing}"] if missing else []) + (
+            [f"unknown column(s) {unknown}"] if unknown else []
+        )
+        raise ResultsFileError(
+            f"{path}: line {col_line_no}: {'; '.join(parts)} for a {schema.experiment} results file"
+        )
+    types = [schema.type_of(c) for c in columns]
+    # the byte offset of every line start, to know where the finished rows end
+    offsets = [0]
+    for ln in lines:
+        offsets.append(offsets[-1] + len(ln.encode("utf-8")) + 1)
+    rows, row_lines, seen = [], [], {}
+    incomplete = None
+    body = range(i + 1, len(lines))
+    complete_bytes = offsets[len(lines)] if ends_complete else offsets[len(lines) - 1]
+    for j in body:
+        line_no = j + 1
+        last = j == len(lines) - 1
+        if last and not ends_complete:
+            incomplete = f"{path}: line {line_no}: unfinished last row (the file ends mid-row); left out, it will be re-run"
+            complete_bytes = offsets[j]
+            break
+        try:
+            fields = _split_csv(lines[j])
+            if len(fields) != len(columns):
+                raise ValueError(
+                    f"{len(fields)} fields, the columns (line {col_line_no}) are {len(columns)}"
+                )
+            row = {}
+            for c, t, v in zip(columns, types, fields):
+                try:
+                    row[c] = _parse(v, t)
+                except ValueError:
+                    raise ValueError(f"column {c!r}: {v!r} is not {t.__name__}") from None
+        except (ValueError, csv.Error) as exc:
+            if last:
+                incomplete = (
+                    f"{path}: line {line_no}: last row does not parse ({exc}); left out, it will "
+                    f"be re-run"
+                )
+                complete_bytes = offsets[j]
+                break
+            raise ResultsFileError(
+                f"{path}: line {line_no}: row does not match the columns ({exc})"
+            ) from None
+        for c in schema.optional:
+            row.setdefault(c, math.nan)
+        key = tuple(row[k] for k in schema.key)
+        if key in seen:
+            desc = ", ".join(f"{k}={v}" for k, v in zip(schema.key, key))
+            raise ResultsFileError(
+                f"{path}: line {line_no}: duplicate key ({desc}), first at line {seen[key]}"
+            )
+        seen[key] = line_no
+        rows.append(row)
+        row_lines.append(line_no)
+    if incomplete is not None:
+        (report or _warn)(incomplete)
+    return ResultsTable(path, header, columns, rows, row_lines, incomplete, complete_bytes, schema)
+
+
+def _warn(msg: str) -> None:
+    warnings.warn(msg, ResultsFileWarning, stacklevel=3)
+
+
+# ---------------------------------------------------------------------------------------------- writing
+def _normal(obj):
+    """``obj`` as JSON would give it back (tuples become lists), for comparing configurations."""
+    return json.loads(json.dumps(obj, sort_keys=True, default=str))
+
+
+def _flatten(d: dict, prefix: str = "") -> dict:
+    out = {}
+    for k, v in d.items():
+        name = f"{prefix}{k}"
+        if isinstance(v, dict) and v:
+            out.update(_flatten(v, name + "."))
+        else:
+            out[name] = v
+    return out
+
+
+def _differences(recorded: dict, now: dict) -> list[str]:
+    a, b = _flatten(_normal(recorded)), _flatten(_normal(now))
+    out = []
+    for name in list(a) + [n for n in b if n not in a]:
+        va, vb = a.get(name, "<absent>"), b.get(name, "<absent>")
+        if va != vb:
+            out.append(
+                f"{name} (file {json.dumps(va) if not isinstance(va, str) else va}, "
+                f"this run {json.dumps(vb) if not isinstance(vb, str) else vb})"
+            )
+    return out
+
+
+def _header_text(header: dict, columns: Sequence[str]) -> str:
+    buf = io.StringIO()
+    csv.writer(buf, lineterminator="\n").writerow(columns)
+    body = json.dumps(header, indent=1, sort_keys=False, default=str)
+    return (
+        f"{MAGIC} (format {FORMAT})\n"
+        + "".join(f"# {ln}\n" for ln in body.splitlines())
+        + buf.getvalue()
+    )
+
+
+def _atomic_create(path: Path, text: str) -> None:
+    """Write ``text`` to a temporary file beside ``path``, fsync it and rename it to ``path``."""
+    try:
+        fd, tmp = tempfile.mkstemp(dir=str(path.parent), prefix=f".{path.name}.", suffix=".tmp")
+    except OSError as exc:
+        raise ResultsFileError(
+            f"{path}: cannot create the results file ({exc.strerror or exc})"
+        ) from None
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except OSError as exc:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise ResultsFileError(
+            f"{path}: cannot create the results file ({exc.strerror or exc})"
+        ) from None
+    try:  # make the rename durable (best effort)
+        dfd = os.open(str(path.parent), os.O_RDONLY)
+        try:
+            os.fsync(dfd)
+        finally:
+            os.close(dfd)
+    except OSError:
+        pass
+
+
+# ---------------------------------------------------------------------------------------------- one writer
+_HELD: dict = {}  # lock path -> [fd, number of writers of this process]
+
+
+def lock_path(path) -> Path:
+    """The sidecar lock file of the results file at ``path``: ``.NAME.lock`` beside it."""
+    path = Path(path)
+    return path.with_name(f".{path.name}.lock")
+
+
+def _holder(lock: Path, wait: float = 1.0) -> str:
+    """Who holds ``lock``: ``"pid N"`` from the lock file. The holder writes its pid just after it takes
+    the lock, so an empty file is read again for up to ``wait`` seconds before the answer falls back to
+    ``"another process"``."""
+    deadline = time.monotonic() + wait
+    while True:
+        try:
+            text = lock.read_text().strip()
+        except OSError:
+            text = ""
+        if text.isdigit():
+            return f"pid {text}"
+        if time.monotonic() >= deadline:
+            return "another process"
+        time.sleep(0.02)
+
+
+def _acquire(path: Path) -> str:
+    """Take the advisory lock of the results file ``path`` (``fcntl.flock``, exclusive, not waiting) and
+    write this process's pid into the lock file; returns the lock's key for :func:`_release`. A lock this
+    process already holds is shared by its writers. The kernel releases a flock when its holder exits or
+    is killed, so a stale lock file never blocks. Raises :class:`~genbound.errors.ResultsFileError`
+    naming the holder's pid when another process writes the file. Where ``fcntl`` does not exist
+    (Windows) nothing is locked."""
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - not POSIX
+        return ""
+    lock = lock_path(path)
+    key = str(lock.resolve())
+    if key in _HELD and _HELD[key][2] == os.getpid():
+        _HELD[key][1] += 1
+        return key
+    try:
+        fd = os.open(str(lock), os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError as exc:
+        raise ResultsFileError(
+            f"{path}: cannot create its lock file {lock.name} ({exc.strerror or exc})"
+        ) from None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        os.close(fd)
+        raise ResultsFileError(
+            f"{path}: another process ({_holder(lock)}) is writing this results file; "
+            f"wait until it ends and rerun to resume, or write a shard of your own and "
+            f"merge"
+        ) from None
+    os.ftruncate(fd, 0)
+    os.write(fd, f"{os.getpid()}\n".encode())
+    _HELD[key] = [fd, 1, os.getpid()]
+    return key
+
+
+def _release(key: str) -> None:
+    held = _HELD.get(key)
+    if not key or held is None or held[2] != os.getpid():
+        return
+    held[1] -= 1
+    if held[1] <= 0:
+        del _HELD[key]
+        try:
+            os.ftruncate(held[0], 0)
+        except OSError:
+            pass
+        os.close(held[0])  # closing the descriptor releases the flock
+
+
+class ResultsWriter:
+    """Appends whole rows to a results file opened by :func:`open_results`. ``done``: the keys of the
+    finished rows (those in the file when it was opened, and every row appended since).
+
+    The writer holds the file's advisory lock (one writer process per results file) until
+    :meth:`close`, the end of a ``with`` block, its garbage collection or the end of the process."""
+
+    def __init__(
+        self,
+        path: Path,
+        schema: Schema,
+        columns: Sequence[str],
+        done: set[tuple],
+        header: dict,
+        to_row: Callable[[Any], dict] | None = None,
+    ):
+        self.path, self.schema, self.columns, self.done, self.header = (
+            path,
+            schema,
+            tuple(columns),
+            done,
+            header,
+        )
+        self.to_row = to_row
+        self._lock = ""
+
+    def _hold(self, key: str) -> None:
+        import weakref
+
+        self._lock = key
+        self._finalizer = weakref.finalize(self, _release, key)
+
+    def close(self) -> None:
+        """Release the file's lock (appending afterwards raises); idempotent."""
+        if getattr(self, "_finalizer", None) is not None:
+            self._finalizer()
+        self._lock = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def __contains__(self, key) -> bool:
+        return tuple(key) in self.done
+
+    def append(self, rows: Iterable[dict]) -> None:
+        """Append ``rows`` (dicts with exactly the schema's columns, or records that the writer's
+        ``to_row`` turns into such dicts) in one write, then flush and fsync.
+
+        Every value is checked against its column's type and every key against the finished rows
+        *before* anything is written, so a bad row leaves the file as it was."""
+        if self._lock is None:
+            raise ResultsFileError(f"{self.path}: this writer is closed")
+        rows = [r if isinstance(r, dict) or self.to_row is None else self.to_row(r) for r in rows]
+        if not rows:
+            return
+        buf = io.StringIO()
+        w = csv.writer(buf, lineterminator="\n")
+        keys = []
+        for r in rows:
+            if set(r) != set(self.columns):
+                extra = sorted(set(r) - set(self.columns))
+                lack = sorted(set(self.columns) - set(r))
+                raise ResultsFileError(
+                    f"{self.path}: a row to append does not match the columns "
+                    f"(missing {lack}, unknown {extra})"
+                )
+            w.writerow([_fmt(r[c], self.schema.type_of(c), c) for c in self.columns])
+            key = self.schema.key_of(r)
+            if key in self.done or key in keys:
+                desc = ", ".join(f"{k}={v}" for k, v in zip(self.schema.key, key))
+                raise ResultsFileError(f"{self.path}: key ({desc}) is already in the file")
+            keys.append(key)
+        data = buf.getvalue().encode("utf-8")
+        try:
+            fd = os.open(str(self.path), os.O_WRONLY | os.O_APPEND)
+        except OSError as exc:
+            raise ResultsFileError(
+                f"{self.path}: cannot be written ({exc.strerror or exc})"
+            ) from None
+        try:
+            view = memoryview(data)
+            while view:
+                n = os.write(fd, view)
+                view = view[n:]
+            os.fsync(fd)
+        except OSError as exc:
+            raise ResultsFileError(
+                f"{self.path}: writing a row failed ({exc.strerror or exc})"
+            ) from None
+        finally:
+            os.close(fd)
+        self.done.update(keys)
+
+
+def open_results(
+    path,
+    schema: Schema,
+    config: dict,
+    *,
+    environment: dict | None = None,
+    notes: str | None = None,
+    report: Callable[[str], None] | None = None,
+    to_row: Callable[[Any], dict] | None = None,
+) -> ResultsWriter:
+    """Open the results file at ``path`` for a run with configuration ``config`` (every field of the
+    run's config, as a JSON-able dict) and ``environment`` (default :func:`environment` on the CPU).
+
+    The file's advisory lock (:func:`lock_path`) is taken first and held by the returned writer: a
+    second process opening the same file meanwhile gets :class:`~genbound.errors.ResultsFileError`
+    at once, naming the holder's pid (parallel processes write shards of their own and merge them).
+    A missing file is created with the header and the column line (atomically: a temporary file
+    renamed into place). An existing file is read with :func:`read_results` and must be a results file
+    of the same experiment and columns whose recorded configuration and environment equal ``config``
+    and ``environment`` in every field the file records (a field an older file does not record is
+    reported through ``report`` and not compared); otherwise :class:`~genbound.errors.ResultsFileError` names
+    the fields (file value, this run's value) and the file is left untouched. An unfinished last row is
+    reported through ``report`` and cut off, so that its run is trained again. Returns the writer;
+    its ``done`` holds the keys already finished; ``to_row`` (optional) turns the experiment's records
+    into row dicts in :meth:`ResultsWriter.append`.
+    """
+    path = Path(path)
+    env = dict(_default_env() if environment is None else environment)
+    config = _normal(dict(config))
+    if path.is_dir():
+        raise ResultsFileError(f"{path}: is a directory, not a results file")
+    if not path.parent.is_dir():
+        raise ResultsFileError(
+            f"{path}: cannot create the results file (no directory {path.parent})"
+        )
+    key = _acquire(path)
+    try:
+        writer = _open_locked(path, schema, config, env, notes, report, to_row)
+    except BaseException:
+        _release(key)
+        raise
+    writer._hold(key)
+    return writer
+
+
+def _open_locked(path, schema, config, env, notes, report, to_row) -> ResultsWriter:
+    if not path.exists():
+        header = {
+            "experiment": schema.experiment,
+            "key": list(schema.key),
+            "config": config,
+            "environment": _normal(env),
+        }
+        if notes:
+            header["notes"] = notes
+        _atomic_create(path, _header_text(header, schema.names))
+        return ResultsWriter(path, schema, schema.names, set(), header, to_row)
+    table = read_results(path, schema, report=lambda msg: None)
+    recorded = table.environment
+    unrecorded = [k for k in env if k not in recorded]
+    diffs = _differences(table.config, config) + _differences(
+        recorded, {k: v for k, v in env.items() if k in recorded}
+    )
+    if diffs:
+        raise ResultsFileError(
+            f"{path}: this run's configuration differs from the one recorded in the file in {len(diffs)} "
+            f"field{'s' if len(diffs) > 1 else ''}: {', '.join(diffs)}; resume with the recorded "
+            f"configuration or write to a new file"
+        )
+    lack = [c for c in schema.names if c not in table.columns]
+    if lack:
+        raise ResultsFileError(
+            f"{path}: the file lacks column(s) {lack} that this genbound writes; "
+            f"write to a new file"
+        )
+    if not os.access(path, os.W_OK):
+        raise ResultsFileError(f"{path}: cannot be written (permission denied)")
+    if unrecorded:
+        (report or _warn)(
+            f"{path}: the file does not record {', '.join(unrecorded)} (written by an older "
+            f"genbound); resuming without comparing them"
+        )
+    if table.incomplete is not None:
+        (report or _warn)(table.incomplete)
+        try:
+            os.truncate(path, table.complete_bytes)
+        except OSError as exc:
+            raise ResultsFileError(
+                f"{path}: cannot drop the unfinished last row ({exc.strerror or exc})"
+            ) from None
+    return ResultsWriter(path, schema, table.columns, set(table.keys), table.header, to_row)
+
+
+def _default_env() -> dict:
+    return environment()
+
+
+def attach_header(path, schema: Schema, config: dict, environment: dict, *, notes: str) -> None:
+    """Give a CSV written before results files existed (a column line, then rows) the header of a
+    results file, in place and atomically; the rows are kept byte for byte. Used once for the saved
+    data sets; the configuration attached must be the one recorded beside them (say so in ``notes``).
+    The result is then read with :func:`read_results`, which checks every row."""
+    path = Path(path)
+    text = path.read_text(encoding="utf-8")
+    if text.startswith(MAGIC):
+        raise ResultsFileError(f"{path}: already has a results-file header")
+    first, _, rest = text.partition("\n")
+    cols = _split_csv(first)
+    if set(cols) != set(schema.names):
+        raise ResultsFileError(f"{path}: columns {cols} do not match the schema {schema.names}")
+    header = {
+        "experiment": schema.experiment,
+        "key": list(schema.key),
+        "config": _normal(dict(config)),
+        "environment": _normal(dict(environment)),
+        "notes": notes,
+    }
+    head = _header_text(header, cols)
+    _atomic_create(path, head + rest)
+    read_results(path, schema)
+
+
+def merge_results(paths, out, schema: Schema, *, same_except: Sequence[str] | None = None) -> Path:
+    """Merge results files written by parallel processes (shards) of one run into one new file ``out``:
+    every file must carry the **same header** (configuration and environment: one commit, one torch,
+    one thread count, one CPU kind) and the files must share no key, except that with ``same_except``
+    (column names, e.g. the wall time) a key present in two files is kept once when the two rows are
+    equal in every other column (a re-sharded run that trained a stack twice; equality is the check that
+    the rerun reproduced it). The rows are written sorted by key under that header, so the merged file
+    reads as if one process had run them all. Raises :class:`~genbound.errors.ResultsFileError` (naming
+    the file) otherwise; ``out`` must not exist."""
+    import csv as _csv
+    import io
+
+    out = Path(out)
+    if out.exists():
+        raise ResultsFileError(f"{out}: exists; merge_results writes a new file")
+    tables = [read_results(p, schema) for p in paths]
+    if not tables:
+        raise ResultsFileError("merge_results needs at least one results file")
+    head = tables[0].header
+    rows = {}
+    for t in tables:
+        if t.header != head:
+            raise ResultsFileError(
+                f"{t.path}: its header (configuration or environment) differs from "
+                f"{tables[0].path}'s; only shards of one run can be merged"
+            )
+        if t.incomplete:
+            raise ResultsFileError(f"{t.path}: ends in an unfinished row ({t.incomplete})")
+        for r in t.rows:
+            key = tuple(r[k] for k in schema.key)
+            if key in rows:
+                if same_except is None:
+                    raise ResultsFileError(
+                        f"{t.path}: the row {dict(zip(schema.key, key))} is in two files"
+                    )
+                differ = [
+                    c
+                    for c in tables[0].columns
+                    if c not in same_except and not _same(rows[key][c], r[c])
+                ]
+                if differ:
+                    raise ResultsFileError(
+                        f"{t.path}: the row {dict(zip(schema.key, key))} is in two files "
+                        f"and they differ in {differ}"
+                    )
+                continue
+            rows[key] = r
+    buf = io.StringIO()
+    w = _csv.writer(buf, lineterminator="\n")
+    for k in sorted(rows):
+        w.writerow([_fmt(rows[k][c], schema.type_of(c), c) for c in tables[0].columns])
+    _atomic_create(out, _header_text(head, tables[0].columns) + buf.getvalue())
+    read_results(out, schema)
+    return out
+
+
+def _same(a, b) -> bool:
+    """Equal values, ``nan`` equal to ``nan``."""
+    if isinstance(a, float) and isinstance(b, float) and math.isnan(a) and math.isnan(b):
+        return True
+    return a == b

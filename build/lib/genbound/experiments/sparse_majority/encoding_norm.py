@@ -1,0 +1,121 @@
+"""The supremum over all positions of the norm of the authors' positional encoding (part of
+:mod:`genbound.experiments.sparse_majority`; :prf:ref:`prop-sm-encoding-sup`).
+
+The encoding :func:`~genbound.experiments.sparse_majority.sinusoidal_encoding` has frequencies
+``omega_i = 10000^(-i/d)``, so ``omega_(i + d/4) = omega_i / 10``: the ``d`` coordinates form ``d/4``
+chains ``i0, i0 + d/4, i0 + d/2, i0 + 3d/4`` whose angles at a position ``x`` are ``t, 10 t, 100 t,
+1000 t`` with ``t = x omega_(i0 + 3d/4)``. For ``d`` divisible by 8 a chain's coordinates are all sines
+(``i0`` even) or all cosines (``i0`` odd), so
+
+``||PE_x||^2 = sum_(i0 even) F(t_i0) + sum_(i0 odd) (4 - F(t_i0))``, ``F(t) = sum_(a<4) sin^2(10^a t)``,
+
+and since the chain phases are equidistributed over the integer positions (the ``10^(-4 i0 / d)`` are
+linearly independent over the rationals and ``pi`` is transcendental), the supremum over positions is
+``sqrt((d/8) (4 + S))`` with ``S = sup_t F(t)`` (``F >= 0`` has infimum 0 at ``t = 0``).
+
+>>> round(chain_sum_sup(), 6)
+3.935581
+>>> round(encoding_supremum(64), 4)
+7.9677
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..._validate import check_positive_int
+from ...errors import ParameterError
+
+__all__ = [
+    "CHAIN_RATIO",
+    "CHAIN_LENGTH",
+    "chain_sum",
+    "chain_sum_sup",
+    "encoding_norm_sq_by_chains",
+    "supremum_from_chain_sup",
+    "encoding_supremum",
+]
+
+#: Ratio of two frequencies ``d/4`` apart, ``10000^(1/4)``.
+CHAIN_RATIO = 10.0
+#: Coordinates per chain (``i0, i0 + d/4, i0 + d/2, i0 + 3d/4``).
+CHAIN_LENGTH = 4
+
+
+def chain_sum(t):
+    """``F(t) = sum_(a < 4) sin^2(CHAIN_RATIO^a t)``, the squared norm of one chain of sine
+    coordinates whose slowest angle is ``t`` (numpy, elementwise).
+
+    >>> float(chain_sum(0.0)), round(float(chain_sum(math.pi / 2)), 12)
+    (0.0, 1.0)
+    """
+    t = np.asarray(t, dtype=float)
+    return sum(np.sin(CHAIN_RATIO**a * t) ** 2 for a in range(CHAIN_LENGTH))
+
+
+def chain_sum_sup(*, step: float | None = None) -> float:
+    """``S = sup_t F(t)`` (``chain_sum``): a grid over one period with step ``step`` (default
+    ``1e-6``), then a bounded Brent search around the 32 best grid points.
+
+    ``F`` has period ``pi`` and ``F(pi - t) = F(t)``, so the grid covers ``[0, pi/2]``; with ``F'' <=
+    2 sum_a 100^a`` the grid's maximum is within ``(2 sum_a 100^a) step^2 / 8`` of ``S`` before the search
+    (``2.5e-7`` at the default step)."""
+    from scipy.optimize import minimize_scalar
+
+    h = 1e-6 if step is None else float(step)
+    if not h > 0:
+        raise ParameterError(f"step must be positive, got {step!r}")
+    t = np.arange(0.0, math.pi / 2 + h, h)
+    F = chain_sum(t)
+    best = float(F.max())
+    for k in np.argsort(F)[-32:]:
+        r = minimize_scalar(
+            lambda x: -float(chain_sum(x)),
+            bounds=(t[k] - h, t[k] + h),
+            method="bounded",
+            options={"xatol": 1e-14},
+        )
+        best = max(best, -float(r.fun))
+    return best
+
+
+def encoding_norm_sq_by_chains(positions, d: int = 64):
+    """``||PE_x||^2`` at real positions ``x`` computed through the chains (module docstring): ``d/8``
+    sine chains contribute ``F(t)``, ``d/8`` cosine chains ``4 - F(t)``, with ``t = x omega_(i0 + 3d/4)``.
+    Equal to the squared row norm of :func:`~genbound.experiments.sparse_majority.encoding_rows` (a claim
+    checks it). Requires ``d`` divisible by 8."""
+    d = _check_d(d)
+    x = np.asarray(positions, dtype=float).reshape(-1, 1)
+    k = d // CHAIN_LENGTH
+    i0 = np.arange(k)[None, :]
+    slowest = 10000.0 ** (-i0 / d) / CHAIN_RATIO ** (CHAIN_LENGTH - 1)
+    F = chain_sum(x * slowest)
+    return np.where(i0 % 2 == 0, F, CHAIN_LENGTH - F).sum(1)
+
+
+def supremum_from_chain_sup(S: float, d: int = 64) -> float:
+    """``sqrt((d/8) (4 + S))``: the supremum of ``||PE_x||_2`` from ``S = sup F`` (``d/8`` sine chains at
+    ``S``, ``d/8`` cosine chains at ``4 - inf F = 4``).
+
+    >>> supremum_from_chain_sup(4.0, 64)
+    8.0
+    """
+    d = _check_d(d)
+    return math.sqrt(d / 8 * (CHAIN_LENGTH + S))
+
+
+def encoding_supremum(d: int = 64) -> float:
+    """``sup_x ||PE_x||_2`` over all positions (:prf:ref:`prop-sm-encoding-sup`): 7.9677 for ``d = 64``,
+    against the ``sqrt(d) = 8`` of the uniform radius lemma."""
+    return supremum_from_chain_sup(chain_sum_sup(), d)
+
+
+def _check_d(d) -> int:
+    d = check_positive_int(d, "d")
+    if d % 8:
+        raise ParameterError(
+            f"d = {d} must be divisible by 8 (d/4 chains of four, half of them sines)"
+        )
+    return d

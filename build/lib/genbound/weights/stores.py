@@ -1,0 +1,92 @@
+"""Where the raw tensors of a layer come from: a state dict, safetensors files, or dense proxy matrices.
+
+A store hands out one role's weight of one layer in the torch ``(out, in)`` orientation, whatever the
+family's storage (GPT-2's ``Conv1D`` tensors are transposed, its fused ``c_attn`` is sliced), and
+knows the score scale the model applies in that layer. ``layer_ids`` map the store's layers to the
+checkpoint's, so a selection of layers is a store with fewer ids.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Mapping, Sequence
+
+import torch
+
+from .families import Family
+
+__all__ = ["TensorStore", "DictStore", "SafetensorsStore", "DenseHeads"]
+
+
+@dataclass(frozen=True)
+class TensorStore:
+    """Raw weight tensors of a checkpoint by (layer, role); subclasses say how a tensor is read."""
+
+    family: Family
+    prefix: str
+    layer_ids: tuple[int, ...]
+    config: Mapping | object
+    d_head: int
+
+    def name(self, layer: int, role: str) -> str:
+        """The checkpoint's name of a role's tensor in (store) layer ``layer``."""
+        return self.family.tensor_name(self.prefix, self.layer_ids[layer], role)
+
+    def score_scale(self, layer: int) -> float:
+        """The factor the model multiplies the scores of (store) layer ``layer`` by."""
+        return float(self.family.score_scale(self.config, self.layer_ids[layer], self.d_head))
+
+    def read(self, name: str) -> torch.Tensor:  # pragma: no cover - interface
+        raise NotImplementedError
+
+    def get(self, layer: int, role: str) -> torch.Tensor:
+        """One role's weight in the ``(out, in)`` orientation (a view where possible, never a copy)."""
+        spec = self.family.roles[role]
+        t = self.read(self.name(layer, role))
+        if spec.conv1d:
+            t = t.transpose(0, 1)
+        if spec.parts > 1:
+            step = t.shape[0] // spec.parts
+            t = t[spec.part * step : (spec.part + 1) * step]
+        return t
+
+    def select(self, ids: Sequence[int]) -> "TensorStore":
+        """The store restricted to (store) layers ``ids``, in that order."""
+        return replace(self, layer_ids=tuple(self.layer_ids[i] for i in ids))
+
+
+@dataclass(frozen=True)
+class DictStore(TensorStore):
+    """Tensors held in a mapping (a state dict, a module's parameters, a memory-mapped ``.bin``)."""
+
+    tensors: Mapping[str, torch.Tensor] = None
+
+    def read(self, name):
+        return self.tensors[name].detach()
+
+
+@dataclass(frozen=True)
+class SafetensorsStore(TensorStore):
+    """Reads one tensor at a time with a fresh ``safe_open``, so only that tensor is ever resident."""
+
+    files: Mapping[str, Path] = None
+
+    def read(self, name):
+        from .files import read_safetensor
+
+        return read_safetensor(self.files[name], name)
+
+
+@dataclass(frozen=True)
+class DenseHeads:
+    """Proxy matrices given directly: dense heads ``(L, H, N, N)`` and feed-forward matrices."""
+
+    qk: torch.Tensor
+    v: torch.Tensor
+    m_in: torch.Tensor
+    m_out: torch.Tensor
+
+    def select(self, ids: Sequence[int]) -> "DenseHeads":
+        idx = torch.as_tensor(list(ids), dtype=torch.long)
+        return DenseHeads(self.qk[idx], self.v[idx], self.m_in[idx], self.m_out[idx])
