@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-
 import torch
 
 from .model import cls_logits
@@ -15,6 +14,7 @@ def bce_one_hot(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
     """Keras' ``BinaryCrossentropy(from_logits=True)`` on one-hot targets: the mean over the two logits
     (and over the sequence axis) of the sigmoid cross-entropies; returns one loss per model ``(K,)``.
 
+    >>> import math
     >>> z = torch.tensor([[[0.0, 0.0]]], dtype=torch.float64)
     >>> abs(bce_one_hot(z, torch.tensor([[1]])).item() - math.log(2)) < 1e-15
     True
