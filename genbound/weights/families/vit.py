@@ -1,0 +1,36 @@
+"""ViT: a pre-LayerNorm bidirectional encoder over image patches, with BERT-like projections.
+
+Parameter names (after an optional ``vit.`` prefix)::
+
+    encoder.layer.{i}.attention.attention.{query,key,value}.weight   (N, N)   nn.Linear (out, in)
+    encoder.layer.{i}.attention.output.dense.weight                  (N, N)
+    encoder.layer.{i}.intermediate.dense.weight                      (F, N)
+    encoder.layer.{i}.output.dense.weight                            (N, F)
+
+Config keys as BERT's. The patch embedding (a convolution), the class token and the learned
+positions are outside the layers. Scores scaled by ``1/sqrt(dh)``; GELU feed-forward block.
+"""
+
+from .base import Family, Role
+
+FAMILY = Family(
+    name="vit",
+    title="ViT",
+    members=("vit",),
+    layer="encoder.layer.{i}.",
+    roles={
+        "query": Role("attention.attention.query.weight"),
+        "key": Role("attention.attention.key.weight"),
+        "value": Role("attention.attention.value.weight"),
+        "attn_out": Role("attention.output.dense.weight"),
+        "ff_in": Role("intermediate.dense.weight"),
+        "ff_out": Role("output.dense.weight"),
+    },
+    sizes={
+        "hidden": "hidden_size",
+        "heads": "num_attention_heads",
+        "d_ff": "intermediate_size",
+        "layers": "num_hidden_layers",
+    },
+    block="pre-LayerNorm bidirectional encoder over image patches, GELU feed-forward block",
+)
