@@ -145,6 +145,8 @@ def find_family(
             if mt.lower() in fam.members:
                 return fam, prefix
         fam = cands[0][0]
+        if family_of_model_type(mt) is None:
+            return cands[0]  # check_model_type names it, after the layers' checks (which say more)
         raise ArchitectureError(
             f"{where}: model_type is {mt!r}, but the tensor names are those of the {fam.name} "
             f"family ({fam.title}; model_type one of {', '.join(fam.members)}); the config and the "
@@ -221,6 +223,13 @@ def config_sizes(config, family: Family, where: str) -> dict[str, int | None]:
     out.setdefault("layers", None)
     N, H = out["hidden"], out["heads"]
     hkey = family.sizes["heads"]
+    if out.get("head_dim") is None:
+        if N % H:
+            raise ArchitectureError(
+                f"{where}: {family.sizes['hidden']}={N} is not divisible by {hkey}={H} (and the "
+                f"config gives no head_dim)"
+            )
+        out["head_dim"] = N // H
     if family.kv_heads_of is not None:
         kv = family.kv_heads_of(config, H)
         out["kv_heads"] = None if kv is None else _positive_int(kv, "num_kv_heads", where)
@@ -232,13 +241,6 @@ def config_sizes(config, family: Family, where: str) -> dict[str, int | None]:
             f"{where}: {kv_key}={out['kv_heads']} does not divide {hkey}={H}; every key/value "
             f"head must serve the same number of query heads"
         )
-    if out.get("head_dim") is None:
-        if N % H:
-            raise ArchitectureError(
-                f"{where}: {hkey}={H} does not divide {family.sizes['hidden']}={N} (and the "
-                f"config gives no head_dim)"
-            )
-        out["head_dim"] = N // H
     if family.ffn == "moe":
         E, k = out["experts"], out["experts_per_token"]
         if k > E:
@@ -399,6 +401,12 @@ def check_model_type(config, family: Family, where: str) -> None:
     genbound.errors.ArchitectureError: c: model_type is 'gpt2', but the tensor names are those of the bert family (BERT, RoBERTa, ELECTRA; model_type one of bert, roberta, electra, camembert, xlm-roberta); the config and the weights disagree
     """
     mt = _model_type(config, where)
+    if mt is not None and mt.lower() not in family.members and family_of_model_type(mt) is None:
+        raise ArchitectureError(
+            f"{where}: model_type {mt!r} is not an architecture genbound maps (mapped: "
+            f"{_mapped_model_types()}), although the tensor names are those of the {family.name} "
+            f"family ({family.title})"
+        )
     if mt is not None and mt.lower() not in family.members:
         raise ArchitectureError(
             f"{where}: model_type is {mt!r}, but the tensor names are those of the {family.name} "
@@ -419,10 +427,21 @@ def _build(
     attention_scale,
     layers,
 ) -> TransformerWeights:
+    try:
+        sizes = config_sizes(config, family, config_where)
+        check_rope(config, family, config_where)
+        n_total = _check_layers(family, prefix, info, sizes, source, config)
+    except ArchitectureError as exc:
+        mt = _model_type(config, config_where)
+        if mt is None or mt.lower() in family.members or family_of_model_type(mt) is not None:
+            raise
+        raise type(exc)(
+            f"{config_where}: model_type {mt!r} is not an architecture genbound maps (mapped: "
+            f"{_mapped_model_types()}); read as the {family.name} family its parameter names "
+            f"resemble, it fails: {exc}"
+        ) from None
+    # after the layers' checks, whose reasons say more
     check_model_type(config, family, config_where)
-    sizes = config_sizes(config, family, config_where)
-    check_rope(config, family, config_where)
-    n_total = _check_layers(family, prefix, info, sizes, source, config)
     if sizes["layers"] is not None and sizes["layers"] != n_total:
         raise ArchitectureError(
             f"{source}: the config says {family.sizes['layers']}={sizes['layers']} but the "

@@ -113,30 +113,18 @@ def family_of_model_type(model_type: str) -> Family | None:
 
 
 def _covered_in_words(f: Family) -> str:
-    if f.ffn != "plain":
-        return "spectra only (not covered: " + _uncovered_words(f) + ")"
-    if f.rotary({}) or f.qk_notes({}):
-        return "spectra only (not covered: " + _uncovered_words(f) + ")"
-    return "bound and spectra"
-
-
-def _uncovered_words(f: Family) -> str:
-    parts = []
-    if f.rotary({}):
-        parts.append("rotary QK")
-    if f.qk_notes({}) and f.name == "qwen3":
-        parts.append("query/key norms")
-    if f.ffn == "gated":
-        parts.append("gated feed-forward")
-    if f.ffn == "moe":
-        parts.append("mixture of experts")
-    return ", ".join(parts)
+    """What the report gives for ``f`` at its default config, from :meth:`Family.coverage`."""
+    sizes = {"heads": 1, "kv_heads": 1, "experts": 2, "experts_per_token": 1}
+    off = [k for k, c in f.coverage({}, sizes).items() if not c.covered]
+    if not off:
+        return "the bound and per-matrix spectra"
+    return "per-matrix spectra, no bound (not covered: " + ", ".join(off) + ")"
 
 
 def family_table_markdown() -> str:
     """The README's table of families (one row per :data:`FAMILIES` entry, then the refusals)."""
     rows = [
-        "| family | `model_type` | what `genbound analyze` gives |",
+        "| family | `model_type` | what genbound gives |",
         "|---|---|---|",
     ]
     for f in FAMILIES:
