@@ -669,8 +669,10 @@ def load_weights(source, *, attention_scale: bool | None = None, layers=None) ->
     ``source`` is a folder holding ``config.json`` and ``model.safetensors`` (or a sharded
     ``model.safetensors.index.json``, or ``pytorch_model.bin``), a ``torch.nn.Module``, or a
     :class:`TransformerWeights` (then ``attention_scale`` and ``layers`` apply to it, see
-    :meth:`TransformerWeights.select`). Supported families: BERT, RoBERTa and ELECTRA, DistilBERT,
-    GPT-2 (``genbound.weights.families``); Llama-family models are refused with the reason.
+    :meth:`TransformerWeights.select`). Families: ``genbound.weights.families`` (BERT, RoBERTa,
+    ELECTRA, DistilBERT, GPT-2, OPT, ViT with the bound; Llama, Mistral, Qwen2, Qwen3, Gemma,
+    Gemma 2, Phi-3, Mixtral, GPT-NeoX, Falcon, GPT-J with per-matrix spectra only, see
+    :meth:`TransformerWeights.matrix_table`); encoder-decoders are refused with the reason.
     Nothing is downloaded and, for folders, no weight is read until spectra are taken (layer by
     layer). ``attention_scale=True`` puts the model's score scale (``1/sqrt(d_head)``) into every
     ``QK``; ``None`` means ``False`` for a new load and "unchanged" for a :class:`TransformerWeights`.
