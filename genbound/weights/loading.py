@@ -1,5 +1,8 @@
 """Turning a checkpoint folder, a state dict or an ``nn.Module`` into :class:`TransformerWeights`.
 
+One concept: reading a checkpoint's family, sizes and layers, and refusing every contradiction
+between its config and its tensors before any weight is read.
+
 The steps, the same for every source: find the family and the model prefix from the parameter names
 (:func:`find_family`); count the layers; check that every layer has the six role tensors with the
 shapes the config implies, floating-point, and **no other matrix** (a per-layer tensor with two or
@@ -199,7 +202,7 @@ def config_sizes(config, family: Family, where: str) -> dict[str, int | None]:
 
     >>> from genbound.weights.families import FAMILIES
     >>> config_sizes({"n_embd": 8, "n_head": 2, "n_inner": None, "n_layer": 3}, FAMILIES[2], "c")
-    {'hidden': 8, 'heads': 2, 'd_ff': 32, 'layers': 3, 'kv_heads': 2, 'head_dim': 4}
+    {'hidden': 8, 'heads': 2, 'd_ff': 32, 'layers': 3, 'head_dim': 4, 'kv_heads': 2}
     """
     if config is None or isinstance(config, (str, bytes, int, float, list, tuple)):
         raise ArchitectureError(

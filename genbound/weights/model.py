@@ -1,4 +1,8 @@
-"""The :class:`TransformerWeights` object: per-layer proxy matrices, read lazily, and their spectra."""
+"""The :class:`TransformerWeights` object: per-layer proxy matrices, read lazily, and their spectra.
+
+One concept: a transformer's weight matrices as the proxies see them (per head, per expert), and
+their singular values, layer by layer.
+"""
 
 from __future__ import annotations
 

@@ -56,7 +56,7 @@ def fused_rows(layout: str | None, part: int, s: Mapping[str, int]):
     ``H``, ``KV``, ``dh`` and ``F`` (``part``: 0 query, 1 key, 2 value; gate 0, up 1).
 
     >>> fused_rows("qkv", 1, {"H": 4, "KV": 2, "dh": 3, "F": 5})
-    (18, slice(12, 15, None))
+    (24, slice(12, 18, None))
     >>> fused_rows("qkv_heads", 1, {"H": 2, "KV": 2, "dh": 2, "F": 5})
     (12, [2, 3, 8, 9])
     >>> fused_rows("qkv_groups", 0, {"H": 4, "KV": 2, "dh": 1, "F": 5})
@@ -257,3 +257,51 @@ def config_value(config, key: str):
     if isinstance(config, Mapping):
         return config.get(key)
     return getattr(config, key, None)
+
+
+# ---- Llama's parameter names, shared by Mistral, Qwen2, Qwen3, Gemma, Gemma 2, Phi-3, Mixtral
+
+LLAMA_ROLES = {
+    "query": Role("self_attn.q_proj.weight"),
+    "key": Role("self_attn.k_proj.weight"),
+    "value": Role("self_attn.v_proj.weight"),
+    "attn_out": Role("self_attn.o_proj.weight"),
+    "ff_gate": Role("mlp.gate_proj.weight"),
+    "ff_in": Role("mlp.up_proj.weight"),
+    "ff_out": Role("mlp.down_proj.weight"),
+}
+
+LLAMA_SIZES = {
+    "hidden": "hidden_size",
+    "heads": "num_attention_heads",
+    "kv_heads": "num_key_value_heads",
+    "head_dim": "head_dim",
+    "d_ff": "intermediate_size",
+    "layers": "num_hidden_layers",
+}
+
+LLAMA_BLOCK = (
+    "pre-RMSNorm causal decoder (RMSNorm before attention and feed-forward), rotary position "
+    "embeddings, gated feed-forward block"
+)
+
+
+def _rotary(config) -> bool:
+    return True
+
+
+def llama_like(name: str, title: str, members: tuple[str, ...], **kw) -> Family:
+    """A family with Llama's parameter names (``kw`` overrides ``block``, ``score_scale``, ...)."""
+    args = dict(
+        name=name,
+        title=title,
+        members=members,
+        layer="layers.{i}.",
+        roles=LLAMA_ROLES,
+        sizes=LLAMA_SIZES,
+        block=LLAMA_BLOCK,
+        ffn="gated",
+        rotary=_rotary,
+    )
+    args.update(kw)
+    return Family(**args)

@@ -6,7 +6,7 @@ gain is ``1 + w`` (not a matrix, left out). Embeddings are multiplied by ``sqrt(
 layers).
 """
 
-from .llama import llama_like
+from .base import llama_like
 
 FAMILY = llama_like(
     "gemma",

@@ -9,8 +9,7 @@ global attention (masks, no weight changes). The extra ``post_attention_layernor
 
 import math
 
-from .base import config_value
-from .llama import llama_like
+from .base import config_value, llama_like
 
 
 def score_scale(config, layer: int, d_head: int) -> float:

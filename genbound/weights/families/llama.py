@@ -19,52 +19,6 @@ are for BERT). What the papers' bound does not cover (rotary QK, the gated block
 that share these names (Mistral, Qwen2, Qwen3, Gemma, Gemma 2).
 """
 
-from .base import Family, Role
-
-LLAMA_ROLES = {
-    "query": Role("self_attn.q_proj.weight"),
-    "key": Role("self_attn.k_proj.weight"),
-    "value": Role("self_attn.v_proj.weight"),
-    "attn_out": Role("self_attn.o_proj.weight"),
-    "ff_gate": Role("mlp.gate_proj.weight"),
-    "ff_in": Role("mlp.up_proj.weight"),
-    "ff_out": Role("mlp.down_proj.weight"),
-}
-
-LLAMA_SIZES = {
-    "hidden": "hidden_size",
-    "heads": "num_attention_heads",
-    "kv_heads": "num_key_value_heads",
-    "head_dim": "head_dim",
-    "d_ff": "intermediate_size",
-    "layers": "num_hidden_layers",
-}
-
-LLAMA_BLOCK = (
-    "pre-RMSNorm causal decoder (RMSNorm before attention and feed-forward), rotary position "
-    "embeddings, gated feed-forward block"
-)
-
-
-def _rotary(config) -> bool:
-    return True
-
-
-def llama_like(name: str, title: str, members: tuple[str, ...], **kw) -> Family:
-    """A family with Llama's parameter names (``kw`` overrides ``block``, ``score_scale``, ...)."""
-    args = dict(
-        name=name,
-        title=title,
-        members=members,
-        layer="layers.{i}.",
-        roles=LLAMA_ROLES,
-        sizes=LLAMA_SIZES,
-        block=LLAMA_BLOCK,
-        ffn="gated",
-        rotary=_rotary,
-    )
-    args.update(kw)
-    return Family(**args)
-
+from .base import llama_like
 
 FAMILY = llama_like("llama", "Llama", ("llama",))

@@ -4,7 +4,7 @@ Names, sizes and score scale as :mod:`.llama`; ``sliding_window`` restricts whic
 sees and changes no matrix.
 """
 
-from .llama import LLAMA_BLOCK, llama_like
+from .base import LLAMA_BLOCK, llama_like
 
 FAMILY = llama_like(
     "mistral", "Mistral", ("mistral",), block=LLAMA_BLOCK + "; sliding-window causal mask"

@@ -13,8 +13,7 @@ matrices are reported (column ``expert``), and the router as kind ``router``; no
 the papers' bound (the router's weights multiply the experts' outputs).
 """
 
-from .base import Role
-from .llama import LLAMA_ROLES, LLAMA_SIZES, llama_like
+from .base import LLAMA_ROLES, LLAMA_SIZES, Role, llama_like
 
 FAMILY = llama_like(
     "mixtral",

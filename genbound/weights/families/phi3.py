@@ -12,8 +12,7 @@ The fused tensors are split by the config's sizes (``num_attention_heads``,
 does. Rotary position embeddings, RMSNorm, SwiGLU: what is not covered is said per matrix.
 """
 
-from .base import Role
-from .llama import LLAMA_SIZES, llama_like
+from .base import LLAMA_SIZES, Role, llama_like
 
 FAMILY = llama_like(
     "phi3",

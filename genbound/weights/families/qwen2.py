@@ -3,6 +3,6 @@
 Names, sizes and score scale as :mod:`.llama`; the biases are vectors, left out as for every family.
 """
 
-from .llama import llama_like
+from .base import llama_like
 
 FAMILY = llama_like("qwen2", "Qwen2", ("qwen2",))

@@ -6,8 +6,7 @@ head's query and key before the rotation, so the scores are not a bilinear form 
 the ``QK`` record says so.
 """
 
-from .base import QK_NORM_NOTE
-from .llama import LLAMA_BLOCK, llama_like
+from .base import LLAMA_BLOCK, QK_NORM_NOTE, llama_like
 
 FAMILY = llama_like(
     "qwen3",
