@@ -582,3 +582,25 @@ def test_readme_family_table_is_generated_from_the_families():
         "README.md's family table differs from genbound.weights.families.family_table_markdown(); "
         "paste its output between the markers"
     )
+
+
+# --------------------------------------------------------------------------------------------------
+# the Llama-shaped benchmark at a tiny size
+
+
+def test_llama_layer_benchmark_at_tiny_size(capsys):
+    import importlib.util
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    spec = importlib.util.spec_from_file_location("llama_layer", root / "benchmarks/llama_layer.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    argv = ["--layers", "1", "--hidden", "32", "--heads", "4", "--kv-heads", "2", "--d-ff", "48"]
+    assert mod.main([*argv, "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["matrices"] == 2 * 4 + 3 and out["covered"] is False
+    assert len(out["seconds_per_layer"]) == 1 and out["extrapolated_total_s"] > 0
+    if not torch.cuda.is_available():
+        assert mod.main([*argv, "--device", "cuda"]) == 2
+        assert capsys.readouterr().err.count("\n") == 1
