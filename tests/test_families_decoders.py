@@ -478,6 +478,26 @@ def test_unmapped_model_type_is_one_line_naming_it(saved, tmp_path, capsys):
     assert "model_type 'bloom'" in err and "found '" not in err
 
 
+def test_esm_is_told_its_model_type_is_unmapped(tmp_path, capsys):
+    """ESM's layers carry BERT's parameter names; the line names model_type 'esm', no guessing."""
+    T = transformers
+    m = T.EsmModel(
+        T.EsmConfig(
+            vocab_size=20,
+            hidden_size=16,
+            num_hidden_layers=1,
+            num_attention_heads=4,
+            intermediate_size=24,
+            pad_token_id=1,
+            position_embedding_type="rotary",
+        )
+    )
+    m.save_pretrained(tmp_path)
+    err = _cli_error(tmp_path, capsys)
+    assert "model_type 'esm' is not an architecture genbound maps" in err
+    assert "guess" not in err
+
+
 def test_shared_names_without_model_type_ask_for_it(saved, tmp_path):
     p = _copy(saved, "mistral", tmp_path)
     _edit_config(p, model_type=None)
