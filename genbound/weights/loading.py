@@ -90,6 +90,17 @@ def _anchor_hits(fam, names: list[str]) -> list[str]:
     )
 
 
+def _has_layer0(fam: Family, prefix: str, names: set) -> bool:
+    """Whether every role's tensor of layer 0 (expert 0) is among ``names``."""
+    return all(fam.tensor_name(prefix, 0, r, 0) in names for r in fam.roles)
+
+
+def find_prefix_and_layer0(fam: Family, names) -> bool:
+    """Whether ``names`` hold ``fam``'s anchor after a single prefix, and all its layer-0 roles."""
+    hits = _anchor_hits(fam, list(names))
+    return len(hits) == 1 and _has_layer0(fam, hits[0], set(names))
+
+
 def _model_type(config, where: str) -> str | None:
     mt = config_value(config, "model_type") if config is not None else None
     if mt is None or mt == "":
@@ -144,9 +155,11 @@ def find_family(
                 + " families and its config has no model_type to choose among them; add "
                 "'model_type' to the config"
             )
-        for fam, prefix in cands:
-            if mt.lower() in fam.members:
-                return fam, prefix
+        mine = [(f, p) for f, p in cands if mt.lower() in f.members]
+        if mine:  # several name maps of one architecture (saved files, in-memory modules)
+            have = set(names)
+            full = [(f, p) for f, p in mine if _has_layer0(f, p, have)]
+            return (full or mine)[0]
         fam = cands[0][0]
         if family_of_model_type(mt) is None:
             return cands[0]  # check_model_type names it, after the layers' checks (which say more)
@@ -306,6 +319,8 @@ def role_shapes(family: Family, sizes: Mapping[str, int], config) -> dict[str, t
         layout = spec.layout_for(config)
         total = fused_rows(layout, spec.part, dims)[0] if layout is not None else None
         shapes[role] = spec.stored_shape(*out_in[role], total)
+        if spec.stacked:
+            shapes[role] = (sizes["experts"], *shapes[role])
     return shapes
 
 
@@ -513,11 +528,14 @@ def weights_from_state_dict(
     info = _state_dict_info(state_dict, source)
     only = None
     if family is not None:
-        only = next((f for f in FAMILIES if f.name == family), None)
-        if only is None:
+        named = [f for f in FAMILIES if f.name == family]
+        if not named:
             raise ParameterError(
                 f"unknown family {family!r}; expected one of {[f.name for f in FAMILIES]}"
             )
+        # a family with several name maps (Mixtral: saved files, in-memory modules): the one whose
+        # layer-0 tensors are all present
+        only = next((f for f in named if find_prefix_and_layer0(f, info)), named[0])
     fam, prefix = find_family(info, source, only=only, config=config)
     cfg_where = f"the config of {source}"
     return _build(

@@ -46,6 +46,8 @@ class TensorStore:
         per-head interleaved fused tensor are gathered, a copy of that role only)."""
         spec = self.family.roles[role]
         t = self.read(self.name(layer, role, expert))
+        if spec.stacked:
+            t = t[expert]
         if spec.conv1d:
             t = t.transpose(0, 1)
         layout = spec.layout_for(self.config)

@@ -91,13 +91,19 @@ class Role:
     ``conv1d=True``: stored ``(in, out)`` (GPT-2's ``Conv1D``, ``y = x W + b``), transposed on
     loading. ``layout``/``part``: the role is block ``part`` of a fused tensor split as ``layout``
     (:data:`LAYOUTS`; a callable of the config for families whose layout depends on it, as Falcon's).
-    A name holding ``{e}`` is one tensor per expert.
+    A name holding ``{e}`` is one tensor per expert; ``stacked=True`` is one tensor whose first axis
+    is the expert (transformers 5's in-memory ``experts.gate_up_proj``, ``(E, out, in)``).
     """
 
     name: str
     conv1d: bool = False
     part: int = 0
     layout: str | None | Callable = None
+    stacked: bool = False
+
+    @property
+    def per_expert(self) -> bool:
+        return self.stacked or "{e}" in self.name
 
     def layout_for(self, config) -> str | None:
         return self.layout(config) if callable(self.layout) else self.layout
