@@ -293,7 +293,7 @@ _LAYER_RE_CACHE: dict[tuple[str, str], re.Pattern] = {}
 
 
 def _layer_pattern(family: Family, prefix: str) -> re.Pattern:
-    key = (family.name, prefix)
+    key = (family.layer, prefix)
     if key not in _LAYER_RE_CACHE:
         head, tail = family.layer.split("{i}")
         _LAYER_RE_CACHE[key] = re.compile(re.escape(prefix + head) + r"(\d+)" + re.escape(tail))

@@ -82,6 +82,7 @@ FAMILIES: tuple[Family, ...] = (
     gpt2.FAMILY,
     opt.FAMILY,
     vit.FAMILY,
+    vit.MODULE_FAMILY,
     llama.FAMILY,
     mistral.FAMILY,
     qwen2.FAMILY,

@@ -34,3 +34,22 @@ FAMILY = Family(
     },
     block="pre-LayerNorm bidirectional encoder over image patches, GELU feed-forward block",
 )
+
+#: transformers 5 holds a ViT *module*'s parameters under other names (it writes the names above on
+#: saving): ``layers.{i}.attention.{q,k,v,o}_proj.weight``, ``layers.{i}.mlp.fc1/fc2.weight``.
+MODULE_FAMILY = Family(
+    name="vit",
+    title="ViT",
+    members=("vit",),
+    layer="layers.{i}.",
+    roles={
+        "query": Role("attention.q_proj.weight"),
+        "key": Role("attention.k_proj.weight"),
+        "value": Role("attention.v_proj.weight"),
+        "attn_out": Role("attention.o_proj.weight"),
+        "ff_in": Role("mlp.fc1.weight"),
+        "ff_out": Role("mlp.fc2.weight"),
+    },
+    sizes=FAMILY.sizes,
+    block=FAMILY.block,
+)
