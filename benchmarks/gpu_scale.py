@@ -15,6 +15,13 @@ A single prepared script for the GPU machine. It
 Tested on CPU at a tiny size (``--layers 2 --heads 4 --hidden 256 --d-ff 1024 --device cpu``); see
 ``benchmarks/RESULTS.md`` for the status of the H200 run.
 
+``--llama`` runs instead ``benchmarks/llama_layer.py`` on CUDA: a Llama-7B-shaped layer (hidden 4096,
+32 heads, 8 key/value heads, gated feed-forward 14336, bfloat16 safetensors), read streaming, its
+per-matrix spectra timed per layer and the 32-layer model's time extrapolated. Without a CUDA device
+it prints ``{"skipped": ...}`` and exits 0 (the CPU numbers come from ``llama_layer.py`` itself).
+
+    python benchmarks/gpu_scale.py --llama --json       # the Llama-shaped layer on the GPU
+
     python benchmarks/gpu_scale.py                      # the 7B-scale run (GPU)
     python benchmarks/gpu_scale.py --layers 2 --heads 4 --hidden 256 --d-ff 1024 --device cpu
 """
@@ -77,9 +84,26 @@ def main(argv=None) -> int:
         help="cuSOLVER svd driver: gesvd, gesvdj, default (torch's choice) or probe (time gesvd and "
         "gesvdj on one hidden x hidden float64 matrix, check they agree, take the faster)",
     )
-    a = ap.parse_args(argv)
+    ap.add_argument(
+        "--llama",
+        action="store_true",
+        help="time a Llama-7B-shaped layer on CUDA instead (benchmarks/llama_layer.py)",
+    )
+    a, rest = ap.parse_known_args(argv)
 
     import torch
+
+    if a.llama:
+        if not torch.cuda.is_available():
+            print(json.dumps({"skipped": "no CUDA device: the Llama-shaped GPU run was not made"}))
+            return 0
+        from benchmarks import llama_layer
+
+        la = llama_layer.parser().parse_args(["--device", "cuda", *rest])
+        print(json.dumps(llama_layer.run(la)))
+        return 0
+    if rest:
+        ap.error(f"unrecognized arguments: {' '.join(rest)}")
 
     from genbound.analyze import analyze
     from genbound.device import resolve_device

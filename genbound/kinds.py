@@ -10,7 +10,14 @@ command line's help can name the kinds without loading it.
 (('QK', 'V'), -1)
 """
 
-__all__ = ["KINDS", "KIND_DESCRIPTIONS", "HEAD_KINDS", "MLP_HEAD"]
+__all__ = [
+    "KINDS",
+    "KIND_DESCRIPTIONS",
+    "HEAD_KINDS",
+    "MLP_HEAD",
+    "EXTRA_KIND_DESCRIPTIONS",
+    "ALL_KINDS",
+]
 
 #: The four matrix types of a layer, in words (the ``kind`` column of every table and JSON).
 KIND_DESCRIPTIONS = {
@@ -21,6 +28,14 @@ KIND_DESCRIPTIONS = {
 }
 #: The four matrix types of a layer, in the order of every table.
 KINDS = tuple(KIND_DESCRIPTIONS)
+#: Matrix types outside the papers' four, reported (spectra only) for the families that have them.
+EXTRA_KIND_DESCRIPTIONS = {
+    "M_gate": "the gate matrix of a gated feed-forward block (N x d_ff; M_in is then the up "
+    "matrix, M_out the down matrix)",
+    "router": "the router of a mixture-of-experts block (N x E)",
+}
+#: Every matrix type a report may hold, in table order.
+ALL_KINDS = ("QK", "V", "M_gate", "M_in", "M_out", "router")
 #: The per-head matrix types.
 HEAD_KINDS = ("QK", "V")
 #: The ``head`` value of the layer-wise feed-forward matrices in every table (the authors' convention).

@@ -6,10 +6,14 @@ and computes from it, layer by layer, the :class:`Spectra` (singular values and 
 that every bound of Part III needs. Book: :ref:`ch-sakai-trained` (the trained-transformer chapter of
 Part III) and :ref:`ch-schatten`.
 
-Five architectures, in three families (one small module each under ``genbound.weights.families``):
-BERT, RoBERTa and ELECTRA (``families/bert.py``), DistilBERT (``families/distilbert.py``) and GPT-2
-(``families/gpt2.py``, fused ``c_attn`` in ``Conv1D`` orientation). Llama-family models are recognised
-and refused with the reason (``families/llama.py``).
+Sixteen families, one small module each under ``genbound.weights.families``: BERT (RoBERTa,
+ELECTRA), DistilBERT, GPT-2, OPT and ViT, whose blocks the papers' bound covers, and Llama, Mistral,
+Qwen2, Qwen3, Gemma, Gemma 2, Phi-3, Mixtral, GPT-NeoX, Falcon and GPT-J, whose rotary query-key
+maps, gated feed-forward blocks or mixtures of experts it does not: for those,
+:meth:`TransformerWeights.matrix_table` reports every matrix's spectrum with ``covered`` and a
+``note``, and :meth:`TransformerWeights.spectra` (the bound's input) is refused with the reasons.
+Grouped- and multi-query attention, fused query-key-value and gate-up tensors are split by the
+config. Encoder-decoders (T5, BART) are refused (cross-attention).
 
 Conventions (the authors' proxies, Sakai & Imaizumi 2026, code ``extract.py``). A torch ``nn.Linear``
 weight has shape ``(out, in)`` (GPT-2's ``Conv1D`` weights are transposed to it on loading). With
@@ -68,11 +72,13 @@ from .loading import (
     load_weights,
     weights_from_state_dict,
 )
-from .model import FF_ROUTES, TransformerWeights
-from .record import HEAD_KINDS, KIND_DESCRIPTIONS, KINDS, MLP_HEAD, Spectra
+from .model import FF_ROUTES, MatrixSpectrum, TransformerWeights
+from .record import ALL_KINDS, HEAD_KINDS, KIND_DESCRIPTIONS, KINDS, MLP_HEAD, Spectra
 
 __all__ = [
     "KINDS",
+    "ALL_KINDS",
+    "MatrixSpectrum",
     "KIND_DESCRIPTIONS",
     "HEAD_KINDS",
     "MLP_HEAD",

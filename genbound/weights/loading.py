@@ -1,5 +1,8 @@
 """Turning a checkpoint folder, a state dict or an ``nn.Module`` into :class:`TransformerWeights`.
 
+One concept: reading a checkpoint's family, sizes and layers, and refusing every contradiction
+between its config and its tensors before any weight is read.
+
 The steps, the same for every source: find the family and the model prefix from the parameter names
 (:func:`find_family`); count the layers; check that every layer has the six role tensors with the
 shapes the config implies, floating-point, and **no other matrix** (a per-layer tensor with two or
@@ -21,7 +24,16 @@ from typing import Mapping
 import torch
 
 from ..errors import ArchitectureError, CheckpointError, InputError, ParameterError, ShapeError
-from .families import FAMILIES, REFUSALS, ROLES, Family, config_value
+from .families import (
+    FAMILIES,
+    REFUSALS,
+    ROLES,
+    ROPE_TYPES,
+    Family,
+    config_value,
+    family_of_model_type,
+    fused_rows,
+)
 from .files import (
     TensorInfo,
     load_torch_state_dict,
@@ -62,35 +74,118 @@ def _supported() -> str:
     return "; ".join(f"{f.anchor!r} ({f.title})" for f in FAMILIES)
 
 
-def find_family(names, where: str, *, only: Family | None = None) -> tuple[Family, str]:
-    """The family whose anchor parameter is among ``names``, and the model prefix before it.
+def _mapped_model_types() -> str:
+    return ", ".join(m for f in FAMILIES for m in f.members)
 
-    A refused family (Llama and relatives) raises with its reason; no match raises naming what was
-    found and what each family looks for. ``only`` restricts the search to one family.
+
+def _anchor_hits(fam, names: list[str]) -> list[str]:
+    """The model prefixes before ``fam``'s anchor among ``names``."""
+    a = fam.anchor
+    return sorted(
+        {
+            n[: -len(a)]
+            for n in names
+            if n.endswith(a) and (len(n) == len(a) or n[-len(a) - 1] == ".")
+        }
+    )
+
+
+def _has_layer0(fam: Family, prefix: str, names: set) -> bool:
+    """Whether every role's tensor of layer 0 (expert 0) is among ``names``."""
+    return all(fam.tensor_name(prefix, 0, r, 0) in names for r in fam.roles)
+
+
+def find_prefix_and_layer0(fam: Family, names) -> bool:
+    """Whether ``names`` hold ``fam``'s anchor after a single prefix, and all its layer-0 roles."""
+    hits = _anchor_hits(fam, list(names))
+    return len(hits) == 1 and _has_layer0(fam, hits[0], set(names))
+
+
+def _model_type(config, where: str) -> str | None:
+    mt = config_value(config, "model_type") if config is not None else None
+    if mt is None or mt == "":
+        return None
+    if not isinstance(mt, str):
+        raise ArchitectureError(f"{where}: 'model_type' must be a string, got {mt!r}")
+    return mt
+
+
+def find_family(
+    names, where: str, *, only: Family | None = None, config=None
+) -> tuple[Family, str]:
+    """The family of a checkpoint, and the model prefix before its parameter names.
+
+    The tensor names give the candidates (each family's anchor parameter, after any prefix); the
+    config's ``model_type``, when it has one, chooses among them (Llama's names are shared by
+    Mistral, Qwen2, Qwen3, Gemma, Gemma 2 and, after a ``decoder.`` prefix, OPT). A refused family
+    (encoder-decoders) raises with its reason; a ``model_type`` nobody mapped raises naming it;
+    names shared by several families and no ``model_type`` raise naming the candidates. ``only``
+    restricts the search to one family.
 
     >>> find_family(["transformer.h.0.attn.c_attn.weight"], "x")[0].name, find_family(["transformer.h.0.attn.c_attn.weight"], "x")[1]
     ('gpt2', 'transformer.')
+    >>> find_family(["model.layers.0.self_attn.q_proj.weight"], "x", config={"model_type": "qwen2"})[0].name
+    'qwen2'
     """
     names = list(names)
-    for fam in [only] if only is not None else FAMILIES:
-        hits = sorted(
-            {
-                n[: -len(fam.anchor)]
-                for n in names
-                if n.endswith(fam.anchor)
-                and (len(n) == len(fam.anchor) or n[-len(fam.anchor) - 1] == ".")
-            }
-        )
+    mt = _model_type(config, f"the config of {where}")
+    fams = [only] if only is not None else FAMILIES
+    if mt is not None and only is None:
+        for ref in REFUSALS:
+            if mt.lower() in ref.members and any(n.endswith(ref.anchor) for n in names):
+                raise ArchitectureError(f"{where} is " + ref.reason.format(mt=mt))
+    cands = []
+    for fam in fams:
+        hits = _anchor_hits(fam, names)
+        if len(hits) > 1 and mt is not None and mt.lower() not in fam.members:
+            hits = hits[:1]  # not this family anyway: the model_type decides below
         if len(hits) > 1:
             raise ArchitectureError(
                 f"{where} holds several {fam.name} models (prefixes {hits}); pass one"
             )
         if hits:
-            return fam, hits[0]
+            cands.append((fam, hits[0]))
+    if cands:
+        if mt is None:
+            if len(cands) == 1 or only is not None:
+                return cands[0]
+            raise ArchitectureError(
+                f"{where}: its parameter names are shared by the "
+                + ", ".join(f.name for f, _ in cands)
+                + " families and its config has no model_type to choose among them; add "
+                "'model_type' to the config"
+            )
+        mine = [(f, p) for f, p in cands if mt.lower() in f.members]
+        if mine:  # several name maps of one architecture (saved files, in-memory modules)
+            have = set(names)
+            full = [(f, p) for f, p in mine if _has_layer0(f, p, have)]
+            return (full or mine)[0]
+        fam = cands[0][0]
+        if family_of_model_type(mt) is None:
+            return cands[0]  # check_model_type names it, after the layers' checks (which say more)
+        raise ArchitectureError(
+            f"{where}: model_type is {mt!r}, but the tensor names are those of the {fam.name} "
+            f"family ({fam.title}; model_type one of {', '.join(fam.members)}); the config and the "
+            f"weights disagree"
+        )
+    if mt is not None and only is None:
+        for ref in REFUSALS:
+            if mt.lower() in ref.members:
+                raise ArchitectureError(f"{where} is " + ref.reason.format(mt=mt))
+        fam = family_of_model_type(mt)
+        if fam is None:
+            raise ArchitectureError(
+                f"{where}: model_type {mt!r} is not an architecture genbound maps (mapped: "
+                f"{_mapped_model_types()}); see genbound.weights.families to add one"
+            )
+        raise ArchitectureError(
+            f"{where}: model_type is {mt!r} but no parameter is named like {fam.anchor!r} "
+            f"(after a prefix), as a {fam.title} layer's are"
+        )
     if only is None:
         for ref in REFUSALS:
             if any(n.endswith(ref.anchor) for n in names):
-                raise ArchitectureError(f"{where} is {ref.reason}")
+                raise ArchitectureError(f"{where} is " + ref.reason.format(mt=ref.name))
     what = f"a {only.title} model" if only is not None else "a model of a supported family"
     raise ArchitectureError(
         f"{where} is not {what}: found {_shown(names)}; expected parameters like "
@@ -105,13 +200,22 @@ def _positive_int(value, key: str, where: str) -> int:
     return value
 
 
+#: Sizes a config may leave out: ``layers`` (counted from the tensors), ``kv_heads`` (= heads),
+#: ``head_dim`` (= hidden / heads).
+_OPTIONAL_SIZES = ("layers", "kv_heads", "head_dim")
+
+
 def config_sizes(config, family: Family, where: str) -> dict[str, int | None]:
-    """``{"hidden", "heads", "d_ff", "layers"}`` from a config, each a positive integer (``layers`` may be
-    absent: ``None``). Anything else (``2.5``, ``0``, ``-1``, ``"12"``, ``true``) raises naming the key.
+    """The family's sizes from a config (``hidden``, ``heads``, ``d_ff``, ``layers`` and, where the
+    family has them, ``kv_heads``, ``head_dim``, ``experts``, ``experts_per_token``), each a positive
+    integer; ``layers`` may be absent (``None``), ``kv_heads`` defaults to ``heads``, ``head_dim`` to
+    ``hidden / heads``. Anything else (``2.5``, ``0``, ``-1``, ``"12"``, ``true``), heads that do
+    not divide the width (without ``head_dim``) or key/value heads that do not divide the heads
+    raise naming the key and the value.
 
     >>> from genbound.weights.families import FAMILIES
     >>> config_sizes({"n_embd": 8, "n_head": 2, "n_inner": None, "n_layer": 3}, FAMILIES[2], "c")
-    {'hidden': 8, 'heads': 2, 'd_ff': 32, 'layers': 3}
+    {'hidden': 8, 'heads': 2, 'd_ff': 32, 'layers': 3, 'head_dim': 4, 'kv_heads': 2}
     """
     if config is None or isinstance(config, (str, bytes, int, float, list, tuple)):
         raise ArchitectureError(
@@ -121,33 +225,107 @@ def config_sizes(config, family: Family, where: str) -> dict[str, int | None]:
     for size, key in family.sizes.items():
         val = config_value(config, key)
         if val is None:
-            if size == "layers":
+            if size in _OPTIONAL_SIZES:
                 out[size] = None
                 continue
             if size == "d_ff" and family.default_d_ff is not None:
                 out[size] = family.default_d_ff(out["hidden"])
                 continue
-            needed = ", ".join(family.sizes.values())
+            needed = ", ".join(v for k, v in family.sizes.items() if k not in _OPTIONAL_SIZES)
             raise ArchitectureError(
                 f"{where} has no {key!r}; a {family.name} config needs {needed}"
             )
         out[size] = _positive_int(val, key, where)
+    out.setdefault("layers", None)
+    N, H = out["hidden"], out["heads"]
+    hkey = family.sizes["heads"]
+    if out.get("head_dim") is None:
+        if N % H:
+            raise ArchitectureError(
+                f"{where}: {family.sizes['hidden']}={N} is not divisible by {hkey}={H} (and the "
+                f"config gives no head_dim)"
+            )
+        out["head_dim"] = N // H
+    if family.kv_heads_of is not None:
+        kv = family.kv_heads_of(config, H)
+        out["kv_heads"] = None if kv is None else _positive_int(kv, "num_kv_heads", where)
+    if out.get("kv_heads") is None:
+        out["kv_heads"] = H
+    kv_key = family.sizes.get("kv_heads", "num_kv_heads")
+    if H % out["kv_heads"]:
+        raise ArchitectureError(
+            f"{where}: {kv_key}={out['kv_heads']} does not divide {hkey}={H}; every key/value "
+            f"head must serve the same number of query heads"
+        )
+    if family.ffn == "moe":
+        E, k = out["experts"], out["experts_per_token"]
+        if k > E:
+            raise ArchitectureError(
+                f"{where}: {family.sizes['experts_per_token']}={k} exceeds "
+                f"{family.sizes['experts']}={E}"
+            )
     return out
+
+
+def check_rope(config, family: Family, where: str) -> None:
+    """Refuse a rotary scaling type genbound does not know (``rope_scaling`` or
+    ``rope_parameters``, key ``rope_type`` or ``type``), naming the field and the value."""
+    if not family.rotary(config):
+        return
+    for field in ("rope_scaling", "rope_parameters"):
+        rp = config_value(config, field)
+        if rp is None:
+            continue
+        if not isinstance(rp, Mapping):
+            raise ArchitectureError(f"{where}: {field!r} must be a mapping, got {rp!r}")
+        per = rp.values() if rp and all(isinstance(v, Mapping) for v in rp.values()) else [rp]
+        for r in per:  # Gemma 3 style: one entry per attention kind
+            for key in ("rope_type", "type"):
+                t = r.get(key)
+                if t is not None and t not in ROPE_TYPES:
+                    raise ArchitectureError(
+                        f"{where}: {field}.{key} is {t!r}, a rotary scaling type genbound does not "
+                        f"know (known: {', '.join(ROPE_TYPES)})"
+                    )
 
 
 _LAYER_RE_CACHE: dict[tuple[str, str], re.Pattern] = {}
 
 
 def _layer_pattern(family: Family, prefix: str) -> re.Pattern:
-    key = (family.name, prefix)
+    key = (family.layer, prefix)
     if key not in _LAYER_RE_CACHE:
         head, tail = family.layer.split("{i}")
         _LAYER_RE_CACHE[key] = re.compile(re.escape(prefix + head) + r"(\d+)" + re.escape(tail))
     return _LAYER_RE_CACHE[key]
 
 
+def role_shapes(family: Family, sizes: Mapping[str, int], config) -> dict[str, tuple[int, int]]:
+    """The stored shape of every role's tensor (a fused tensor's whole shape) from the sizes."""
+    N, H, KV, dh, F = (sizes[k] for k in ("hidden", "heads", "kv_heads", "head_dim", "d_ff"))
+    dims = {"H": H, "KV": KV, "dh": dh, "F": F}
+    out_in = {
+        "query": (H * dh, N),
+        "key": (KV * dh, N),
+        "value": (KV * dh, N),
+        "attn_out": (N, H * dh),
+        "ff_gate": (F, N),
+        "ff_in": (F, N),
+        "ff_out": (N, F),
+        "router": (sizes.get("experts") or 0, N),
+    }
+    shapes = {}
+    for role, spec in family.roles.items():
+        layout = spec.layout_for(config)
+        total = fused_rows(layout, spec.part, dims)[0] if layout is not None else None
+        shapes[role] = spec.stored_shape(*out_in[role], total)
+        if spec.stacked:
+            shapes[role] = (sizes["experts"], *shapes[role])
+    return shapes
+
+
 def _check_layers(
-    family: Family, prefix: str, info: Mapping[str, TensorInfo], sizes: dict, source: str
+    family: Family, prefix: str, info: Mapping[str, TensorInfo], sizes: dict, source: str, config
 ) -> int:
     """Validate every layer against the family and the sizes; return the number of layers."""
     pat = _layer_pattern(family, prefix)
@@ -159,36 +337,59 @@ def _check_layers(
     n_total = max(by_layer) + 1 if by_layer else 0
     if n_total == 0:
         raise ArchitectureError(f"{source}: no layers found")
-    N, F = sizes["hidden"], sizes["d_ff"]
-    expected = {
-        "query": (N, N),
-        "key": (N, N),
-        "value": (N, N),
-        "attn_out": (N, N),
-        "ff_in": (F, N),
-        "ff_out": (N, F),
-    }
-    consumed_rel = {r.name for r in family.roles.values()}
+    shapes = role_shapes(family, sizes, config)
+    E = sizes.get("experts")
+    expert_re = None
+    for spec in family.roles.values():
+        if "{e}" in spec.name:
+            a, b = spec.name.split("{e}")
+            expert_re = re.compile(re.escape(a) + r"(\d+)\.")
+    roles = [r for r in family.roles]
+    consumed_rel = set()
+    for role in roles:
+        name = family.roles[role].name
+        consumed_rel |= {name.format(e=e) for e in range(E)} if "{e}" in name else {name}
     for i in range(n_total):
         lp = family.layer_prefix(prefix, i)
-        for role in ROLES:
-            spec = family.roles[role]
-            name = lp + spec.name
-            if name not in info:
+        if expert_re is not None:
+            seen = {
+                int(m.group(1)) for n in by_layer.get(i, []) if (m := expert_re.match(n[len(lp) :]))
+            }
+            extra = sorted(e for e in seen if e >= E)
+            if extra:
                 raise ArchitectureError(
-                    f"{source}: parameter {name!r} is missing (layer {i} of {n_total})"
+                    f"{source}: layer {i} holds expert {extra[0]}, but the config says "
+                    f"{family.sizes['experts']}={E} (experts 0 to {E - 1})"
                 )
-            t = info[name]
-            want = spec.stored_shape(*expected[role])
-            if tuple(t.shape) != want:
-                raise ShapeError(
-                    f"{source}: {name!r} has shape {tuple(t.shape)}, expected {want} (from the config: "
-                    f"hidden={N}, heads={sizes['heads']}, d_ff={F})"
-                )
-            if not t.floating:
-                raise CheckpointError(
-                    f"{source}: {name!r} has dtype {t.dtype}, not a floating-point weight"
-                )
+        for role in roles:
+            spec = family.roles[role]
+            for e in range(E) if "{e}" in spec.name else [None]:
+                name = lp + (spec.name.format(e=e) if e is not None else spec.name)
+                if name not in info:
+                    what = (
+                        f"expert {e} of {E} in layer {i}"
+                        if e is not None
+                        else f"layer {i} of {n_total}"
+                    )
+                    raise ArchitectureError(f"{source}: parameter {name!r} is missing ({what})")
+                t = info[name]
+                want = shapes[role]
+                if tuple(t.shape) != want:
+                    layout = spec.layout_for(config)
+                    fused = f", {layout} layout" if layout is not None else ""
+                    cfg = ", ".join(
+                        f"{family.sizes.get(k, k)}={sizes[k]}"
+                        for k in ("hidden", "heads", "kv_heads", "head_dim", "d_ff", "experts")
+                        if sizes.get(k) is not None
+                    )
+                    raise ShapeError(
+                        f"{source}: {name!r} has shape {tuple(t.shape)}, expected {want} (from the "
+                        f"config: {cfg}{fused})"
+                    )
+                if not t.floating:
+                    raise CheckpointError(
+                        f"{source}: {name!r} has dtype {t.dtype}, not a floating-point weight"
+                    )
         for name in by_layer.get(i, []):
             rel = name[len(lp) :]
             if rel in consumed_rel or rel in family.buffers or len(info[name].shape) < 2:
@@ -205,29 +406,30 @@ def _check_layers(
 def check_model_type(config, family: Family, where: str) -> None:
     """Refuse a config whose ``model_type`` names another architecture than the tensor names show.
 
-    Rule: the tensor names decide the family; ``model_type``, when the config has one, must be one of
-    the family's ``members`` (BERT's names are shared by ``bert``, ``roberta``, ``electra`` and the
-    RoBERTa re-trainings ``camembert`` and ``xlm-roberta``, which use RoBERTa's code; DistilBERT's and
-    GPT-2's names by their own ``model_type`` only). A config without ``model_type`` is read by its
-    tensor names alone.
+    Rule: ``model_type``, when the config has one, must be one of the family's ``members`` (BERT's
+    names are shared by ``bert``, ``roberta``, ``electra`` and the RoBERTa re-trainings
+    ``camembert`` and ``xlm-roberta``, which use RoBERTa's code). A config without ``model_type`` is
+    read by its tensor names alone.
 
     >>> from genbound.weights.families import FAMILIES
     >>> check_model_type({"model_type": "roberta"}, FAMILIES[0], "c")
-    >>> check_model_type({"model_type": "t5"}, FAMILIES[0], "c")
+    >>> check_model_type({"model_type": "gpt2"}, FAMILIES[0], "c")
     Traceback (most recent call last):
     ...
-    genbound.errors.ArchitectureError: c: model_type is 't5', but the tensor names are those of the bert family (BERT, RoBERTa, ELECTRA; model_type one of bert, roberta, electra, camembert, xlm-roberta); refusing to guess which is right
+    genbound.errors.ArchitectureError: c: model_type is 'gpt2', but the tensor names are those of the bert family (BERT, RoBERTa, ELECTRA; model_type one of bert, roberta, electra, camembert, xlm-roberta); the config and the weights disagree
     """
-    mt = config_value(config, "model_type")
-    if mt is None or mt == "":
-        return
-    if not isinstance(mt, str):
-        raise ArchitectureError(f"{where}: 'model_type' must be a string, got {mt!r}")
-    if mt.lower() not in family.members:
+    mt = _model_type(config, where)
+    if mt is not None and mt.lower() not in family.members and family_of_model_type(mt) is None:
+        raise ArchitectureError(
+            f"{where}: model_type {mt!r} is not an architecture genbound maps (mapped: "
+            f"{_mapped_model_types()}), although the tensor names are those of the {family.name} "
+            f"family ({family.title})"
+        )
+    if mt is not None and mt.lower() not in family.members:
         raise ArchitectureError(
             f"{where}: model_type is {mt!r}, but the tensor names are those of the {family.name} "
-            f"family ({family.title}; model_type one of {', '.join(family.members)}); refusing to guess which "
-            f"is right"
+            f"family ({family.title}; model_type one of {', '.join(family.members)}); the config "
+            f"and the weights disagree"
         )
 
 
@@ -243,16 +445,21 @@ def _build(
     attention_scale,
     layers,
 ) -> TransformerWeights:
-    sizes = config_sizes(config, family, config_where)
-    N, H, F = sizes["hidden"], sizes["heads"], sizes["d_ff"]
-    if N % H:
-        raise ArchitectureError(
-            f"{source}: hidden size {N} is not divisible by the number of heads {H}"
-        )
-    n_total = _check_layers(family, prefix, info, sizes, source)
-    check_model_type(
-        config, family, config_where
-    )  # after the structural checks, whose reasons say more
+    try:
+        sizes = config_sizes(config, family, config_where)
+        check_rope(config, family, config_where)
+        n_total = _check_layers(family, prefix, info, sizes, source, config)
+    except ArchitectureError as exc:
+        mt = _model_type(config, config_where)
+        if mt is None or mt.lower() in family.members or family_of_model_type(mt) is not None:
+            raise
+        raise type(exc)(
+            f"{config_where}: model_type {mt!r} is not an architecture genbound maps (mapped: "
+            f"{_mapped_model_types()}); read as the {family.name} family its parameter names "
+            f"resemble, it fails: {exc}"
+        ) from None
+    # after the layers' checks, whose reasons say more
+    check_model_type(config, family, config_where)
     if sizes["layers"] is not None and sizes["layers"] != n_total:
         raise ArchitectureError(
             f"{source}: the config says {family.sizes['layers']}={sizes['layers']} but the "
@@ -261,16 +468,21 @@ def _build(
     ids = layer_ids(n_total, range(n_total) if layers is None else layers)
     if not isinstance(attention_scale, bool):
         raise ParameterError(f"attention_scale must be True or False, got {attention_scale!r}")
-    store = make_store(tuple(ids), N // H)
+    N, H, KV, dh, F = (sizes[k] for k in ("hidden", "heads", "kv_heads", "head_dim", "d_ff"))
+    dims = {"H": H, "KV": KV, "dh": dh, "F": F}
+    store = make_store(tuple(ids), dims)
     return TransformerWeights(
         n_layers=len(ids),
         n_heads=H,
         hidden=N,
-        d_head=N // H,
+        d_head=dh,
         d_ff=F,
         source=source,
         attention_scale=attention_scale,
         family=family.name,
+        kv_heads=KV,
+        n_experts=sizes.get("experts"),
+        coverage=family.coverage(config, sizes),
         _store=store,
     )
 
@@ -316,12 +528,15 @@ def weights_from_state_dict(
     info = _state_dict_info(state_dict, source)
     only = None
     if family is not None:
-        only = next((f for f in FAMILIES if f.name == family), None)
-        if only is None:
+        named = [f for f in FAMILIES if f.name == family]
+        if not named:
             raise ParameterError(
                 f"unknown family {family!r}; expected one of {[f.name for f in FAMILIES]}"
             )
-    fam, prefix = find_family(info, source, only=only)
+        # a family with several name maps (Mixtral: saved files, in-memory modules): the one whose
+        # layer-0 tensors are all present
+        only = next((f for f in named if find_prefix_and_layer0(f, info)), named[0])
+    fam, prefix = find_family(info, source, only=only, config=config)
     cfg_where = f"the config of {source}"
     return _build(
         info,
@@ -332,8 +547,14 @@ def weights_from_state_dict(
         config_where=cfg_where,
         attention_scale=attention_scale,
         layers=layers,
-        make_store=lambda ids, dh: DictStore(
-            family=fam, prefix=prefix, layer_ids=ids, config=config, d_head=dh, tensors=state_dict
+        make_store=lambda ids, dims: DictStore(
+            family=fam,
+            prefix=prefix,
+            layer_ids=ids,
+            config=config,
+            d_head=dims["dh"],
+            dims=dims,
+            tensors=state_dict,
         ),
     )
 
@@ -382,8 +603,8 @@ def _module_config(model, fam: Family, prefix: str, sd) -> dict:
 def _weights_from_module(model, attention_scale, layers) -> TransformerWeights:
     where = f"module {type(model).__name__}"
     sd = dict(model.named_parameters())
-    fam, prefix = find_family(sd, where)
     config = getattr(model, "config", None)
+    fam, prefix = find_family(sd, where, config=config)
     if config is None:
         config = _module_config(model, fam, prefix, sd)
     return weights_from_state_dict(
@@ -428,24 +649,26 @@ def _weights_from_folder(path: Path, attention_scale, layers) -> TransformerWeig
             f"{str(path)!r} has no model.safetensors, model.safetensors.index.json or "
             f"pytorch_model.bin (found {_listing(path)})"
         )
-    fam, prefix = find_family(info, source)
+    fam, prefix = find_family(info, source, config=config)
     if binf.is_file() and not (single.is_file() or index.is_file()):
-        make = lambda ids, dh: DictStore(
+        make = lambda ids, dims: DictStore(  # noqa: E731
             family=fam,
             prefix=prefix,
             layer_ids=ids,
-            config=config,  # noqa: E731
-            d_head=dh,
+            config=config,
+            d_head=dims["dh"],
+            dims=dims,
             tensors=sd,
         )
     else:
         files = {n: t.file for n, t in info.items()}
-        make = lambda ids, dh: SafetensorsStore(
+        make = lambda ids, dims: SafetensorsStore(  # noqa: E731
             family=fam,
             prefix=prefix,
-            layer_ids=ids,  # noqa: E731
+            layer_ids=ids,
             config=config,
-            d_head=dh,
+            d_head=dims["dh"],
+            dims=dims,
             files=files,
         )
     return _build(
@@ -467,8 +690,10 @@ def load_weights(source, *, attention_scale: bool | None = None, layers=None) ->
     ``source`` is a folder holding ``config.json`` and ``model.safetensors`` (or a sharded
     ``model.safetensors.index.json``, or ``pytorch_model.bin``), a ``torch.nn.Module``, or a
     :class:`TransformerWeights` (then ``attention_scale`` and ``layers`` apply to it, see
-    :meth:`TransformerWeights.select`). Supported families: BERT, RoBERTa and ELECTRA, DistilBERT,
-    GPT-2 (``genbound.weights.families``); Llama-family models are refused with the reason.
+    :meth:`TransformerWeights.select`). Families: ``genbound.weights.families`` (BERT, RoBERTa,
+    ELECTRA, DistilBERT, GPT-2, OPT, ViT with the bound; Llama, Mistral, Qwen2, Qwen3, Gemma,
+    Gemma 2, Phi-3, Mixtral, GPT-NeoX, Falcon, GPT-J with per-matrix spectra only, see
+    :meth:`TransformerWeights.matrix_table`); encoder-decoders are refused with the reason.
     Nothing is downloaded and, for folders, no weight is read until spectra are taken (layer by
     layer). ``attention_scale=True`` puts the model's score scale (``1/sqrt(d_head)``) into every
     ``QK``; ``None`` means ``False`` for a new load and "unchanged" for a :class:`TransformerWeights`.

@@ -1,4 +1,8 @@
-"""The :class:`TransformerWeights` object: per-layer proxy matrices, read lazily, and their spectra."""
+"""The :class:`TransformerWeights` object: per-layer proxy matrices, read lazily, and their spectra.
+
+One concept: a transformer's weight matrices as the proxies see them (per head, per expert), and
+their singular values, layer by layer.
+"""
 
 from __future__ import annotations
 
@@ -10,10 +14,10 @@ from .._validate import as_tensor, check_positive_int
 from ..device import resolve_device
 from ..errors import ArchitectureError, NonFiniteError, ParameterError, ShapeError
 from ..spectra import DEFAULT_CERT_RTOL, certified_singular_values
-from .record import HEAD_KINDS, KINDS, Spectra, kind_attr
+from .record import ALL_KINDS, HEAD_KINDS, KINDS, MLP_HEAD, Spectra, kind_attr
 from .stores import DenseHeads
 
-__all__ = ["TransformerWeights", "FF_ROUTES"]
+__all__ = ["TransformerWeights", "MatrixSpectrum", "FF_ROUTES"]
 
 #: ``ff_route`` values of :meth:`TransformerWeights.spectra` (``method="core"``).
 FF_ROUTES = ("auto", "gram", "qr-svd")
@@ -31,6 +35,14 @@ class TransformerWeights:
     the architecture family (``"bert"``, ``"distilbert"``, ``"gpt2"``; ``"proxy"`` for matrices
     given directly). ``attention_scale=True`` puts the score scale the model applies (``1/sqrt(d_head)``,
     GPT-2's optional ``1/(layer + 1)``) into every ``QK``.
+
+    ``kv_heads`` is the number of key/value heads (``None``: one per query head); with fewer, query
+    head ``h`` is formed with key/value head ``h // (n_heads / kv_heads)``, as the model computes it.
+    ``n_experts`` is the number of experts of a mixture-of-experts block (``None``: none).
+    ``coverage`` maps each matrix kind to a :class:`~genbound.weights.families.Coverage`: whether
+    the papers' bound covers it and the note a report prints; :attr:`covered` is whether it covers
+    every kind. Only covered weights give :meth:`spectra` (the bound's input);
+    :meth:`matrix_spectra` and :meth:`matrix_table` give every matrix's spectrum either way.
     """
 
     n_layers: int
@@ -41,6 +53,9 @@ class TransformerWeights:
     source: str
     attention_scale: bool = False
     family: str = "proxy"
+    kv_heads: int | None = None
+    n_experts: int | None = None
+    coverage: dict | None = field(default=None, repr=False, compare=False)
     _store: object = field(default=None, repr=False, compare=False)
     _cache: dict = field(default_factory=dict, repr=False, compare=False)
 
@@ -132,6 +147,9 @@ class TransformerWeights:
             source=self.source,
             attention_scale=scale,
             family=self.family,
+            kv_heads=self.kv_heads,
+            n_experts=self.n_experts,
+            coverage=self.coverage,
             _store=store,
         )
 
@@ -154,6 +172,32 @@ class TransformerWeights:
             return 1.0
         return self._store.score_scale(layer)
 
+    @property
+    def covered(self) -> bool:
+        """Whether the papers' bound covers every matrix kind of these weights."""
+        return self.coverage is None or all(c.covered for c in self.coverage.values())
+
+    @property
+    def kinds(self) -> tuple[str, ...]:
+        """The matrix kinds of one layer: :data:`~genbound.kinds.KINDS`, plus ``M_gate`` (gated
+        feed-forward) and ``router`` (mixture of experts) where the family has them."""
+        if self.coverage is None:
+            return KINDS
+        return tuple(k for k in ALL_KINDS if k in self.coverage)
+
+    def uncovered_reason(self) -> str:
+        """In words, which kinds the bound does not cover and why ("" when covered)."""
+        if self.covered:
+            return ""
+        return "; ".join(f"{k}: {c.note}" for k, c in self.coverage.items() if not c.covered)
+
+    def _kv_index(self, dev) -> torch.Tensor | None:
+        """For each query head, its key/value head (``None`` when every head has its own)."""
+        kv = self.kv_heads or self.n_heads
+        if kv == self.n_heads:
+            return None
+        return torch.arange(self.n_heads, device=dev) // (self.n_heads // kv)
+
     def head_factors(self, kind: str, layer: int, *, device=None):
         """Thin factors ``(left, right)`` of every head of one layer: ``left`` ``(H, N, d_head)``,
         ``right`` ``(H, d_head, N)``, float64, with ``left[h] @ right[h]`` the head's ``QK`` or ``V``.
@@ -167,24 +211,36 @@ class TransformerWeights:
             )
         dev = resolve_device(device)
         H, N, dh = self.n_heads, self.hidden, self.d_head
+        KV = self.kv_heads or H
+        g = self._kv_index(dev)  # query head h uses key/value head g[h]
         if kind == "QK":
             a = self._raw(layer, "query", dev).reshape(H, dh, N)
-            b = self._raw(layer, "key", dev).reshape(H, dh, N)
+            b = self._raw(layer, "key", dev).reshape(KV, dh, N)
+            b = b if g is None else b[g]
             left = a.transpose(-1, -2)
             c = self.score_scale(layer)
             if c != 1.0:
                 left = left * c
             return left, b
-        a = self._raw(layer, "value", dev).reshape(H, dh, N)
+        a = self._raw(layer, "value", dev).reshape(KV, dh, N)
+        a = a if g is None else a[g]
         o = self._raw(layer, "attn_out", dev)  # (N, H*dh): rows of o^T for head h are o[:, s_h]^T
         return a.transpose(-1, -2), o.transpose(0, 1).reshape(H, dh, N)
 
     def matrix(
-        self, kind: str, layer: int, head: int | None = None, *, device=None
+        self,
+        kind: str,
+        layer: int,
+        head: int | None = None,
+        *,
+        device=None,
+        expert: int | None = None,
     ) -> torch.Tensor:
         """One proxy matrix as a dense float64 tensor (for inspection and plots, not for speed).
 
-        ``QK``/``V`` need ``head`` and are ``N x N``; ``M_in`` is ``N x d_ff``; ``M_out`` is ``d_ff x N``.
+        ``QK``/``V`` need ``head`` and are ``N x N``; ``M_in`` (and ``M_gate``) is ``N x d_ff``;
+        ``M_out`` is ``d_ff x N``; ``router`` is ``N x E``. In a mixture of experts the feed-forward
+        kinds need ``expert``.
         """
         layer = self._check_layer(layer)
         dev = resolve_device(device)
@@ -200,27 +256,38 @@ class TransformerWeights:
                 return getattr(self._store, kind_attr(kind))[layer, head].to(dev)
             left, right = self.head_factors(kind, layer, device=dev)
             return left[head] @ right[head]
-        if kind not in KINDS:
-            raise ParameterError(f"unknown matrix kind {kind!r}; expected one of {KINDS}")
-        return self._mlp_matrix(kind, layer, dev)
+        if kind not in self.kinds:
+            raise ParameterError(f"unknown matrix kind {kind!r}; expected one of {self.kinds}")
+        return self._mlp_matrix(kind, layer, dev, expert)
 
-    def _raw(self, layer: int, role: str, dev) -> torch.Tensor:
+    def _raw(self, layer: int, role: str, dev, expert: int | None = None) -> torch.Tensor:
         """One raw weight tensor of layer ``layer`` in float64 on ``dev``, checked for finiteness."""
-        t = self._store.get(layer, role).to(device=dev, dtype=torch.float64)
+        t = self._store.get(layer, role, expert).to(device=dev, dtype=torch.float64)
         if not (
             bool(torch.isfinite(t.max())) and bool(torch.isfinite(t.min()))
         ):  # NaN/inf propagate
             raise NonFiniteError(
-                f"{self.source}: {self._store.name(layer, role)!r} holds non-finite values "
+                f"{self.source}: {self._store.name(layer, role, expert)!r} holds non-finite values "
                 f"(NaN or inf)"
             )
         return t
 
-    def _mlp_matrix(self, kind: str, layer: int, dev) -> torch.Tensor:
+    def _mlp_matrix(self, kind: str, layer: int, dev, expert: int | None = None) -> torch.Tensor:
+        """A feed-forward matrix in row-vector orientation: ``M_in``/``M_gate`` ``N x d_ff``,
+        ``M_out`` ``d_ff x N``, ``router`` ``N x E`` (of ``expert`` in a mixture of experts)."""
         if self.is_dense:
             return getattr(self._store, kind_attr(kind))[layer].to(dev)
-        role = "ff_in" if kind == "M_in" else "ff_out"
-        return self._raw(layer, role, dev).transpose(0, 1)
+        if self.n_experts is not None and kind != "router":
+            if expert is None:
+                raise ParameterError(
+                    f"{kind} is a per-expert matrix here: pass expert=0..{self.n_experts - 1}"
+                )
+            expert = check_positive_int(expert, "expert", minimum=0)
+            if expert >= self.n_experts:
+                raise ParameterError(f"expert must be < {self.n_experts}, got {expert}")
+        else:
+            expert = None
+        return self._raw(layer, _FF_ROLE[kind], dev, expert).transpose(0, 1)
 
     # ---- spectra ------------------------------------------------------------------------------
     def layer_spectra(
@@ -287,6 +354,12 @@ class TransformerWeights:
         method = _check_method(method)
         if ff_route not in FF_ROUTES:
             raise ParameterError(f"ff_route must be one of {FF_ROUTES}, got {ff_route!r}")
+        if not self.covered:
+            raise ArchitectureError(
+                f"{self.source}: the papers' bound does not cover every block of this {self.family} "
+                f"model, so genbound gives no bound for it ({self.uncovered_reason()}); its "
+                f"per-matrix spectra, labelled so: load_weights(...).matrix_table()"
+            )
         dev = resolve_device(device)
         key = (str(dev), method, ff_route if method == "core" else None)
         if cache and key in self._cache:
@@ -332,9 +405,144 @@ class TransformerWeights:
         return sp
 
     def layer_bytes(self) -> int:
-        """Bytes of the six weight matrices of one layer in float64 (what one layer costs in memory)."""
-        N, F = self.hidden, self.d_ff
-        return 8 * (4 * N * N + 2 * N * F)
+        """Bytes of one layer's weight matrices in float64 (what one layer costs in memory)."""
+        N, F, H = self.hidden, self.d_ff, self.n_heads
+        dh = self.d_head or N // H
+        kv = self.kv_heads or H
+        n_ff = 3 if "M_gate" in self.kinds else 2
+        return 8 * (2 * N * H * dh + 2 * N * kv * dh + n_ff * N * F * (self.n_experts or 1))
+
+    # ---- every matrix, covered or not -----------------------------------------------------------
+    def matrix_spectra(self, *, device=None, layers=None) -> list["MatrixSpectrum"]:
+        """Every matrix's singular values, ``(2,1)`` norm and coverage, layer by layer.
+
+        One :class:`MatrixSpectrum` per matrix, in the order of every table: per layer, ``QK`` and
+        ``V`` of each query head (formed with its key/value head), then the feed-forward kinds
+        (per expert in a mixture of experts) and the router. Heads go through the thin-QR cores of
+        :meth:`spectra`; feed-forward matrices through
+        :func:`~genbound.spectra.certified_singular_values`. This works for every family, covered
+        or not: nothing here is a bound. ``layers`` restricts the layers (default all).
+        """
+        dev = resolve_device(device)
+        ids = range(self.n_layers) if layers is None else layer_ids(self.n_layers, layers)
+        cov = self.coverage or {}
+        out = []
+        for l in ids:
+            heads = {}
+            for kind in HEAD_KINDS:
+                if self.is_dense:
+                    P = getattr(self._store, kind_attr(kind))[l].to(dev)
+                    heads[kind] = (_svdvals(P), _colnorm_sum(P), "dense-svd")
+                else:
+                    left, right = self.head_factors(kind, l, device=dev)
+                    s, n21 = _head_summary(left, right, "core")
+                    heads[kind] = (s, n21, "qr-core")
+            for h in range(self.n_heads):
+                for kind in HEAD_KINDS:
+                    s, n21, route = heads[kind]
+                    c = cov.get(kind)
+                    out.append(
+                        MatrixSpectrum(
+                            kind=kind,
+                            layer=l,
+                            head=h,
+                            expert=-1,
+                            rows=self.hidden,
+                            cols=self.hidden,
+                            svals=_sorted_desc(s[h]),
+                            norm21=float(n21[h]),
+                            route=route,
+                            covered=True if c is None else c.covered,
+                            note="" if c is None else c.note,
+                        )
+                    )
+            ff_kinds = [k for k in self.kinds if k not in HEAD_KINDS]
+            for kind in ff_kinds:
+                experts = (
+                    [None] if self.n_experts is None or kind == "router" else range(self.n_experts)
+                )
+                for e in experts:
+                    M = self._mlp_matrix(kind, l, dev, e)
+                    cert = certified_singular_values(M, rtol=DEFAULT_CERT_RTOL)
+                    c = cov.get(kind)
+                    out.append(
+                        MatrixSpectrum(
+                            kind=kind,
+                            layer=l,
+                            head=MLP_HEAD,
+                            expert=-1 if e is None else e,
+                            rows=int(M.shape[0]),
+                            cols=int(M.shape[1]),
+                            svals=_sorted_desc(cert.svals),
+                            norm21=float(_colnorm_sum(M)),
+                            route=cert.route,
+                            covered=True if c is None else c.covered,
+                            note="" if c is None else c.note,
+                        )
+                    )
+                    del M
+            _return_freed_memory()
+        return out
+
+    def matrix_table(self, *, device=None, layers=None, rank_tol: float = 1e-10):
+        """:meth:`matrix_spectra` as a DataFrame, one row per matrix: ``kind, layer, head, expert,
+        rows, cols, rank, sigma_max, frobenius, nuclear, stable_rank, norm_21, route, covered,
+        note``. ``rank`` counts singular values above ``rank_tol * min(rows, cols) * max(sigma_max,
+        1)`` (the rank rule of the bound's tables). ``covered`` False means the papers' bound does
+        not describe the matrix's block (``note`` says why): its numbers are spectra only.
+        """
+        import pandas as pd
+
+        rows = []
+        for m in self.matrix_spectra(device=device, layers=layers):
+            s = m.svals.double()
+            smax = float(s[0]) if s.numel() else 0.0
+            thr = rank_tol * min(m.rows, m.cols) * max(smax, 1.0)
+            fro = float(torch.linalg.vector_norm(s))
+            rows.append(
+                {
+                    "kind": m.kind,
+                    "layer": m.layer,
+                    "head": m.head,
+                    "expert": m.expert,
+                    "rows": m.rows,
+                    "cols": m.cols,
+                    "rank": int((s > thr).sum()),
+                    "sigma_max": smax,
+                    "frobenius": fro,
+                    "nuclear": float(s.sum()),
+                    "stable_rank": (fro / smax) ** 2 if smax > 0 else 0.0,
+                    "norm_21": m.norm21,
+                    "route": m.route,
+                    "covered": m.covered,
+                    "note": m.note,
+                }
+            )
+        return pd.DataFrame(rows)
+
+
+@dataclass(frozen=True)
+class MatrixSpectrum:
+    """One matrix's singular values (descending; for a head, the ``min(N, d_head)`` nonzero-capable
+    core values), ``(2,1)`` norm, spectrum route and coverage (see
+    :meth:`TransformerWeights.matrix_table`). ``head`` is -1 for feed-forward kinds, ``expert`` -1
+    outside a mixture of experts."""
+
+    kind: str
+    layer: int
+    head: int
+    expert: int
+    rows: int
+    cols: int
+    svals: torch.Tensor
+    norm21: float
+    route: str
+    covered: bool
+    note: str
+
+
+#: The weight role of each feed-forward kind.
+_FF_ROLE = {"M_in": "ff_in", "M_out": "ff_out", "M_gate": "ff_gate", "router": "router"}
 
 
 # --------------------------------------------------------------------------------------------------

@@ -8,9 +8,17 @@ import torch
 
 from ..device import resolve_device
 from ..errors import ParameterError
-from ..kinds import HEAD_KINDS, KIND_DESCRIPTIONS, KINDS, MLP_HEAD
+from ..kinds import ALL_KINDS, HEAD_KINDS, KIND_DESCRIPTIONS, KINDS, MLP_HEAD
 
-__all__ = ["KINDS", "KIND_DESCRIPTIONS", "HEAD_KINDS", "MLP_HEAD", "Spectra", "kind_attr"]
+__all__ = [
+    "KINDS",
+    "ALL_KINDS",
+    "KIND_DESCRIPTIONS",
+    "HEAD_KINDS",
+    "MLP_HEAD",
+    "Spectra",
+    "kind_attr",
+]
 
 # KINDS, HEAD_KINDS, MLP_HEAD: defined once in genbound.kinds (re-exported here and by genbound.weights)
 

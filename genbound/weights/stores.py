@@ -14,7 +14,7 @@ from typing import Mapping, Sequence
 
 import torch
 
-from .families import Family
+from .families import Family, fused_rows
 
 __all__ = ["TensorStore", "DictStore", "SafetensorsStore", "DenseHeads"]
 
@@ -28,10 +28,11 @@ class TensorStore:
     layer_ids: tuple[int, ...]
     config: Mapping | object
     d_head: int
+    dims: Mapping[str, int] = None  # H, KV, dh, F: how fused tensors split
 
-    def name(self, layer: int, role: str) -> str:
+    def name(self, layer: int, role: str, expert: int | None = None) -> str:
         """The checkpoint's name of a role's tensor in (store) layer ``layer``."""
-        return self.family.tensor_name(self.prefix, self.layer_ids[layer], role)
+        return self.family.tensor_name(self.prefix, self.layer_ids[layer], role, expert)
 
     def score_scale(self, layer: int) -> float:
         """The factor the model multiplies the scores of (store) layer ``layer`` by."""
@@ -40,15 +41,19 @@ class TensorStore:
     def read(self, name: str) -> torch.Tensor:  # pragma: no cover - interface
         raise NotImplementedError
 
-    def get(self, layer: int, role: str) -> torch.Tensor:
-        """One role's weight in the ``(out, in)`` orientation (a view where possible, never a copy)."""
+    def get(self, layer: int, role: str, expert: int | None = None) -> torch.Tensor:
+        """One role's weight in the ``(out, in)`` orientation (a view where possible; the rows of a
+        per-head interleaved fused tensor are gathered, a copy of that role only)."""
         spec = self.family.roles[role]
-        t = self.read(self.name(layer, role))
+        t = self.read(self.name(layer, role, expert))
+        if spec.stacked:
+            t = t[expert]
         if spec.conv1d:
             t = t.transpose(0, 1)
-        if spec.parts > 1:
-            step = t.shape[0] // spec.parts
-            t = t[spec.part * step : (spec.part + 1) * step]
+        layout = spec.layout_for(self.config)
+        if layout is not None:
+            _, rows = fused_rows(layout, spec.part, self.dims)
+            t = t[rows] if isinstance(rows, slice) else t[torch.as_tensor(rows, dtype=torch.long)]
         return t
 
     def select(self, ids: Sequence[int]) -> "TensorStore":

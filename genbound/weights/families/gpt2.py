@@ -47,9 +47,9 @@ FAMILY = Family(
     members=("gpt2",),
     layer="h.{i}.",
     roles={
-        "query": Role("attn.c_attn.weight", conv1d=True, part=0, parts=3),
-        "key": Role("attn.c_attn.weight", conv1d=True, part=1, parts=3),
-        "value": Role("attn.c_attn.weight", conv1d=True, part=2, parts=3),
+        "query": Role("attn.c_attn.weight", conv1d=True, layout="qkv", part=0),
+        "key": Role("attn.c_attn.weight", conv1d=True, layout="qkv", part=1),
+        "value": Role("attn.c_attn.weight", conv1d=True, layout="qkv", part=2),
         "attn_out": Role("attn.c_proj.weight", conv1d=True),
         "ff_in": Role("mlp.c_fc.weight", conv1d=True),
         "ff_out": Role("mlp.c_proj.weight", conv1d=True),

@@ -1,25 +1,24 @@
-"""Llama-family decoders (Llama, Mistral, Qwen2, ...): recognised and refused, with the reason.
+"""Llama (with and without grouped-query attention) and the decoders that share its parameter names.
 
-Three things break the proxies' reading of a layer (book, Part III, chapter "Trained transformers",
-section "Other architectures"):
+Parameter names (after an optional ``model.`` prefix), ``dh`` the head size (``head_dim``, else
+``N / H``), ``KV`` the key/value heads (``num_key_value_heads``, else ``H``)::
 
-* rotary position embeddings rotate queries and keys by position-dependent angles, so the score of
-  positions ``s, t`` is ``x_s W_Q R_{t-s} W_K^T x_t^T`` (row-vector maps ``W_Q, W_K``): one bilinear
-  form per relative offset, not the single ``W_Q W_K^T`` whose spectrum the proxy uses;
-* the feed-forward block is gated, ``(SiLU(x W_gate^T) * (x W_up^T)) W_down^T``: a product of two
-  branches, not ``phi(x M_in) M_out``, so its Lipschitz factor is not ``L_phi C2(M_in) C2(M_out)``;
-* grouped-query attention shares one key and value projection among several query heads.
+    layers.{i}.self_attn.q_proj.weight   (H*dh, N)    nn.Linear (out, in)
+    layers.{i}.self_attn.k_proj.weight   (KV*dh, N)
+    layers.{i}.self_attn.v_proj.weight   (KV*dh, N)
+    layers.{i}.self_attn.o_proj.weight   (N, H*dh)
+    layers.{i}.mlp.gate_proj.weight      (F, N)       gated feed-forward: (act(x W_gate) * x W_up) W_down
+    layers.{i}.mlp.up_proj.weight        (F, N)
+    layers.{i}.mlp.down_proj.weight      (N, F)
+
+Config keys ``hidden_size``, ``num_attention_heads``, ``num_key_value_heads``, ``head_dim``,
+``intermediate_size``, ``num_hidden_layers``. Scores are scaled by ``1/sqrt(dh)``. RMSNorm before
+attention and before the feed-forward block (its gains are not matrices: left out, as LayerNorm's
+are for BERT). What the papers' bound does not cover (rotary QK, the gated block) is said per matrix
+(:meth:`~genbound.weights.families.base.Family.coverage`). :func:`llama_like` builds the families
+that share these names (Mistral, Qwen2, Qwen3, Gemma, Gemma 2).
 """
 
-from .base import Refusal
+from .base import llama_like
 
-REFUSAL = Refusal(
-    name="llama",
-    anchor="layers.0.mlp.gate_proj.weight",
-    reason=(
-        "a Llama-family decoder (rotary position embeddings make the query-key form depend on the "
-        "relative position, the feed-forward block is gated and key/value heads are shared); the "
-        "proxies QK = W_Q W_K^T, M_in and M_out do not describe it, so genbound refuses it (see the "
-        "book, Part III, 'Trained transformers', section 'Other architectures')"
-    ),
-)
+FAMILY = llama_like("llama", "Llama", ("llama",))
