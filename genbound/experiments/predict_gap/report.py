@@ -23,6 +23,7 @@ __all__ = [
     "stratified_taus",
     "trivial_shares",
     "plot_measures_vs_gap",
+    "plot_psi_heatmap",
 ]
 
 #: What an undefined entry shows.
@@ -75,20 +76,13 @@ def rank_table(tab, measures: Sequence[str] | None = None):
 
 def noise_table(tab, measures: Sequence[str] | None = None):
     """The other scores of :func:`~genbound.experiments.predict_gap.measure_table` as strings: ``K``
-    (conditional mutual information) and the sign error over environments (mean / 90th percentile /
-    max; ``m``-dependent measures only, ``*`` beyond the null), and the difference from the best
-    hyperparameter-only baseline in ``Psi`` with the training-set size fixed, with its interval."""
+    (conditional mutual information; ``m``-dependent measures only, ``*`` beyond the null) and the
+    difference from the best hyperparameter-only baseline in ``Psi`` with the training-set size fixed,
+    with its interval. (The sign error over environments stays in the table's columns but is not
+    shown: the family's environments hold too few coupled pairs for it, as the chapter says.)"""
     import pandas as pd
 
     t = tab if measures is None else tab.loc[list(measures)]
-
-    def se(r):
-        vals = [getattr(r, f"se_{s}") for s in ("mean", "p90", "max")]
-        if not math.isfinite(vals[0]):
-            return DASH
-        marks = [getattr(r, f"beyond_se_{s}") for s in ("mean", "p90", "max")]
-        return " / ".join(f"{v:.2f}" + ("*" if b else "") for v, b in zip(vals, marks))
-
     return pd.DataFrame(
         {
             "K": [
@@ -97,7 +91,6 @@ def noise_table(tab, measures: Sequence[str] | None = None):
                 else f"{r.cmi:.3f}" + (" *" if r.beyond_cmi else "")
                 for r in t.itertuples()
             ],
-            "sign error": [se(r) for r in t.itertuples()],
             "vs best baseline, n fixed": [
                 interval(r.d_psi_wo, r.d_psi_wo_lo, r.d_psi_wo_hi) for r in t.itertuples()
             ],
@@ -209,4 +202,37 @@ def plot_measures_vs_gap(df, measures: Sequence[str], *, height_per_row: float =
     fig.tight_layout()
     plotting.fit_tick_labels(fig)
     fig.tight_layout()  # again: the labels fit_tick_labels kept set the spacing
+    return fig
+
+
+def plot_psi_heatmap(tables: dict, measures: Sequence[str], axes: Sequence[str]):
+    """One panel per entry of ``tables`` (a label, say a task or "pooled", to a
+    :func:`~genbound.experiments.predict_gap.measure_table`): ``psi_a`` of each measure (rows) on each
+    axis (columns), coloured on ``[-1, 1]`` (red negative, blue positive), the value written in each
+    cell; an undefined cell is grey and shows ``DASH``. Returns the figure (tick labels fitted by
+    ``genbound.plotting.fit_tick_labels``)."""
+    import numpy as np
+
+    from ... import plotting
+
+    fig, panels = plotting.new_axes(
+        len(tables), 1, height=0.28 * len(measures) + 1.2, squeeze=False, sharey=True
+    )
+    img = None
+    for k, (label, tab) in enumerate(tables.items()):
+        ax = panels[0, k]
+        V = np.array([[float(tab.loc[m, f"psi_{a}"]) for a in axes] for m in measures], dtype=float)
+        img = ax.imshow(np.ma.masked_invalid(V), cmap="RdBu", vmin=-1, vmax=1, aspect="auto")
+        img.cmap.set_bad("0.85")
+        for i in range(len(measures)):
+            for j in range(len(axes)):
+                ax.text(j, i, fmt(V[i, j]), ha="center", va="center", fontsize=5)
+        ax.set_xticks(range(len(axes)))
+        ax.set_xticklabels([a.replace("_", " ") for a in axes], rotation=45, ha="right")
+        ax.set_yticks(range(len(measures)))
+        ax.set_yticklabels(list(measures) if k == 0 else [])
+        ax.tick_params(labelsize=6)
+        ax.set_title(str(label), fontsize=7)
+    fig.colorbar(img, ax=list(panels[0]), shrink=0.8, label="psi_a")
+    plotting.fit_tick_labels(fig)
     return fig
