@@ -24,6 +24,7 @@ __all__ = [
     "trivial_shares",
     "plot_measures_vs_gap",
     "plot_psi_heatmap",
+    "verdict_table",
 ]
 
 #: What an undefined entry shows.
@@ -205,20 +206,23 @@ def plot_measures_vs_gap(df, measures: Sequence[str], *, height_per_row: float =
     return fig
 
 
+#: Short axis names for narrow panels.
+_SHORT = {"label_noise": "noise", "input_flip": "flip", "n_train": "m", "init_scale": "init"}
+
+
 def plot_psi_heatmap(tables: dict, measures: Sequence[str], axes: Sequence[str]):
     """One panel per entry of ``tables`` (a label, say a task or "pooled", to a
     :func:`~genbound.experiments.predict_gap.measure_table`): ``psi_a`` of each measure (rows) on each
     axis (columns), coloured on ``[-1, 1]`` (red negative, blue positive), the value written in each
-    cell; an undefined cell is grey and shows ``DASH``. Returns the figure (tick labels fitted by
+    cell (no colour bar: the numbers are the scale); an undefined cell is grey and shows ``DASH``. Returns the figure (tick labels fitted by
     ``genbound.plotting.fit_tick_labels``)."""
     import numpy as np
 
     from ... import plotting
 
     fig, panels = plotting.new_axes(
-        len(tables), 1, height=0.28 * len(measures) + 1.2, squeeze=False, sharey=True
+        len(tables), 1, height=0.28 * len(measures) + 1.2, squeeze=False
     )
-    img = None
     for k, (label, tab) in enumerate(tables.items()):
         ax = panels[0, k]
         V = np.array([[float(tab.loc[m, f"psi_{a}"]) for a in axes] for m in measures], dtype=float)
@@ -226,13 +230,59 @@ def plot_psi_heatmap(tables: dict, measures: Sequence[str], axes: Sequence[str])
         img.cmap.set_bad("0.85")
         for i in range(len(measures)):
             for j in range(len(axes)):
-                ax.text(j, i, fmt(V[i, j]), ha="center", va="center", fontsize=5)
+                dark = np.isfinite(V[i, j]) and abs(V[i, j]) > 0.6
+                ax.text(
+                    j,
+                    i,
+                    fmt(V[i, j]),
+                    ha="center",
+                    va="center",
+                    fontsize=5,
+                    color="white" if dark else "black",
+                )
         ax.set_xticks(range(len(axes)))
-        ax.set_xticklabels([a.replace("_", " ") for a in axes], rotation=45, ha="right")
+        ax.set_xticklabels([_SHORT.get(a, a) for a in axes], fontsize=6)
         ax.set_yticks(range(len(measures)))
-        ax.set_yticklabels(list(measures) if k == 0 else [])
+        if k == 0:
+            ax.set_yticklabels(list(measures))
+        else:
+            ax.tick_params(labelleft=False)
         ax.tick_params(labelsize=6)
+        ax.grid(False)
         ax.set_title(str(label), fontsize=7)
-    fig.colorbar(img, ax=list(panels[0]), shrink=0.8, label="psi_a")
+    fig.tight_layout()
     plotting.fit_tick_labels(fig)
+    fig.tight_layout()
     return fig
+
+
+def _verdict_key(question: str, test: str) -> str:
+    """The row of a registered test in :func:`verdict_table`: the test itself, except the oracle rows,
+    whose measures are chosen per table (keyed by the statistic, the chosen names in the cell)."""
+    if question == "oracle":
+        return f"best of the weights - best baseline ({test.rsplit('(', 1)[1]}"
+    return test
+
+
+def verdict_table(tests: dict):
+    """The registered tests of :func:`~genbound.experiments.predict_gap.verdict_tests` side by side:
+    ``tests`` maps a label (a task, "pooled") to that table; one row per test, one column per label,
+    each cell ``estimate [95%]`` and ``p`` adjusted by Holm within that label's table, ``(r)`` where
+    the adjusted ``p`` is at most 0.05; the oracle rows name the chosen measures. A DataFrame of
+    strings indexed by ``(question, test)``."""
+    import pandas as pd
+
+    cols = {}
+    for label, t in tests.items():
+        cells = {}
+        for r in t.itertuples():
+            txt = f"{interval(r.estimate, r.lo, r.hi)}, p {r.p_holm:.2g}" + (
+                " (r)" if r.reject else ""
+            )
+            if r.question == "oracle":
+                txt = f"{r.test.split(' (')[0]}: {txt}"
+            cells[(r.question, _verdict_key(r.question, r.test))] = txt
+        cols[label] = cells
+    out = pd.DataFrame(cols)
+    out.index = pd.MultiIndex.from_tuples(out.index, names=["question", "test"])
+    return out.fillna(DASH)
