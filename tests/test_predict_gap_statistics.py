@@ -296,3 +296,46 @@ def test_paired_differences_compare_on_the_same_models():
         rk.psi(d1, "mu", axes=pg.axes_of(d1))["psi_without"]
     )
     assert out.loc["psi_wo", "diff"] == pytest.approx(0.0)
+
+
+def test_verdict_table_and_heatmap_show_every_label():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from genbound import plotting
+
+    df = _family()
+    df["mu_sqrtm"] = df["mu"] / np.sqrt(df["n_train"])
+    fit = pg.family_frame(df)
+    tab, ex = pg.measure_table(df, ["mu", "mu_sqrtm"], n_boot=10, n_null=5, fit=fit)
+    tests = pd.DataFrame(
+        [
+            {
+                "question": "oracle",
+                "test": "mu - hp_oracle (psi_wo)",
+                "estimate": -0.1,
+                "lo": -0.2,
+                "hi": 0.0,
+                "p": 0.04,
+                "p_holm": 0.08,
+                "reject": False,
+            },
+            {
+                "question": "seed",
+                "test": "mu psi_seed vs null",
+                "estimate": 0.2,
+                "lo": 0.1,
+                "hi": 0.3,
+                "p": 0.001,
+                "p_holm": 0.002,
+                "reject": True,
+            },
+        ]
+    )
+    other = tests.assign(test=["mu_sqrtm - hp_oracle (psi_wo)", "mu psi_seed vs null"])
+    vt = pg.verdict_table({"a": tests, "b": other})
+    assert list(vt.columns) == ["a", "b"] and len(vt) == 2  # oracle rows keyed by statistic
+    assert vt.iloc[1, 0].endswith("(r)") and vt.iloc[0, 1].startswith("mu_sqrtm - hp_oracle")
+    axes = [a for a in pg.axes_of(fit) if a != "n_train"]
+    fig = pg.plot_psi_heatmap({"x": tab, "y": tab}, ["mu", "hp_oracle"], axes)
+    assert plotting.tick_label_problems(fig) == [] and len(fig.axes) == 2
