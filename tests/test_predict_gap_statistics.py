@@ -3,6 +3,7 @@ definitions, the seed view and its bootstrap, the hyperparameter-only baselines,
 new axes (label noise, initialisation scale, mini-batches) of the family."""
 
 import itertools
+import json
 import math
 
 import numpy as np
@@ -10,6 +11,7 @@ import pandas as pd
 import pytest
 import torch
 
+from genbound.errors import GenboundError
 from genbound.experiments import predict_gap as pg
 from genbound.experiments import ranking as rk
 from genbound.experiments.fullbatch import AdamProtocol, minibatch_weights
@@ -224,3 +226,116 @@ def test_minibatch_weights_draw_per_model_streams():
     assert AdamProtocol(batch_size=0).validated().batch_size == 0
     with pytest.raises(Exception, match="batch_size"):
         AdamProtocol(batch_size=-1).validated()
+
+
+def test_every_single_axis_baseline_reaches_the_table():
+    """Issue 39: the hp_<axis> baselines were read from two rows of the table and silently dropped.
+    Every baseline of the table's varying axes must be a row; a table without one is an error."""
+    df = _family()
+    tab, ex = pg.measure_table(df, ["mu"], n_boot=10, n_null=5)
+    expected = {"inv_sqrt_m", "n_params_sqrtm", "hp_oracle"} | {
+        f"hp_{a}" for a in ("depth", "width", "label_noise", "n_train")
+    }
+    assert set(ex["baselines"]) == expected and expected <= set(tab.index)
+    assert pg.baseline_names(df.head(2)) != pg.baseline_names(df)  # why a sample cannot name them
+    fit = pg.family_frame(df).drop(columns=["hp_width"])
+    with pytest.raises(GenboundError, match="hp_width"):
+        pg.measure_table(df, ["mu"], n_boot=10, n_null=5, fit=fit)
+
+
+def test_radius_fixed_capacities_return_the_saved_columns_at_the_rows_own_radius():
+    saved = pg.read_family()
+    cfg = pg.family_config()
+    rows = saved[~saved["diverged"]].sample(6, random_state=3)
+    for i, r in rows.iterrows():
+        _, bx = pg.task_shape(r["task"], int(r["width"]))
+        got = pg.radius_fixed_capacities(rows.loc[[i]], cfg, B_X={r["task"]: bx}).iloc[0]
+        assert got["tt_cap_bx"] == r["tt_cap"]
+        assert got["edelman_cap_bx"] == r["edelman_cap"] or (
+            math.isnan(got["edelman_cap_bx"]) and math.isnan(r["edelman_cap"])
+        )
+    fixed = pg.radius_fixed_capacities(rows, cfg)
+    wide = rows["width"] > saved["width"].min()
+    assert (fixed.loc[wide, "tt_cap_bx"] < rows.loc[wide, "tt_cap"]).all()
+
+
+def test_merged_norm_products_read_the_bounds_maps():
+    saved = pg.read_family().head(4)
+    got = pg.merged_norm_products(saved)
+    for i, r in saved.iterrows():
+        n = json.loads(r["norms_json"])["norms"]
+        logs = [
+            np.log(np.asarray(n[g]["op"], float)).sum() for g in ("QK", "V", "C", "w") if g in n
+        ]
+        assert got.loc[i, "log_spec_prod_merged"] == pytest.approx(sum(logs), rel=1e-12)
+
+
+def test_seed_permutation_null_keeps_a_seed_effect_that_the_random_null_ignores():
+    df = _family(n_seeds=8, missing=0.0)
+    # a measure that is a per-seed constant plus noise, and gaps that share the seed's effect
+    eff = {s: np.random.default_rng(s).standard_normal() for s in range(8)}
+    df["gap"] = df["gap"] + 0.05 * df["seed"].map(eff)
+    df["seedmu"] = df["seed"].map(eff)
+    fit = pg.fitted_models(df)
+    axes = pg.axes_of(fit)
+    perm = pg.seed_permutation_null(fit, "seedmu", axes=axes, n_perm=40, seed=0)
+    real = rk.psi_seed(fit, "seedmu", axes=axes)["psi_seed"]
+    assert real > np.quantile(perm, 0.95)
+    # the identity relabelling is one draw of the null: psi_seed is among its values' range
+    assert perm.min() <= real and np.std(perm) > 0.05
+
+
+def test_paired_differences_compare_on_the_same_models():
+    df = _family()
+    df["d1"] = np.where(df["depth"] == 1, df["mu"], np.nan)
+    fit = pg.fitted_models(df)
+    out = pg.paired_differences(fit, [("d1", "mu")], n_boot=20).set_index("stat")
+    d1 = fit[fit["depth"] == 1]
+    assert out.loc["psi_wo", "n_models"] == len(d1)
+    assert out.loc["psi_wo", "value_b"] == pytest.approx(
+        rk.psi(d1, "mu", axes=pg.axes_of(d1))["psi_without"]
+    )
+    assert out.loc["psi_wo", "diff"] == pytest.approx(0.0)
+
+
+def test_verdict_table_and_heatmap_show_every_label():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from genbound import plotting
+
+    df = _family()
+    df["mu_sqrtm"] = df["mu"] / np.sqrt(df["n_train"])
+    fit = pg.family_frame(df)
+    tab, ex = pg.measure_table(df, ["mu", "mu_sqrtm"], n_boot=10, n_null=5, fit=fit)
+    tests = pd.DataFrame(
+        [
+            {
+                "question": "oracle",
+                "test": "mu - hp_oracle (psi_wo)",
+                "estimate": -0.1,
+                "lo": -0.2,
+                "hi": 0.0,
+                "p": 0.04,
+                "p_holm": 0.08,
+                "reject": False,
+            },
+            {
+                "question": "seed",
+                "test": "mu psi_seed vs null",
+                "estimate": 0.2,
+                "lo": 0.1,
+                "hi": 0.3,
+                "p": 0.001,
+                "p_holm": 0.002,
+                "reject": True,
+            },
+        ]
+    )
+    other = tests.assign(test=["mu_sqrtm - hp_oracle (psi_wo)", "mu psi_seed vs null"])
+    vt = pg.verdict_table({"a": tests, "b": other})
+    assert list(vt.columns) == ["a", "b"] and len(vt) == 2  # oracle rows keyed by statistic
+    assert vt.iloc[1, 0].endswith("(r)") and vt.iloc[0, 1].startswith("mu_sqrtm - hp_oracle")
+    axes = [a for a in pg.axes_of(fit) if a != "n_train"]
+    fig = pg.plot_psi_heatmap({"x": tab, "y": tab}, ["mu", "hp_oracle"], axes)
+    assert plotting.tick_label_problems(fig) == [] and len(fig.axes) == 2

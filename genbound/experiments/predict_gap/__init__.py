@@ -20,7 +20,15 @@ hyperparameters), ``nulls`` (random measures, and the index that evaluates the s
 (('depth', 'width', 'lr', 'batch', 'weight_decay', 'init_scale', 'label_noise', 'input_flip', 'n_train'), 2, True)
 """
 
-from .baselines import HP_FIXED, hp_baselines, hp_features
+from .baselines import HP_FIXED, baseline_names, hp_baselines, hp_features
+from .confounds import (
+    MERGED_NORMS,
+    RADIUS_FIXED,
+    merged_norm_products,
+    paired_differences,
+    radius_fixed_capacities,
+    seed_permutation_null,
+)
 from .family import (
     AXES,
     TASKS,
@@ -55,6 +63,8 @@ from .report import (
     noise_table,
     null_table,
     plot_measures_vs_gap,
+    plot_psi_heatmap,
+    verdict_table,
     rank_table,
     stratified_taus,
     trivial_shares,
@@ -76,6 +86,7 @@ from .statistics import (
     psi_bootstrap,
     summary,
     verdict_tests,
+    present_baselines,
     PLAIN_NORMS,
     VERDICT_BOUNDS,
 )
@@ -113,6 +124,16 @@ __all__ = [
     "flip_seed",
     "HP_FIXED",
     "hp_baselines",
+    "baseline_names",
+    "MERGED_NORMS",
+    "RADIUS_FIXED",
+    "merged_norm_products",
+    "paired_differences",
+    "radius_fixed_capacities",
+    "seed_permutation_null",
+    "present_baselines",
+    "plot_psi_heatmap",
+    "verdict_table",
     "hp_features",
     "NULL_STATS",
     "RankingIndex",

@@ -32,7 +32,7 @@ import numpy as np
 
 from .family import AXES
 
-__all__ = ["HP_FIXED", "hp_features", "hp_baselines", "BASELINE_NAMES"]
+__all__ = ["HP_FIXED", "hp_features", "hp_baselines", "baseline_names", "BASELINE_NAMES"]
 
 #: The fixed (not fitted) hyperparameter baselines.
 HP_FIXED = ("inv_sqrt_m", "n_params_sqrtm")
@@ -104,7 +104,7 @@ def hp_baselines(df) -> "object":
     }
     F = hp_features(df)
     fitted = df["fitted"].to_numpy(bool)
-    varying = [a for a in AXES if df.groupby("task")[a].nunique().max() > 1]
+    varying = varying_axes(df)
     for a in varying:
         out[f"hp_{a}"] = _crossfit(df, F[[a]].to_numpy(), fitted)
     out["hp_oracle"] = (
@@ -113,8 +113,30 @@ def hp_baselines(df) -> "object":
     return pd.DataFrame(out, index=df.index)
 
 
+def varying_axes(df) -> list[str]:
+    """The axes of ``AXES`` that take at least two values within some task of ``df`` (one ``hp_<axis>``
+    baseline each)."""
+    if not len(df):
+        return []
+    return [a for a in AXES if df.groupby("task")[a].nunique().max() > 1]
+
+
+def baseline_names(df) -> list[str]:
+    """The columns :func:`hp_baselines` gives for the **whole** table ``df`` (read from its axes, no fit):
+    ``HP_FIXED``, one ``hp_<axis>`` per axis of :func:`varying_axes`, and ``hp_oracle``. A sub-table
+    (a few rows) may vary on fewer axes than the family it came from, so the names are taken from the
+    table the statistics rank, never from a sample of it.
+
+    >>> import pandas as pd
+    >>> from .family import AXES
+    >>> row = {a: 1 for a in AXES}
+    >>> df = pd.DataFrame([{**row, "task": "t"}, {**row, "task": "t", "width": 2}])
+    >>> baseline_names(df)
+    ['inv_sqrt_m', 'n_params_sqrtm', 'hp_width', 'hp_oracle']
+    """
+    return [*HP_FIXED, *(f"hp_{a}" for a in varying_axes(df)), "hp_oracle"]
+
+
 def BASELINE_NAMES(df) -> list[str]:
-    """The names :func:`hp_baselines` gives for ``df``."""
-    return (
-        list(hp_baselines(df.head(0)).columns) if len(df) == 0 else list(hp_baselines(df).columns)
-    )
+    """The names :func:`hp_baselines` gives for ``df`` (:func:`baseline_names`)."""
+    return baseline_names(df)

@@ -132,6 +132,13 @@ class RankingIndex:
         I, J = np.concatenate(I), np.concatenate(J)
         return I, J, np.sign(g[I] - g[J]), np.concatenate(E), n_env
 
+    def environment_sizes(self) -> np.ndarray:
+        """The number of coupled pairs (seed indices fitted in both settings) of each environment of
+        the sign error (empty when there is none)."""
+        if self._env is None:
+            return np.zeros(0, np.int64)
+        return np.bincount(self._env[3], minlength=self._env[4])
+
     @staticmethod
     def _group_mean(mu, grp):
         if grp is None:

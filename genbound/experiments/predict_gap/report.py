@@ -23,6 +23,8 @@ __all__ = [
     "stratified_taus",
     "trivial_shares",
     "plot_measures_vs_gap",
+    "plot_psi_heatmap",
+    "verdict_table",
 ]
 
 #: What an undefined entry shows.
@@ -75,20 +77,13 @@ def rank_table(tab, measures: Sequence[str] | None = None):
 
 def noise_table(tab, measures: Sequence[str] | None = None):
     """The other scores of :func:`~genbound.experiments.predict_gap.measure_table` as strings: ``K``
-    (conditional mutual information) and the sign error over environments (mean / 90th percentile /
-    max; ``m``-dependent measures only, ``*`` beyond the null), and the difference from the best
-    hyperparameter-only baseline in ``Psi`` with the training-set size fixed, with its interval."""
+    (conditional mutual information; ``m``-dependent measures only, ``*`` beyond the null) and the
+    difference from the best hyperparameter-only baseline in ``Psi`` with the training-set size fixed,
+    with its interval. (The sign error over environments stays in the table's columns but is not
+    shown: the family's environments hold too few coupled pairs for it, as the chapter says.)"""
     import pandas as pd
 
     t = tab if measures is None else tab.loc[list(measures)]
-
-    def se(r):
-        vals = [getattr(r, f"se_{s}") for s in ("mean", "p90", "max")]
-        if not math.isfinite(vals[0]):
-            return DASH
-        marks = [getattr(r, f"beyond_se_{s}") for s in ("mean", "p90", "max")]
-        return " / ".join(f"{v:.2f}" + ("*" if b else "") for v, b in zip(vals, marks))
-
     return pd.DataFrame(
         {
             "K": [
@@ -97,7 +92,6 @@ def noise_table(tab, measures: Sequence[str] | None = None):
                 else f"{r.cmi:.3f}" + (" *" if r.beyond_cmi else "")
                 for r in t.itertuples()
             ],
-            "sign error": [se(r) for r in t.itertuples()],
             "vs best baseline, n fixed": [
                 interval(r.d_psi_wo, r.d_psi_wo_lo, r.d_psi_wo_hi) for r in t.itertuples()
             ],
@@ -210,3 +204,85 @@ def plot_measures_vs_gap(df, measures: Sequence[str], *, height_per_row: float =
     plotting.fit_tick_labels(fig)
     fig.tight_layout()  # again: the labels fit_tick_labels kept set the spacing
     return fig
+
+
+#: Short axis names for narrow panels.
+_SHORT = {"label_noise": "noise", "input_flip": "flip", "n_train": "m", "init_scale": "init"}
+
+
+def plot_psi_heatmap(tables: dict, measures: Sequence[str], axes: Sequence[str]):
+    """One panel per entry of ``tables`` (a label, say a task or "pooled", to a
+    :func:`~genbound.experiments.predict_gap.measure_table`): ``psi_a`` of each measure (rows) on each
+    axis (columns), coloured on ``[-1, 1]`` (red negative, blue positive), the value written in each
+    cell (no colour bar: the numbers are the scale); an undefined cell is grey and shows ``DASH``. Returns the figure (tick labels fitted by
+    ``genbound.plotting.fit_tick_labels``)."""
+    import numpy as np
+
+    from ... import plotting
+
+    fig, panels = plotting.new_axes(
+        len(tables), 1, height=0.28 * len(measures) + 1.2, squeeze=False
+    )
+    for k, (label, tab) in enumerate(tables.items()):
+        ax = panels[0, k]
+        V = np.array([[float(tab.loc[m, f"psi_{a}"]) for a in axes] for m in measures], dtype=float)
+        img = ax.imshow(np.ma.masked_invalid(V), cmap="RdBu", vmin=-1, vmax=1, aspect="auto")
+        img.cmap.set_bad("0.85")
+        for i in range(len(measures)):
+            for j in range(len(axes)):
+                dark = np.isfinite(V[i, j]) and abs(V[i, j]) > 0.6
+                ax.text(
+                    j,
+                    i,
+                    fmt(V[i, j]),
+                    ha="center",
+                    va="center",
+                    fontsize=5,
+                    color="white" if dark else "black",
+                )
+        ax.set_xticks(range(len(axes)))
+        ax.set_xticklabels([_SHORT.get(a, a) for a in axes], fontsize=6)
+        ax.set_yticks(range(len(measures)))
+        if k == 0:
+            ax.set_yticklabels(list(measures))
+        else:
+            ax.tick_params(labelleft=False)
+        ax.tick_params(labelsize=6)
+        ax.grid(False)
+        ax.set_title(str(label), fontsize=7)
+    fig.tight_layout()
+    plotting.fit_tick_labels(fig)
+    fig.tight_layout()
+    return fig
+
+
+def _verdict_key(question: str, test: str) -> str:
+    """The row of a registered test in :func:`verdict_table`: the test itself, except the oracle rows,
+    whose measures are chosen per table (keyed by the statistic, the chosen names in the cell)."""
+    if question == "oracle":
+        return f"best of the weights - best baseline ({test.rsplit('(', 1)[1]}"
+    return test
+
+
+def verdict_table(tests: dict):
+    """The registered tests of :func:`~genbound.experiments.predict_gap.verdict_tests` side by side:
+    ``tests`` maps a label (a task, "pooled") to that table; one row per test, one column per label,
+    each cell ``estimate [95%]`` and ``p`` adjusted by Holm within that label's table, ``(r)`` where
+    the adjusted ``p`` is at most 0.05; the oracle rows name the chosen measures. A DataFrame of
+    strings indexed by ``(question, test)``."""
+    import pandas as pd
+
+    cols = {}
+    for label, t in tests.items():
+        cells = {}
+        for r in t.itertuples():
+            txt = f"{interval(r.estimate, r.lo, r.hi)}, p {r.p_holm:.2g}" + (
+                " (r)" if r.reject else ""
+            )
+            if r.question == "oracle":
+                txt = f"{r.test.split(' (')[0]}: {txt}"
+            cells[(r.question, _verdict_key(r.question, r.test))] = txt
+        cols[label] = cells
+    out = pd.DataFrame(cols)
+    out.index = pd.MultiIndex.from_tuples(out.index, names=["question", "test"])
+    return out.fillna(DASH)

@@ -45,6 +45,7 @@ __all__ = [
     "null_p",
     "normal_p",
     "verdict_tests",
+    "present_baselines",
     "PLAIN_NORMS",
     "VERDICT_BOUNDS",
 ]
@@ -266,6 +267,23 @@ def balanced_models(df, *, within: Sequence[str] = ("task",)):
 _STAT_KEYS = ("tau", "psi", "psi_wo", "psi_seed")
 
 
+def present_baselines(fit) -> list[str]:
+    """Every hyperparameter-only baseline of the table ``fit``
+    (:func:`~genbound.experiments.predict_gap.baselines.baseline_names`, read from the whole table);
+    a :class:`~genbound.errors.GenboundError` naming the missing columns when ``fit`` lacks one (a
+    baseline never drops out of the tables silently)."""
+    from ...errors import GenboundError
+    from .baselines import baseline_names
+
+    names = baseline_names(fit)
+    missing = [c for c in names if c not in fit.columns]
+    if missing:
+        raise GenboundError(
+            f"the family table lacks the baseline columns {missing}: build it with family_frame"
+        )
+    return names
+
+
 def measure_table(
     df,
     measures: Sequence[str] = MEASURES,
@@ -291,12 +309,11 @@ def measure_table(
     samples per model subset (``nulls``: ``"all"`` and ``"depth1"``) and their percentiles."""
     import pandas as pd
 
-    from .baselines import hp_baselines
     from .nulls import NULL_STATS, RankingIndex, beyond_null, null_statistics, null_percentiles
 
     fit = family_frame(df) if fit is None else fit
     axes = axes_of(fit)
-    baselines = [c for c in hp_baselines(fit.head(2)).columns if c in fit.columns]
+    baselines = present_baselines(fit)
     names = list(dict.fromkeys([*measures, *baselines]))
     reps = psi_bootstrap(fit, names, axes=axes, n_boot=n_boot, seed=seed)
     subsets = {"all": fit}
