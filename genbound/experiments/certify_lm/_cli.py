@@ -70,10 +70,10 @@ def _parse(text: str, name: str, conv) -> tuple:
 
 
 def _run(args) -> int:
-    from . import certify_size
     from .config import SIZES, CertifyLMConfig
     from .data import load_corpus
-    from .files import open_sweep, read_sweep
+    from .files import read_sweep
+    from .sweep import run_sweep
 
     if args.saved:
         for row in read_sweep().rows:
@@ -101,29 +101,15 @@ def _run(args) -> int:
                 f"vocabulary mismatch: the models in {args.csv} read {sorted(vs)} characters, the "
                 f"corpus has {corpus.V}"
             )
-    writer = open_sweep(args.csv, cfg.as_dict()) if args.csv else None
-    import sys
-
-    import torch
-
-    torch.set_num_threads(1)
-    for size in sizes:
-        for seed in range(args.seeds):
-            if writer is not None and (size, seed) in writer:
-                continue
-
-            def progress(step, bits, sec, size=size):
-                if not args.quiet:
-                    print(
-                        f"certify-lm: {size} step {step} train {bits:.3f} bits/char {sec:.0f} s",
-                        file=sys.stderr,
-                        flush=True,
-                    )
-
-            row = certify_size(size, seed, cfg, corpus, progress=progress)
-            if writer is not None:
-                writer.append([row])
-            _report(row, args.json)
+    run_sweep(
+        args.csv,
+        sizes,
+        range(args.seeds),
+        cfg,
+        quiet=args.quiet,
+        on_row=lambda row: _report(row, args.json),
+        corpus=corpus,
+    )
     return 0
 
 

@@ -13,15 +13,18 @@ from .files import open_sweep
 __all__ = ["run_sweep"]
 
 
-def run_sweep(path, sizes, seeds, cfg: CertifyLMConfig, *, quiet: bool = False, on_row=None) -> int:
-    """Certify every ``(size, seed)`` not yet in the results file at ``path``; returns rows written."""
+def run_sweep(
+    path, sizes, seeds, cfg: CertifyLMConfig, *, quiet: bool = False, on_row=None, corpus=None
+) -> int:
+    """Certify every ``(size, seed)`` not yet in the results file at ``path`` (``None``: no file);
+    ``on_row(row)`` after each; returns the number of models certified."""
     cfg = cfg.validated()
-    corpus = load_corpus(cfg.corpus)
-    writer = open_sweep(path, cfg.as_dict())
+    corpus = corpus or load_corpus(cfg.corpus)
+    writer = open_sweep(path, cfg.as_dict()) if path else None
     done = 0
     for size in sizes:
         for seed in seeds:
-            if (size, seed) in writer:
+            if writer is not None and (size, seed) in writer:
                 continue
 
             def progress(step, bits, sec, size=size):
@@ -33,7 +36,8 @@ def run_sweep(path, sizes, seeds, cfg: CertifyLMConfig, *, quiet: bool = False, 
                     )
 
             row = certify_size(size, seed, cfg, corpus, progress=progress)
-            writer.append([row])
+            if writer is not None:
+                writer.append([row])
             done += 1
             if on_row is not None:
                 on_row(row)
