@@ -4,7 +4,7 @@ Shakespeare and certify each with the compression (Occam) bounds of Part VII.
 ``genbound experiment certify-lm --sizes xs,s --csv runs.csv`` trains and certifies every named size
 (default: every size of the saved sweep) at the seeds ``0 .. seeds - 1`` and appends one row per model
 to a results file (resumable: finished ``(size, seed)`` keys are skipped); progress goes to standard
-error (``--quiet`` silences it). ``--saved`` prints the rows of the saved sweep instead (no training).
+error (``--quiet`` silences it). ``--saved`` prints the rows of the saved runs instead (no training).
 Every argument is checked, the corpus read and, for an existing ``--csv``, its models' vocabulary
 compared with the corpus's before anything is trained or written.
 """
@@ -76,7 +76,9 @@ def _run(args) -> int:
     from .sweep import run_sweep
 
     if args.saved:
-        for row in read_sweep().rows:
+        from .files import saved_rows
+
+        for row in saved_rows():
             _report(row, args.json)
         return 0
     cfg = CertifyLMConfig(

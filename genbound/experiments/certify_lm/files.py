@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ..results import Schema, open_results, read_results, environment
 
-__all__ = ["SCHEMA", "SWEEP_FILE", "open_sweep", "read_sweep"]
+__all__ = ["SCHEMA", "SWEEP_FILE", "SAVED_FILES", "open_sweep", "read_sweep", "saved_rows"]
 
 _F, _I, _S = float, int, str
 SCHEMA = Schema(
@@ -57,6 +57,17 @@ SCHEMA = Schema(
 
 #: The saved sweep (relative to genbound/data).
 SWEEP_FILE = "certify_lm.csv"
+#: Every saved run the chapter reads: the sweep and the largest size, run afterwards at a later commit
+#: (a results file resumes only at its own commit), each a results file of its own.
+SAVED_FILES = (SWEEP_FILE, "certify_lm_xxl.csv")
+
+
+def saved_rows() -> list[dict]:
+    """The rows of every file of :data:`SAVED_FILES`, in that order."""
+    from pathlib import Path
+
+    data = Path(__file__).resolve().parents[2] / "data"
+    return [r for name in SAVED_FILES for r in read_results(data / name, SCHEMA).rows]
 
 
 def open_sweep(path, config: dict, notes: str | None = None):
