@@ -119,15 +119,16 @@ def code_length(counts, n_tensors: int, grid_sizes) -> CodeLength:
 
 
 def smoothed_range(V: int, alpha: float) -> tuple[float, float]:
-    """``(lo, width)`` of the smoothed log-loss in bits: a lower end ``lo`` rounded down (as an upper end
-    of ``-lo``) and the width's upper end: ``lo = -log2(1 - alpha + alpha / V)``,
-    ``width = log2(1 + (1 - alpha) V / alpha)``."""
+    """``(lo, width)`` of the smoothed log-loss in bits: ``lo = -log2(1 - alpha + alpha / V)`` rounded
+    down and ``width = log2(V / alpha) - lo`` rounded up (``= log2(1 + (1 - alpha) V / alpha)`` up to
+    the rounding of ``lo``), so that ``[lo, lo + width]`` holds every smoothed loss."""
     V = check_positive_int(V, "V", minimum=2)
     alpha = check_real(alpha, "alpha", lo=0.0, hi=1.0, lo_open=True, hi_open=True)
     a, v, two = _iv(alpha), _iv(V), iv.log(_iv(2))
-    lo = -iv.log(1 - a + a / v) / two
-    width = iv.log(1 + (1 - a) * v / a) / two
-    return -_up(-lo), _up(width)
+    lo = -_up(iv.log(1 - a + a / v) / two)  # rounded down
+    hi = -iv.log(a / v) / two  # the loss at p = 0
+    # the width from the rounded-down lo, so that [lo, lo + width] holds every loss
+    return lo, _up(hi - _iv(lo))
 
 
 def _kl_iv(q, p):
@@ -169,13 +170,16 @@ def _check_emp(emp, lo, width):
     return emp
 
 
-def document_bound(emp: float, lo: float, width: float, m: int, code_bits: float, delta: float):
-    """The document-level Occam-kl bound on the mean loss of a new document (see the module)."""
+def document_bound(
+    emp: float, lo: float, width: float, n_samples: int, code_bits: float, delta: float
+):
+    """The document-level Occam-kl bound on the mean loss of a new document, from ``n_samples``
+    training documents (see the module)."""
     emp = _check_emp(emp, lo, width)
-    m = check_positive_int(m, "m")
+    m = check_positive_int(n_samples, "n_samples")
     delta = check_real(delta, "delta", lo=0.0, hi=1.0, lo_open=True, hi_open=True)
     rhs = (_iv(code_bits) * iv.log(_iv(2)) + iv.log(2 * iv.sqrt(_iv(m)) / _iv(delta))) / _iv(m)
-    q = _up(_iv(emp - lo) / _iv(width)) if emp > lo else 0.0
+    q = _up((_iv(emp) - _iv(lo)) / _iv(width)) if emp > lo else 0.0
     r = kl_inverse_certified(min(q, 1.0), _up(rhs))
     return _up(_iv(lo) + _iv(width) * _iv(r))
 
