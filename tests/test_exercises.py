@@ -14,7 +14,7 @@ import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 CHAPTERS = sorted((ROOT / "book").glob("part*/*.md"))
-MIN_EXERCISES = {"part1": 2, "part2": 2, "part3": 2, "part4": 1, "part5": 1, "part6": 1}
+MIN_EXERCISES = {"part1": 2, "part2": 2, "part3": 2, "part4": 1, "part5": 1, "part6": 1, "part7": 1}
 EX_RE = re.compile(r"^```\{exercise\}[^\n]*\n:label: (\S+)", re.M)
 SOL_RE = re.compile(r"^```\{solution\} (\S+)\n((?::\S+:[^\n]*\n)*)", re.M)
 CELL_RE = re.compile(r"^```\{code-cell\}[^\n]*\n(.*?)^```", re.S | re.M)
@@ -232,3 +232,13 @@ def test_part6_solution_numbers():
     h = _glued("certificates")
     n, delta = _num(h["ex-cert-n"]), _num(h["ex-cert-delta"])
     _close(h, "ex-cert-bound", 1 - delta ** (1 / n), rel=1e-4)
+
+
+def test_part7_solution_numbers():
+    g = _glued("compression")
+    V, a, C, d = _num(g["ex-lm-V"]), _num(g["ex-lm-a"]), _num(g["ex-lm-C"]), _num(g["ex-lm-d"])
+    w = math.log2(1 + (1 - a) * V / a)
+    _close(g, "ex-lm-w", w, rel=1e-4)
+    M = w**2 * (C * math.log(2) + math.log(1 / d)) / 2
+    _close(g, "ex-lm-M", M, rel=1e-6)
+    _close(g, "ex-lm-times", M / _num(g["ex-lm-N"]), rel=2e-2)

@@ -191,6 +191,9 @@ def add_parser(sub) -> None:
     from .certify._cli import add_certify
 
     add_certify(psub)
+    from .certify_lm._cli import add_certify_lm
+
+    add_certify_lm(psub)
 
 
 def _add_predict_gap(psub) -> None:

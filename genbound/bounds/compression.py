@@ -1,0 +1,286 @@
+"""Occam (prefix-free compression) bounds for a language model's smoothed log-loss and top-1 error
+(Part VII, :ref:`ch-compression`).
+
+A model ``h`` is described by a prefix-free code of ``C(h)`` bits (equivalently a prior
+``P(h) = 2**-C(h)`` with ``sum_h P(h) <= 1``, Kraft). The code here (:func:`code_length`) names the
+architecture, the quantization level and the smoothing weight in their grids (``log2`` of each grid's
+size), the per-tensor float32 scales (32 bits each), the count of every quantization level
+(Elias-delta codes) and the symbols themselves under the empirical distribution of those counts
+(``n H`` bits, ``H`` the empirical entropy: an arithmetic coder reaches it within 2 bits).
+
+**Smoothing** makes the log-loss bounded: ``-log2((1 - alpha) p + alpha / V)`` lies in ``[lo, lo + width]``
+with ``lo = -log2(1 - alpha + alpha / V)`` and ``width = log2(1 + (1 - alpha) V / alpha)``
+(:func:`smoothed_range`).
+
+Two versions (each with probability at least ``1 - delta``, simultaneously over every model ``h``):
+
+* **document** (i.i.d. documents; sampling without replacement from a finite set of documents is
+  covered by Hoeffding's 1963 comparison, since the bound is a Chernoff bound): with ``m`` documents
+  and the per-document mean loss rescaled to ``[0, 1]``, ``kl(r_S || r) <= [C ln 2 + ln(2 sqrt(m) /
+  delta)] / m`` (Maurer's moment, Langford-Seeger's Occam form); :func:`document_bound`.
+* **token** (a martingale over the ``M`` training characters, Azuma-Hoeffding; Lotfi et al. 2024):
+  the mean over the training positions of the *conditional* expected loss given the past is at most
+  the empirical mean plus ``width sqrt([C ln 2 + ln(1 / delta)] / (2 M))``; :func:`token_bound`. It
+  bounds a risk conditional on the training text itself, not the loss on a new document.
+
+Every bound is evaluated in interval arithmetic (mpmath ``iv``, 80-bit mantissa) and the upper end of
+the interval is returned, so that rounding cannot make it smaller; the kl inverse is a bisection whose
+returned point is certified by an interval evaluation of ``kl``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from mpmath import iv, mpf
+
+from .._validate import check_positive_int, check_real
+from ..errors import ParameterError
+from ._result import LOSS_RANGE, BoundResult
+
+__all__ = [
+    "IV_PREC",
+    "elias_delta_bits",
+    "entropy_bits_upper",
+    "CodeLength",
+    "code_length",
+    "smoothed_range",
+    "kl_inverse_certified",
+    "document_bound",
+    "token_bound",
+    "CompressionBound",
+]
+
+#: The mantissa bits of the interval arithmetic.
+IV_PREC = 80
+#: The bits of one stored per-tensor scale (a float32).
+SCALE_BITS = 32
+
+
+def _iv(x):
+    iv.prec = IV_PREC
+    return iv.mpf(x)
+
+
+def _up(x) -> float:
+    """The upper end of an interval, rounded up to a float."""
+    b = mpf(x.b)
+    f = float(b)
+    return f if f >= b else math.nextafter(f, math.inf)
+
+
+def elias_delta_bits(n: int) -> int:
+    """The length of Elias's delta code of the integer ``n >= 1``:
+    ``floor(log2 n) + 2 floor(log2(floor(log2 n) + 1)) + 1``."""
+    n = check_positive_int(n, "n")
+    L = n.bit_length() - 1
+    return L + 2 * ((L + 1).bit_length() - 1) + 1
+
+
+def entropy_bits_upper(counts) -> float:
+    """An upper end of ``sum_i c_i log2(n / c_i)`` (``n = sum c_i``; zero counts contribute nothing): the
+    bits of the symbols under their empirical distribution."""
+    cs = [int(c) for c in counts]
+    if any(c < 0 for c in cs) or sum(cs) == 0:
+        raise ParameterError(f"counts must be non-negative with a positive total, got {cs[:8]}...")
+    n = _iv(sum(cs))
+    tot = _iv(0)
+    for c in cs:
+        if c:
+            tot += _iv(c) * iv.log(n / _iv(c))
+    return _up(tot / iv.log(_iv(2)))
+
+
+@dataclass(frozen=True)
+class CodeLength:
+    """The parts of a model's code, in bits: ``header`` (grid indices), ``scales``, ``counts``,
+    ``symbols`` (``n H``); ``total`` their sum, rounded up."""
+
+    header: float
+    scales: int
+    counts: int
+    symbols: float
+
+    @property
+    def total(self) -> float:
+        return _up(_iv(self.header) + _iv(self.scales) + _iv(self.counts) + _iv(self.symbols))
+
+
+def code_length(counts, n_tensors: int, grid_sizes) -> CodeLength:
+    """The code of a quantized model whose symbols occur ``counts`` times (one entry per level), with
+    ``n_tensors`` float32 scales, chosen from grids of the sizes ``grid_sizes`` (architecture,
+    quantization level, smoothing weight: ``log2`` of each)."""
+    n_tensors = check_positive_int(n_tensors, "n_tensors")
+    sizes = [check_positive_int(g, "grid size") for g in grid_sizes]
+    header = _up(sum((iv.log(_iv(g)) for g in sizes), _iv(0)) / iv.log(_iv(2)))
+    counts_bits = sum(elias_delta_bits(int(c) + 1) for c in counts)
+    return CodeLength(header, SCALE_BITS * n_tensors, counts_bits, entropy_bits_upper(counts))
+
+
+def smoothed_range(V: int, alpha: float) -> tuple[float, float]:
+    """``(lo, width)`` of the smoothed log-loss in bits: ``lo = -log2(1 - alpha + alpha / V)`` rounded
+    down and ``width = log2(V / alpha) - lo`` rounded up (``= log2(1 + (1 - alpha) V / alpha)`` up to
+    the rounding of ``lo``), so that ``[lo, lo + width]`` holds every smoothed loss."""
+    V = check_positive_int(V, "V", minimum=2)
+    alpha = check_real(alpha, "alpha", lo=0.0, hi=1.0, lo_open=True, hi_open=True)
+    a, v, two = _iv(alpha), _iv(V), iv.log(_iv(2))
+    lo = -_up(iv.log(1 - a + a / v) / two)  # rounded down
+    hi = -iv.log(a / v) / two  # the loss at p = 0
+    # the width from the rounded-down lo, so that [lo, lo + width] holds every loss
+    return lo, _up(hi - _iv(lo))
+
+
+def _kl_iv(q, p):
+    """``kl(q || p)`` of Bernoulli means as an interval (``0 < p < 1``)."""
+    q, p = _iv(q), _iv(p)
+    out = _iv(0)
+    if q.a > 0:
+        out += q * iv.log(q / p)
+    if q.b < 1:
+        out += (1 - q) * iv.log((1 - q) / (1 - p))
+    return out
+
+
+def kl_inverse_certified(q: float, c: float) -> float:
+    """The least ``p`` (up to 2**-50) in ``[q, 1]`` with ``kl(q || p) >= c``, returned so that
+    ``kl(q || p) >= c`` holds in interval arithmetic at the returned point (1 when ``kl(q || 1) ... <= c``)."""
+    q = check_real(q, "q", lo=0.0, hi=1.0)
+    c = check_real(c, "c", lo=0.0)
+    lo, hi = q, 1.0
+    for _ in range(200):
+        if hi - lo <= 2.0**-50:
+            break
+        mid = (lo + hi) / 2
+        if mid >= 1.0:
+            break
+        if _kl_iv(q, mid).a >= c:  # certified: kl at mid is at least c
+            hi = mid
+        else:
+            lo = mid
+    return hi
+
+
+def _check_emp(emp, lo, width):
+    emp = check_real(emp, "empirical loss")
+    if not lo - 1e-12 <= emp <= lo + width + 1e-12:
+        raise ParameterError(
+            f"empirical loss {emp} lies outside the loss range [{lo}, {lo + width}]"
+        )
+    return emp
+
+
+def document_bound(
+    emp: float, lo: float, width: float, n_samples: int, code_bits: float, delta: float
+):
+    """The document-level Occam-kl bound on the mean loss of a new document, from ``n_samples``
+    training documents (see the module)."""
+    emp = _check_emp(emp, lo, width)
+    m = check_positive_int(n_samples, "n_samples")
+    delta = check_real(delta, "delta", lo=0.0, hi=1.0, lo_open=True, hi_open=True)
+    rhs = (_iv(code_bits) * iv.log(_iv(2)) + iv.log(2 * iv.sqrt(_iv(m)) / _iv(delta))) / _iv(m)
+    q = _up((_iv(emp) - _iv(lo)) / _iv(width)) if emp > lo else 0.0
+    r = kl_inverse_certified(min(q, 1.0), _up(rhs))
+    return _up(_iv(lo) + _iv(width) * _iv(r))
+
+
+def token_bound(emp: float, lo: float, width: float, M: int, code_bits: float, delta: float):
+    """The token-level (Azuma) Occam bound on the mean conditional loss over the training positions."""
+    emp = _check_emp(emp, lo, width)
+    M = check_positive_int(M, "M")
+    delta = check_real(delta, "delta", lo=0.0, hi=1.0, lo_open=True, hi_open=True)
+    pen = _iv(width) * iv.sqrt(
+        (_iv(code_bits) * iv.log(_iv(2)) + iv.log(1 / _iv(delta))) / (2 * _iv(M))
+    )
+    return _up(_iv(emp) + pen)
+
+
+@dataclass(frozen=True)
+class CompressionBound(BoundResult):
+    """An Occam bound of one model: ``version`` ``"document"`` (``n`` documents) or ``"token"`` (``n``
+    characters); ``emp`` the empirical mean loss, in ``[lo, lo + width]`` (bits per character for the
+    smoothed log-loss, ``lo = 0, width = 1`` for the top-1 error); ``code_bits`` the model's code length;
+    ``bound`` the bound in the loss's own units; ``value`` the bound rescaled to ``[0, 1]``;
+    ``chance``: the loss of random guessing (``log2 V``, or ``1 - 1/V``).
+
+    >>> r = CompressionBound.examples()[0]
+    >>> r.trivial, r.gap_at(r.n) == r.value
+    (False, True)
+    """
+
+    version: str
+    emp: float
+    lo: float
+    width: float
+    n: int
+    code_bits: float
+    delta: float
+    chance: float
+    bound: float
+    value: float
+
+    @classmethod
+    def of(cls, version, emp, lo, width, n, code_bits, delta, chance) -> "CompressionBound":
+        if version not in ("document", "token"):
+            raise ParameterError(f"version must be 'document' or 'token', got {version!r}")
+        f = document_bound if version == "document" else token_bound
+        b = f(emp, lo, width, n, code_bits, delta)
+        v = _up((_iv(b) - _iv(lo)) / _iv(width))
+        return cls(version, emp, lo, width, int(n), code_bits, delta, chance, b, v)
+
+    @property
+    def n_samples(self) -> int:
+        return self.n
+
+    @property
+    def capacity(self) -> float:
+        """``sqrt(C ln 2 / 2)``: the gap is at most that times ``sqrt(1 + ln(...)/ (C ln 2)) / sqrt(n)``."""
+        return math.sqrt(self.code_bits * math.log(2) / 2)
+
+    def gap_at(self, n: int) -> float:
+        n = check_positive_int(n, "n")
+        if n == self.n:
+            return self.value
+        return (
+            type(self)
+            .of(
+                self.version,
+                self.emp,
+                self.lo,
+                self.width,
+                n,
+                self.code_bits,
+                self.delta,
+                self.chance,
+            )
+            .value
+        )
+
+    @property
+    def trivial_reason(self) -> str:
+        if self.value >= LOSS_RANGE:
+            return f"the bound {self.value:.6g} is at or above the loss range {LOSS_RANGE:g}"
+        if self.bound >= self.chance:
+            return f"the bound {self.bound:.6g} is at or above random guessing {self.chance:.6g}"
+        return ""
+
+    def _dict_fields(self) -> dict:
+        return {
+            "version": self.version,
+            "emp": self.emp,
+            "lo": self.lo,
+            "width": self.width,
+            "code_bits": self.code_bits,
+            "delta": self.delta,
+            "chance": self.chance,
+            "bound_units": self.bound,
+        }
+
+    @classmethod
+    def examples(cls) -> list:
+        lo, w = smoothed_range(84, 0.05)
+        return [
+            cls.of("token", 2.3, lo, w, 4_000_000, 2.0e5, 0.05, math.log2(84)),
+            cls.of("document", 2.3, lo, w, 60_000, 2.0e5, 0.05, math.log2(84)),
+            cls.of("document", 0.3, 0.0, 1.0, 50_000, 1.0e3, 0.05, 1 - 1 / 84),
+        ]

