@@ -27,6 +27,14 @@ once, all in range) are checked first; a ``config.json`` whose ``model_type`` di
 tensor names is refused (``genbound.weights.loading.check_model_type``). A progress bar over layers
 goes to stderr when stderr is a terminal (``--quiet`` turns it off).
 
+From Python, ``genbound.analyze(model)`` (:func:`analyze`: this module is callable) takes a model
+object, a state dict with its config, or a folder; ``--n-samples N`` / ``n_samples=N`` adds the gap
+estimates at ``N`` and the verdict (:func:`verdict`), one line in every report saying whether the values
+are vacuous and where the book defines it (:data:`DEFINED_IN`).
+
+One concept: the Part III report of one model (load, both proxies, the verdict), as a function and as
+the ``genbound analyze`` command with its outputs.
+
 >>> import tempfile, json, io, contextlib
 >>> from genbound.testing import make_bert_checkpoint
 >>> from genbound.cli import main
