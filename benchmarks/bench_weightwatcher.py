@@ -19,6 +19,10 @@ the work, writing the result), the sides interleaved ``--repeat`` times on one c
 * ``genbound``: ``python -m genbound.cli analyze PATH --json --quiet --device cpu`` (the console
   command; per layer the 2 x heads products ``QK``, ``V`` and the two feed-forward matrices: singular
   values, both proxies; no power-law fit, genbound has none);
+* ``dense`` (issue 41): the independent dense float64 pipeline of ``benchmarks/bench_spectral.py``
+  (``work_baseline``: every ``QK``, ``V``, ``M_in``, ``M_out`` formed densely, a full float64 SVD each,
+  the formulas in plain loops) as a whole process, ``bench_spectral.py --child baseline``; its proxy
+  and the log of its Edelman-style proxy are compared with genbound's (``agreement["dense"]``);
 * ``ww-analyze``: ``WeightWatcher(model=PATH).analyze()`` with its defaults (per weight matrix: the
   full singular values with SciPy in float64, the power-law fit of the ESD, the norm metrics), then
   the details table written as CSV. WeightWatcher has no command line (its ``main`` prints "coming
@@ -73,7 +77,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 PROG = "bench_weightwatcher"
-SIDES = ("genbound", "ww-analyze", "ww-nofit", "ww-esd")
+SIDES = ("genbound", "dense", "ww-analyze", "ww-nofit", "ww-esd")
 
 #: The WeightWatcher whole process of ``ww-analyze``: its defaults, the details table as CSV.
 WW_ANALYZE = """\
@@ -190,6 +194,10 @@ def agreement(matrices: list[dict], ww_rows: list[dict]) -> dict:
     >>> agreement(g, w)
     {'n_matrices': 1, 'max_rel_diff': {'sv_max': 0.0, 'lambda_max': 0.0, 'norm': 0.0, 'stable_rank': 0.0}, 'max': 0.0}
     """
+    if ww_rows and ww_rows[0].get("kind") == "totals":  # the dense side: both proxies
+        ours = next(r for r in matrices if r.get("kind") == "totals")
+        diffs = {k: _rel(float(ours[k]), float(ww_rows[0][k])) for k in ("value", "edelman_log")}
+        return {"n_matrices": None, "max_rel_diff": diffs, "max": max(diffs.values())}
     index = ww_feed_forward([r["name"] for r in ww_rows])
     ours = {(r["kind"], int(r["layer"])): r for r in matrices if r["kind"] in ("M_in", "M_out")}
     if set(ours) != set(index):
@@ -277,6 +285,9 @@ def side_command(side: str, path: str, out_csv: str) -> list[str]:
             "--device",
             "cpu",
         ]
+    if side == "dense":
+        bench = str(ROOT / "benchmarks" / "bench_spectral.py")
+        return [sys.executable, bench, "--child", "baseline", "--path", path, "--device", "cpu"]
     if side == "ww-analyze":
         return [sys.executable, "-c", WW_ANALYZE, path, out_csv]
     if side == "ww-nofit":
@@ -349,11 +360,14 @@ def _ff_rows(side: str, stdout: str, out_csv: str) -> list[dict]:
     rows; WeightWatcher: its feed-forward layers), kept small enough to record."""
     if side == "genbound":
         keep = ("kind", "layer", "sigma_max", "frobenius", "stable_rank", "rank")
-        return [
-            {k: r[k] for k in keep}
-            for r in json.loads(stdout)["matrices"]
-            if r["kind"] in ("M_in", "M_out")
+        d = json.loads(stdout)
+        rows = [{k: r[k] for k in keep} for r in d["matrices"] if r["kind"] in ("M_in", "M_out")]
+        return rows + [
+            {"kind": "totals", "value": d["spectral_adaptive"], "edelman_log": d["edelman_log"]}
         ]
+    if side == "dense":
+        d = json.loads(stdout.strip().splitlines()[-1])
+        return [{"kind": "totals", "value": d["value"], "edelman_log": d["edelman_log"]}]
     rows = _read_csv_records(out_csv)
     idx = ww_feed_forward([r["name"] for r in rows])
     keep = ("name", *COMPARED)
@@ -541,7 +555,9 @@ def _print_table(res: dict) -> None:
         )
     for s, a in res["agreement"].items():
         print(
-            f"agreement with {s} on {a['n_matrices']} feed-forward matrices (largest relative difference): "
+            f"agreement with {s} on "
+            + (f"{a['n_matrices']} feed-forward matrices" if a["n_matrices"] else "both proxies")
+            + " (largest relative difference): "
             + ", ".join(f"{k} {x:.2g}" for k, x in a["max_rel_diff"].items())
         )
 

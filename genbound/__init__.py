@@ -5,7 +5,13 @@ The package behind the genbound book. Data flows one way::
     checkpoint / nn.Module -> weights -> spectra -> norms -> bounds -> report
 
 Submodules are imported on first use, so ``import genbound`` stays light (it never imports jupyter or
-matplotlib). Every error genbound raises on purpose is a :class:`GenboundError`.
+matplotlib) and works without them; a name whose module needs a package that is not installed raises
+``AttributeError`` naming the package and how to install it (so ``help(genbound)`` lists the rest).
+Every error genbound raises on purpose is a :class:`GenboundError`.
+
+``genbound.analyze(model)`` evaluates both Part III proxies of a model (a checkpoint folder, a
+``torch.nn.Module``, a state dict with its config): :func:`genbound.analyze.analyze`, which the module
+``genbound.analyze`` also answers when called.
 
 >>> import genbound
 >>> genbound.schatten_power([3.0, 4.0], 2).item()
@@ -93,6 +99,7 @@ _SUBMODULES = {
     "experiments",
     "plotting",
     "cli",
+    "analyze",
 }
 
 __all__ = [
@@ -105,17 +112,32 @@ __all__ = [
     "CheckpointError",
     "DeviceError",
     "__version__",
+    "analyze",
     *_LAZY,
 ]
 
 
+def _import(module: str, name: str):
+    """``importlib.import_module(module)``; a missing third-party package becomes ``AttributeError``
+    naming it (so that ``help(genbound)`` and ``dir`` walks skip the name instead of failing)."""
+    try:
+        return importlib.import_module(module)
+    except ModuleNotFoundError as exc:
+        if exc.name is None or exc.name.split(".")[0] == "genbound":
+            raise
+        from .errors import MissingDependencyError
+
+        err = MissingDependencyError.of(exc.name, f"genbound.{name}")
+        raise AttributeError(str(err), name=name, obj=None) from exc
+
+
 def __getattr__(name: str):
     if name in _LAZY:
-        value = getattr(importlib.import_module(_LAZY[name]), name)
+        value = getattr(_import(_LAZY[name], name), name)
         globals()[name] = value
         return value
     if name in _SUBMODULES:
-        return importlib.import_module(f"genbound.{name}")
+        return _import(f"genbound.{name}", name)
     raise AttributeError(f"module 'genbound' has no attribute {name!r}")
 
 

@@ -27,6 +27,14 @@ once, all in range) are checked first; a ``config.json`` whose ``model_type`` di
 tensor names is refused (``genbound.weights.loading.check_model_type``). A progress bar over layers
 goes to stderr when stderr is a terminal (``--quiet`` turns it off).
 
+From Python, ``genbound.analyze(model)`` (:func:`analyze`: this module is callable) takes a model
+object, a state dict with its config, or a folder; ``--n-samples N`` / ``n_samples=N`` adds the gap
+estimates at ``N`` and the verdict (:func:`verdict`), one line in every report saying whether the values
+are vacuous and where the book defines it (:data:`DEFINED_IN`).
+
+One concept: the Part III report of one model (load, both proxies, the verdict), as a function and as
+the ``genbound analyze`` command with its outputs.
+
 >>> import tempfile, json, io, contextlib
 >>> from genbound.testing import make_bert_checkpoint
 >>> from genbound.cli import main
@@ -51,6 +59,7 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from .errors import require
 from .kinds import KIND_DESCRIPTIONS
 
 if TYPE_CHECKING:  # annotations only: pandas is imported where a table is built
@@ -117,7 +126,70 @@ JSON_FIELDS = {
     "source": "the checkpoint folder",
     "family": "weight-name family (bert, distilbert, gpt2)",
     "routes": "matrices per spectrum route (qr-core, gram, qr-svd, svd, dense-svd)",
+    "n_samples": "the sample size given with --n-samples (null: none given)",
+    "spectral_adaptive_gap": "capacity / sqrt(n_samples): the spectrum-adaptive estimate of the "
+    "generalization gap at n_samples (null without n_samples)",
+    "spectral_adaptive_samples_needed": "the least n with capacity / sqrt(n) <= 1, the loss range: "
+    "from this sample size on the estimate is not vacuous (null beyond 10**40)",
+    "edelman_gap": "edelman / sqrt(n_samples) (null without n_samples, or beyond float64)",
+    "edelman_samples_needed": "the least n with edelman / sqrt(n) <= 1 (null beyond 10**40)",
+    "verdict": "one line: whether the values are vacuous (at n_samples, or undecided without it) "
+    "and where the book defines it",
+    "defined_in": "the book's chapter and statement that define capacity, the rate "
+    "capacity / sqrt(n) and vacuous (trivial)",
 }
+
+#: Where the book defines the capacity, the rate ``capacity / sqrt(n)`` and when a report is vacuous
+#: (``trivial``): the chapter file and the statement's label (:prf:ref:`prop-sa-capacity`).
+DEFINED_IN = "book/part3/deep.md, prop-sa-capacity (section 'Capacity: the proxy as a rate in n')"
+
+
+def _count(n: int) -> str:
+    """A sample size: ``54``, or ``6.1e+10`` from a million on."""
+    return f"{n:d}" if n < 10**6 else f"{float(n):.2g}"
+
+
+def verdict(spectral, edelman) -> str:
+    """One line: whether the two reports are vacuous (``trivial``: the gap estimate at ``n_samples`` is
+    at or above the loss range 1), the sample size from which each would not be
+    (``samples_needed()``), and where the book defines both (:data:`DEFINED_IN`).
+
+    >>> from genbound.bounds.sakai_imaizumi import SpectralBoundReport, EdelmanProxyReport
+    >>> r, e = SpectralBoundReport.examples()[1], EdelmanProxyReport.examples()[1]
+    >>> r.n_samples, r.trivial
+    (10, True)
+    >>> print(verdict(r, e))  # doctest: +ELLIPSIS
+    vacuous at n = 10: spectrum-adaptive capacity/sqrt(n) = ... >= 1 (not vacuous from n = ... on); ...
+    """
+    n = spectral.n_samples
+    parts = []
+    for name, rep, rate in (
+        ("spectrum-adaptive", spectral, "capacity/sqrt(n)"),
+        ("Edelman-style", edelman, "value/sqrt(n)"),
+    ):
+        m = rep.samples_needed()
+        need = (
+            f"not vacuous from n = {_count(m)} on"
+            if math.isfinite(m)
+            else "vacuous for every n up to 1e40"
+        )
+        if n is None:
+            parts.append(f"{name} {rate}: {need}")
+            continue
+        gap = rep.gap_at(n)
+        g = f"{gap:.3g}" if math.isfinite(gap) else "inf"
+        parts.append(f"{name} {rate} = {g} {'>=' if rep.trivial else '<'} 1 ({need})")
+    flags = {"spectrum-adaptive": spectral.trivial, "Edelman-style": edelman.trivial}
+    if n is None:
+        head = "vacuous: undecided, no sample size given (--n-samples N decides it); "
+    elif all(flags.values()):
+        head = f"vacuous at n = {n}: "
+    elif not any(flags.values()):
+        head = f"not vacuous at n = {n}: "
+    else:
+        vac = next(k for k, v in flags.items() if v)
+        head = f"{vac} vacuous at n = {n}, the other not: "
+    return head + "; ".join(parts) + f"; defined in {DEFINED_IN}"
 
 
 def matrix_table(report) -> "pd.DataFrame":
@@ -169,6 +241,11 @@ def _p_counts(table) -> dict:
     return out
 
 
+def _finite_or_none(x):
+    """The JSON policy (:mod:`genbound.jsonsafe`): a non-finite number is ``None``."""
+    return None if x is None or not math.isfinite(x) else x
+
+
 @dataclass(frozen=True)
 class Analysis:
     """Both proxies of one checkpoint, with the weights' shape and the wall time.
@@ -184,8 +261,13 @@ class Analysis:
     seconds: float
 
     def matrices(self):
-        """The per-matrix table (:func:`matrix_table`)."""
+        """The per-matrix table, a pandas DataFrame with one row per proxy matrix (:func:`matrix_table`;
+        columns :data:`MATRIX_FIELDS`, ``shape`` as ``rows, cols``)."""
         return matrix_table(self.spectral)
+
+    def verdict(self) -> str:
+        """One line: vacuous or not at the sample size given (:func:`verdict`)."""
+        return verdict(self.spectral, self.edelman)
 
     def to_dict(self) -> dict:
         w, r, e = self.weights, self.spectral, self.edelman
@@ -219,12 +301,55 @@ class Analysis:
             "source": w.source,
             "family": w.family,
             "routes": {k: int(v) for k, v in r.table["route"].value_counts().sort_index().items()},
+            "n_samples": r.n_samples,
+            "spectral_adaptive_gap": _finite_or_none(
+                None if r.n_samples is None else r.gap_at(r.n_samples)
+            ),
+            "spectral_adaptive_samples_needed": _finite_or_none(r.samples_needed()),
+            "edelman_gap": _finite_or_none(None if e.n_samples is None else e.gap_at(e.n_samples)),
+            "edelman_samples_needed": _finite_or_none(e.samples_needed()),
+            "verdict": self.verdict(),
+            "defined_in": DEFINED_IN,
         }
+
+
+def _weights_of(source, *, config, attention_scale: bool, layers):
+    """:class:`~genbound.weights.TransformerWeights` of what :func:`analyze` accepts (see there)."""
+    from collections.abc import Mapping
+
+    from .errors import ParameterError
+    from .weights import load_weights, weights_from_state_dict
+
+    if isinstance(source, Mapping):
+        if config is None:
+            raise ParameterError(
+                "a state dict carries no sizes: pass its config too, "
+                "analyze(state_dict, config=model.config) (a dict or a Hugging Face config)"
+            )
+        return weights_from_state_dict(
+            source, config, attention_scale=attention_scale, layers=layers
+        )
+    if config is not None:
+        if not hasattr(source, "named_parameters"):
+            raise ParameterError(
+                f"config= applies to a state dict or a torch.nn.Module, not to a "
+                f"{type(source).__name__} (a checkpoint folder has its own config.json)"
+            )
+        return weights_from_state_dict(
+            dict(source.named_parameters()),
+            config,
+            attention_scale=attention_scale,
+            layers=layers,
+            source=f"module {type(source).__name__}",
+        )
+    return load_weights(source, attention_scale=attention_scale, layers=layers)
 
 
 def analyze(
     source,
     *,
+    config=None,
+    n_samples: int | None = None,
     device=None,
     attention_scale: bool = False,
     mode: str = "exact",
@@ -235,18 +360,58 @@ def analyze(
     progress: bool = False,
     svd_driver: str | None = None,
 ) -> Analysis:
-    """Load ``source`` and evaluate :func:`~genbound.bounds.sakai_imaizumi.spectral_adaptive_bound` and
-    :func:`~genbound.bounds.sakai_imaizumi.edelman_proxy` on it (one pass over the layers)."""
+    """Both Part III proxies of a model: load ``source`` and evaluate
+    :func:`~genbound.bounds.sakai_imaizumi.spectral_adaptive_bound` and
+    :func:`~genbound.bounds.sakai_imaizumi.edelman_proxy` on it (one pass over the layers).
+
+    Reachable as ``genbound.analyze(...)`` (the module :mod:`genbound.analyze` is callable and calls
+    this function) and as ``genbound.analyze.analyze(...)``.
+
+    ``source``: a checkpoint folder (what ``genbound analyze PATH`` reads); a ``torch.nn.Module`` of a
+    supported family (a Hugging Face model with or without a task head, a ``torch.compile``'d one,
+    one wrapped in another module, in float32, float16 or bfloat16: spectra are always taken in
+    float64 of the stored values); a state dict (parameter name -> tensor) together with
+    ``config`` (a dict or a Hugging Face config with the family's size keys); or
+    :class:`~genbound.weights.TransformerWeights`. ``config`` also overrides the sizes of a module.
+    ``n_samples``: the training-set size; then both reports decide ``trivial`` (vacuous) at it and
+    :meth:`Analysis.verdict` says so (:prf:ref:`prop-sa-capacity`). The other keywords are those of
+    ``genbound analyze`` (``--help``).
+
+    >>> import torch, transformers, genbound
+    >>> cfg = transformers.BertConfig(hidden_size=16, num_hidden_layers=2, num_attention_heads=2,
+    ...                               intermediate_size=32, vocab_size=40)
+    >>> _ = torch.manual_seed(0)
+    >>> model = transformers.BertModel(cfg)
+    >>> a = genbound.analyze(model, n_samples=10**6)
+    >>> a.weights.family, a.to_dict()["n_matrices"], a.spectral.trivial
+    ('bert', 12, False)
+    >>> t = a.matrices()                        # a pandas DataFrame, one row per matrix
+    >>> t.shape, list(t.columns[:4])
+    ((12, 11), ['kind', 'layer', 'head', 'rows'])
+    >>> float(t["contribution"].sum() + 2 ** 0.5) == a.spectral.value
+    True
+    >>> genbound.analyze(torch.compile(model)).spectral.value == a.spectral.value
+    True
+    >>> sd = {k: v.clone() for k, v in model.state_dict().items()}
+    >>> genbound.analyze(sd, config=cfg).spectral.value == a.spectral.value
+    True
+    >>> half = model.half()                     # float16 weights, spectra in float64 of them
+    >>> genbound.analyze(half).spectral.value == genbound.analyze(half.double()).spectral.value
+    True
+    """
     from .bounds.sakai_imaizumi import edelman_proxy, spectral_adaptive_bound
     from .device import resolve_device
     from .errors import ParameterError
-    from .weights import load_weights
 
     dev = resolve_device(device)
     t0 = time.perf_counter()
     if mode not in ("exact", "authors"):
         raise ParameterError(f"mode must be 'exact' or 'authors', got {mode!r}")
-    w = load_weights(source, attention_scale=attention_scale, layers=layers)
+    if n_samples is not None:
+        from ._validate import check_positive_int
+
+        n_samples = check_positive_int(n_samples, "n_samples")
+    w = _weights_of(source, config=config, attention_scale=attention_scale, layers=layers)
     # every spectrum once: both proxies read these Spectra (no second pass through the weights' cache)
     sp = w.spectra(
         device=dev,
@@ -255,9 +420,16 @@ def analyze(
         svd_driver=svd_driver,
     )
     r = spectral_adaptive_bound(
-        sp, L_phi=L_phi, grid_m=grid_m, rank_tol=rank_tol, device=dev, mode=mode, progress=progress
+        sp,
+        L_phi=L_phi,
+        grid_m=grid_m,
+        rank_tol=rank_tol,
+        device=dev,
+        mode=mode,
+        progress=progress,
+        n_samples=n_samples,
     )
-    e = edelman_proxy(r.spectra, L_phi=L_phi, mode=mode)
+    e = edelman_proxy(r.spectra, L_phi=L_phi, mode=mode, n_samples=n_samples)
     return Analysis(
         spectral=r, edelman=e, weights=w, device=str(dev), seconds=time.perf_counter() - t0
     )
@@ -351,6 +523,15 @@ def add_parser(sub) -> None:
         default=5,
         help="matrices with the largest contributions shown (default 5)",
     )
+    p.add_argument(
+        "--n-samples",
+        type=int,
+        default=None,
+        dest="n_samples",
+        metavar="N",
+        help="training-set size: report each estimate of the gap at N (capacity / sqrt(N)), "
+        "whether it is vacuous there, and the sample size from which it would not be",
+    )
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(func=run)
 
@@ -383,7 +564,9 @@ def check_outputs(csv=None, plot=None) -> None:
         _check_path(csv, "--csv")
     if plot is not None:
         _check_path(plot, "--plot")
-        from matplotlib.backend_bases import FigureCanvasBase
+        FigureCanvasBase = require(
+            "matplotlib.backend_bases", "genbound analyze --plot"
+        ).FigureCanvasBase
 
         formats = sorted(FigureCanvasBase.get_supported_filetypes())
         ext = Path(plot).suffix.lower().lstrip(".")
@@ -419,9 +602,12 @@ def fix_heap_growth(threshold: int = 128 * 1024) -> bool:
 def run(args) -> int:
     from .errors import ParameterError
 
+    require("torch", "genbound analyze")
     check_outputs(csv=args.csv, plot=args.plot)
     if args.top < 0:
         raise ParameterError(f"--top must be >= 0, got {args.top}")
+    if args.n_samples is not None and args.n_samples < 1:
+        raise ParameterError(f"--n-samples must be >= 1, got {args.n_samples}")
     fix_heap_growth()
     progress = (not args.quiet) and sys.stderr.isatty()
     a = analyze(
@@ -434,6 +620,7 @@ def run(args) -> int:
         rank_tol=args.rank_tol,
         layers=args.layers,
         progress=progress,
+        n_samples=args.n_samples,
     )
     table = a.matrices()
     if args.csv:
@@ -462,6 +649,7 @@ def console_report(a: Analysis, d: dict, table, *, top: int = 5) -> str:
     ]
     ed = f"{a.edelman.value:.6g}" if math.isfinite(a.edelman.value) else "inf in float64"
     lines.append(f"Edelman-style proxy: {ed}   (log = {a.edelman.log_value:.6g})")
+    lines.append(d["verdict"])
     lines.append("chosen Schatten index p_opt per kind (p: count):")
     for kind, counts in d["p_opt_counts"].items():
         lines.append(f"  {kind:6s} " + ", ".join(f"p = {p}: {c}" for p, c in counts.items()))
@@ -508,3 +696,15 @@ def write_plot(report, path) -> None:
 
 #: The former name of :func:`write_plot` (kept importable).
 plot_contributions = write_plot
+
+
+class _CallableModule(type(sys)):
+    """The type of this module: ``genbound.analyze(...)`` calls :func:`analyze`, so the function is
+    reachable by the package's name while ``genbound.analyze`` stays this module (``from
+    genbound.analyze import MATRIX_FIELDS`` and the ``genbound analyze`` command read it)."""
+
+    def __call__(self, *args, **kwargs) -> Analysis:
+        return analyze(*args, **kwargs)
+
+
+sys.modules[__name__].__class__ = _CallableModule

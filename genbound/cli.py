@@ -22,7 +22,7 @@ import os
 import sys
 
 from . import __version__
-from .errors import GenboundError, Interrupted
+from .errors import GenboundError, Interrupted, MissingDependencyError
 
 #: Subcommand -> (module that registers it with ``add_parser``, the one-line help of ``genbound --help``).
 COMMANDS = {
@@ -63,6 +63,9 @@ def build_parser(command: str | None = "*") -> argparse.ArgumentParser:
         except ModuleNotFoundError as exc:
             if exc.name is not None and module.startswith(exc.name):
                 continue  # that part of genbound is not installed yet
+            if exc.name is not None and not exc.name.startswith("genbound"):
+                # a package the command needs is missing: one line naming it (exit code 2)
+                raise MissingDependencyError.of(exc.name, f"genbound {name}") from exc
             raise
         mod.add_parser(sub)
     return parser

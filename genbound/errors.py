@@ -22,6 +22,9 @@ __all__ = [
     "CheckpointError",
     "DeviceError",
     "ResultsFileError",
+    "MissingDependencyError",
+    "INSTALL_HINTS",
+    "require",
 ]
 
 
@@ -70,3 +73,47 @@ class Interrupted(Exception):
     Raised from a ``KeyboardInterrupt`` by commands that write results files; the command line prints
     it as one line ``genbound: interrupted: ...`` with exit code 130. Not a :class:`GenboundError`:
     nothing was wrong with the input."""
+
+
+#: How to install each optional package a genbound command may need (by the module's import name).
+#: torch is pinned as in the README (a plain ``torch`` may pull a multi-GB CUDA build).
+INSTALL_HINTS = {
+    "torch": "pip install torch==2.13.0",
+    "matplotlib": "pip install matplotlib (or pip install 'genbound[plot]')",
+    "transformers": "pip install transformers (or pip install 'genbound[hf]')",
+}
+
+
+class MissingDependencyError(GenboundError, ImportError):
+    """An optional package that the requested work needs is not installed. The message names the
+    package, what needs it and how to install it (:data:`INSTALL_HINTS`); the command line prints
+    it as one ``genbound: error:`` line (exit code 2).
+
+    >>> err = MissingDependencyError.of("matplotlib", "genbound analyze --plot")
+    >>> str(err)
+    "genbound analyze --plot needs matplotlib, which is not installed: pip install matplotlib (or pip install 'genbound[plot]')"
+    >>> isinstance(err, ImportError) and err.name
+    'matplotlib'
+    """
+
+    @classmethod
+    def of(cls, package: str, what: str) -> "MissingDependencyError":
+        """The error saying that ``what`` needs ``package`` (an import name)."""
+        top = package.split(".")[0]
+        hint = INSTALL_HINTS.get(top, f"pip install {top}")
+        return cls(f"{what} needs {top}, which is not installed: {hint}", name=top)
+
+
+def require(package: str, what: str):
+    """Import ``package`` and return it, or raise :class:`MissingDependencyError` naming it when it is
+    not installed (or fails to import because one of its own dependencies is missing).
+
+    >>> require("math", "this example").sqrt(4.0)
+    2.0
+    """
+    import importlib
+
+    try:
+        return importlib.import_module(package)
+    except ModuleNotFoundError as exc:
+        raise MissingDependencyError.of(exc.name or package, what) from exc

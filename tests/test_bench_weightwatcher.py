@@ -141,3 +141,14 @@ def test_whole_process_run_at_tiny_size():
             "matrix_rank",
         }
         assert d["ratios"]["ww-analyze"]["wall"] > 0
+
+
+def test_dense_side_runs_without_weightwatcher_and_agrees():
+    """Issue 41: the independent dense float64 pipeline as a whole-process side, no WeightWatcher needed."""
+    out = _script(*TINY, "--sides", "genbound,dense", "--json", pythonpath=str(ROOT))
+    assert out.returncode == 0, out.stderr
+    res = json.loads(out.stdout)
+    assert set(res["medians"]) == {"genbound", "dense"}
+    a = res["agreement"]["dense"]
+    assert set(a["max_rel_diff"]) == {"value", "edelman_log"} and a["max"] <= 1e-9
+    assert res["ratios"]["dense"]["cpu"] > 0
