@@ -78,8 +78,18 @@ def _run(args) -> int:
     import torch
 
     from . import CertifyConfig, certify_sparse_majority, open_certificates
+    from .._cli import check_ranges
     from ..sparse_majority import config_of, parse_row_keys, read_sweep
 
+    check_ranges(
+        {
+            "--n-train-certify": args.n_train,
+            "--post-steps": args.post_steps,
+            "--draws": args.draws,
+            "--test-draws": args.test_draws,
+            "--seeds": args.seeds,
+        }
+    )
     cc = CertifyConfig(
         prior_fraction=args.prior_fraction,
         post_steps=args.post_steps,
