@@ -348,6 +348,12 @@ def add_parser(sub) -> None:
         help="matrices with the largest contributions shown (default 5)",
     )
     p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="let --csv or --plot replace a file that is a genbound results file of an experiment "
+        "(refused without it, so that a trained sweep is not lost to a typo)",
+    )
     p.set_defaults(func=run)
 
 
@@ -367,18 +373,28 @@ def _check_path(path, option: str) -> None:
         raise ParameterError(f"{option} {path}: folder {str(parent)!r} is not writable")
 
 
-def check_outputs(csv=None, plot=None) -> None:
+def check_outputs(csv=None, plot=None, *, overwrite: bool = False) -> None:
     """Refuse output paths that could not be written, before any work: ``csv``/``plot`` must name a file in an
-    existing, writable folder, and ``plot`` must end in a format matplotlib writes (``.png``, ``.pdf``,
+    existing, writable folder, must not be a genbound results file of an experiment (unless
+    ``overwrite``), and ``plot`` must end in a format matplotlib writes (``.png``, ``.pdf``,
     ``.svg``, ...). Raises :class:`~genbound.errors.ParameterError` naming the option."""
     from pathlib import Path
 
     from .errors import ParameterError
+    from .experiments.results import results_file_kind
 
-    if csv is not None:
-        _check_path(csv, "--csv")
+    for option, path in (("--csv", csv), ("--plot", plot)):
+        if path is None:
+            continue
+        _check_path(path, option)
+        kind = results_file_kind(path)
+        if kind is not None and not overwrite:
+            raise ParameterError(
+                f"{option} {path}: is a genbound results file of experiment {kind!r}; writing "
+                f"the analysis there would replace its rows; choose another file, or pass "
+                f"--overwrite to replace it"
+            )
     if plot is not None:
-        _check_path(plot, "--plot")
         from matplotlib.backend_bases import FigureCanvasBase
 
         formats = sorted(FigureCanvasBase.get_supported_filetypes())
@@ -415,7 +431,7 @@ def fix_heap_growth(threshold: int = 128 * 1024) -> bool:
 def run(args) -> int:
     from .errors import ParameterError
 
-    check_outputs(csv=args.csv, plot=args.plot)
+    check_outputs(csv=args.csv, plot=args.plot, overwrite=getattr(args, "overwrite", False))
     if args.top < 0:
         raise ParameterError(f"--top must be >= 0, got {args.top}")
     fix_heap_growth()
