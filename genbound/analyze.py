@@ -262,6 +262,10 @@ def analyze(
 _KINDS_HELP = "; ".join(f"{k} = {v}" for k, v in KINDS.items())
 
 
+#: The largest grid resolution ``--grid-m`` (the default, ``ceil(L + ln N)``, is a few tens).
+MAX_GRID_M = 1000
+
+
 def add_parser(sub) -> None:
     import argparse
     import textwrap
@@ -329,7 +333,10 @@ def add_parser(sub) -> None:
         "--L-phi", type=float, default=1.13, dest="L_phi", help="activation Lipschitz constant"
     )
     p.add_argument(
-        "--grid-m", type=int, default=None, help="grid resolution m (default ceil(L + ln N))"
+        "--grid-m",
+        type=int,
+        default=None,
+        help="grid resolution m, 1 .. 1000 (default ceil(L + ln N))",
     )
     p.add_argument(
         "--rank-tol", type=float, default=1e-10, help="relative rank tolerance (default 1e-10)"
@@ -434,6 +441,14 @@ def run(args) -> int:
     check_outputs(csv=args.csv, plot=args.plot, overwrite=getattr(args, "overwrite", False))
     if args.top < 0:
         raise ParameterError(f"--top must be >= 0, got {args.top}")
+    if args.grid_m is not None:
+        from ._validate import check_int_range
+
+        check_int_range(args.grid_m, "--grid-m", 1, MAX_GRID_M, why="MAX_GRID_M")
+    if not 0.0 <= args.rank_tol < 1.0:  # NaN fails this too
+        raise ParameterError(
+            f"--rank-tol must lie in [0, 1) (relative to sigma_max), got {args.rank_tol}"
+        )
     fix_heap_growth()
     progress = (not args.quiet) and sys.stderr.isatty()
     a = analyze(

@@ -176,10 +176,23 @@ def test_full_device_and_closed_stdout_in_a_real_process(ckpt, tmp_path):
         (["experiment", "predict-gap", "--threads", "100000"], "--threads must lie in 1 .."),
         (["experiment", "certify", "--draws", "0"], "--draws must lie in"),
         (["claims", "--seed", "-3"], "--seed must lie in"),
+        (
+            ["experiment", "sparse-majority", "--seq-lens", "8192", "--n-train", "900000"],
+            "MAX_TOKENS",
+        ),
     ],
 )
 def test_numeric_parameters_have_ranges(argv, needle):
     rc, err = _in_process(argv)
+    assert needle in _one_error_line(rc, err)
+
+
+@pytest.mark.parametrize(
+    "extra, needle",
+    [(["--grid-m", "1000000000"], "--grid-m must lie in"), (["--rank-tol", "5"], "--rank-tol")],
+)
+def test_analyze_numeric_parameters_have_ranges(ckpt, extra, needle):
+    rc, err = _in_process(["analyze", str(ckpt), "--quiet", "--device", "cpu", *extra])
     assert needle in _one_error_line(rc, err)
 
 

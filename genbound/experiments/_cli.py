@@ -12,8 +12,9 @@ with one line saying what was saved and how to resume (exit code 130).
 Every numeric argument is checked against its range (:data:`RANGES`) before anything is trained or
 written: sequence lengths ``s .. MAX_SEQ_LEN``, seeds ``0 .. MAX_SEED`` (at most ``MAX_SEEDS`` of them),
 threads ``1 ..`` the cores present (``os.cpu_count()``), sizes and step counts up to
-``MAX_EXAMPLES`` and ``MAX_STEPS``; a value outside is one ``genbound: error:`` line naming the
-option, the range and the value (long lists shown by their first items).
+``MAX_EXAMPLES`` and ``MAX_STEPS``, training tokens ``n_train * T`` up to ``MAX_TOKENS``; a value
+outside is one ``genbound: error:`` line naming the option, the range and the value (long lists
+shown by their first items).
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ __all__ = [
     "MAX_SEEDS",
     "MAX_EXAMPLES",
     "MAX_STEPS",
+    "MAX_TOKENS",
     "MAX_WIDTH",
     "MAX_DEPTH",
 ]
@@ -47,6 +49,9 @@ MAX_SEEDS = 10_000
 #: The most examples in a training, validation or test set, and the most optimiser steps or epochs.
 MAX_EXAMPLES = 1_000_000
 MAX_STEPS = 10_000_000
+#: The most training tokens (``n_train * T``) of one full-batch sparse-majority stack (memory: each
+#: token carries a few floats per head; the saved sweep's largest is 300 * 1024).
+MAX_TOKENS = 2**27
 #: The widest and deepest network of the Part V family, and the most bootstrap or null resamples.
 MAX_WIDTH = 4096
 MAX_DEPTH = 64
@@ -600,6 +605,12 @@ def _run_sparse_majority(args) -> int:
             "--eval-every": args.eval_every,
         }
     )
+    if args.n_train * max(seq_lens) > MAX_TOKENS:
+        raise ParameterError(
+            f"--n-train {args.n_train} with sequence length {max(seq_lens)} is "
+            f"{args.n_train * max(seq_lens)} training tokens, more than MAX_TOKENS = {MAX_TOKENS} "
+            f"(a full batch must fit in memory)"
+        )
     if args.first_seed + args.seeds - 1 > MAX_SEED:
         raise ParameterError(
             f"--first-seed {args.first_seed} with --seeds {args.seeds} passes the largest seed "
