@@ -174,7 +174,7 @@ def test_full_device_and_closed_stdout_in_a_real_process(ckpt, tmp_path):
         (["experiment", "sparse-majority", "--n-train", "10000000000"], "--n-train must lie in"),
         (["experiment", "predict-gap", "--csv", "x.csv", "--widths", "8,100000"], "--widths"),
         (["experiment", "predict-gap", "--threads", "100000"], "--threads must lie in 1 .."),
-        (["experiment", "certify", "--draws", "0"], "--draws must lie in"),
+        (["experiment", "certify", "--draws", "10000000"], "--draws must lie in"),
         (["claims", "--seed", "-3"], "--seed must lie in"),
         (
             ["experiment", "sparse-majority", "--seq-lens", "8192", "--n-train", "900000"],

@@ -65,7 +65,6 @@ RANGES = {
     "--seeds": (1, MAX_SEEDS, "MAX_SEEDS"),
     "--first-seed": (0, MAX_SEED, "32-bit seeds"),
     "--verify-seed": (0, MAX_SEED, "32-bit seeds"),
-    "--verify-saved": (1, MAX_SEEDS, "rows of the saved sweep"),
     "--threads": (1, None, "the cores present"),
     "--n-train": (1, MAX_EXAMPLES, "MAX_EXAMPLES"),
     "--n-val": (1, MAX_EXAMPLES, "MAX_EXAMPLES"),
@@ -504,7 +503,7 @@ def _verify_sparse_majority(args) -> int:
 
     if args.verify_saved is not None and args.verify_saved_rows is not None:
         raise ParameterError("give --verify-saved or --verify-saved-rows, not both")
-    check_ranges({"--verify-saved": args.verify_saved, "--verify-seed": args.verify_seed})
+    check_ranges({"--verify-seed": args.verify_seed})  # --verify-saved: pick_rows names the rows
     table = read_sweep(args.saved_csv, report=_warn)
     if args.verify_saved is not None:
         keys = pick_rows(table, args.verify_saved, seed=args.verify_seed)
