@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import os
 from numbers import Real
 
 import numpy as np
@@ -11,7 +12,16 @@ import torch
 from .device import resolve_device, resolve_dtype
 from .errors import InputError, NonFiniteError, ParameterError, ShapeError
 
-__all__ = ["as_tensor", "check_finite", "check_real", "check_positive_int", "broadcast_shape"]
+__all__ = [
+    "as_tensor",
+    "check_finite",
+    "check_real",
+    "check_positive_int",
+    "check_int_range",
+    "max_threads",
+    "shown",
+    "broadcast_shape",
+]
 
 
 def as_tensor(
@@ -106,6 +116,50 @@ def check_positive_int(value, name: str, *, minimum: int = 1) -> int:
     if value < minimum:
         raise ParameterError(f"{name} must be >= {minimum}, got {value}")
     return int(value)
+
+
+def check_int_range(value, name: str, lo: int, hi: int, *, why: str = "") -> int:
+    """Return ``value`` as an int after checking it is an integer in ``[lo, hi]``; ``why`` (optional)
+    says where the upper limit comes from and is added to the message.
+
+    >>> check_int_range(3, "--seeds", 1, 10)
+    3
+    >>> check_int_range(10**9, "--seq-lens", 1, 8192, why="the longest sequence")
+    Traceback (most recent call last):
+    ...
+    genbound.errors.ParameterError: --seq-lens must lie in 1 .. 8192 (the longest sequence), got 1000000000
+    """
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise ParameterError(f"{name} must be an integer, got {shown_value(value)}")
+    if not lo <= value <= hi:
+        tail = f" ({why})" if why else ""
+        raise ParameterError(f"{name} must lie in {lo} .. {hi}{tail}, got {int(value)}")
+    return int(value)
+
+
+def max_threads() -> int:
+    """The most CPU threads a command may ask for: the cores present (``os.cpu_count()``)."""
+    return max(1, os.cpu_count() or 1)
+
+
+def shown(items, k: int = 5) -> str:
+    """The first ``k`` of ``items`` and how many there are, for an error line that stays short
+    whatever the input's length.
+
+    >>> shown(range(60000))
+    '[0, 1, 2, 3, 4, ... (60000 in all)]'
+    >>> shown([7, 9])
+    '[7, 9]'
+    """
+    items = list(items)
+    head = ", ".join(shown_value(i) for i in items[:k])
+    return f"[{head}, ... ({len(items)} in all)]" if len(items) > k else f"[{head}]"
+
+
+def shown_value(value, limit: int = 60) -> str:
+    """``repr(value)`` cut to ``limit`` characters (a value pasted by mistake can be megabytes)."""
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def broadcast_shape(*shapes) -> torch.Size:

@@ -438,6 +438,10 @@ def analyze(
 _KINDS_HELP = "; ".join(f"{k} = {v}" for k, v in KINDS.items())
 
 
+#: The largest grid resolution ``--grid-m`` (the default, ``ceil(L + ln N)``, is a few tens).
+MAX_GRID_M = 1000
+
+
 def add_parser(sub) -> None:
     import argparse
     import textwrap
@@ -505,7 +509,10 @@ def add_parser(sub) -> None:
         "--L-phi", type=float, default=1.13, dest="L_phi", help="activation Lipschitz constant"
     )
     p.add_argument(
-        "--grid-m", type=int, default=None, help="grid resolution m (default ceil(L + ln N))"
+        "--grid-m",
+        type=int,
+        default=None,
+        help="grid resolution m, 1 .. 1000 (default ceil(L + ln N))",
     )
     p.add_argument(
         "--rank-tol", type=float, default=1e-10, help="relative rank tolerance (default 1e-10)"
@@ -533,6 +540,12 @@ def add_parser(sub) -> None:
         "whether it is vacuous there, and the sample size from which it would not be",
     )
     p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="let --csv or --plot replace a file that is a genbound results file of an experiment "
+        "(refused without it, so that a trained sweep is not lost to a typo)",
+    )
     p.set_defaults(func=run)
 
 
@@ -552,18 +565,28 @@ def _check_path(path, option: str) -> None:
         raise ParameterError(f"{option} {path}: folder {str(parent)!r} is not writable")
 
 
-def check_outputs(csv=None, plot=None) -> None:
+def check_outputs(csv=None, plot=None, *, overwrite: bool = False) -> None:
     """Refuse output paths that could not be written, before any work: ``csv``/``plot`` must name a file in an
-    existing, writable folder, and ``plot`` must end in a format matplotlib writes (``.png``, ``.pdf``,
+    existing, writable folder, must not be a genbound results file of an experiment (unless
+    ``overwrite``), and ``plot`` must end in a format matplotlib writes (``.png``, ``.pdf``,
     ``.svg``, ...). Raises :class:`~genbound.errors.ParameterError` naming the option."""
     from pathlib import Path
 
     from .errors import ParameterError
+    from .experiments.results import results_file_kind
 
-    if csv is not None:
-        _check_path(csv, "--csv")
+    for option, path in (("--csv", csv), ("--plot", plot)):
+        if path is None:
+            continue
+        _check_path(path, option)
+        kind = results_file_kind(path)
+        if kind is not None and not overwrite:
+            raise ParameterError(
+                f"{option} {path}: is a genbound results file of experiment {kind!r}; writing "
+                f"the analysis there would replace its rows; choose another file, or pass "
+                f"--overwrite to replace it"
+            )
     if plot is not None:
-        _check_path(plot, "--plot")
         FigureCanvasBase = require(
             "matplotlib.backend_bases", "genbound analyze --plot"
         ).FigureCanvasBase
@@ -603,11 +626,19 @@ def run(args) -> int:
     from .errors import ParameterError
 
     require("torch", "genbound analyze")
-    check_outputs(csv=args.csv, plot=args.plot)
+    check_outputs(csv=args.csv, plot=args.plot, overwrite=getattr(args, "overwrite", False))
     if args.top < 0:
         raise ParameterError(f"--top must be >= 0, got {args.top}")
     if args.n_samples is not None and args.n_samples < 1:
         raise ParameterError(f"--n-samples must be >= 1, got {args.n_samples}")
+    if args.grid_m is not None:
+        from ._validate import check_int_range
+
+        check_int_range(args.grid_m, "--grid-m", 1, MAX_GRID_M, why="MAX_GRID_M")
+    if not 0.0 <= args.rank_tol < 1.0:  # NaN fails this too
+        raise ParameterError(
+            f"--rank-tol must lie in [0, 1) (relative to sigma_max), got {args.rank_tol}"
+        )
     fix_heap_growth()
     progress = (not args.quiet) and sys.stderr.isatty()
     a = analyze(

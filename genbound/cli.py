@@ -11,7 +11,16 @@ Ends, always as one line on stderr at most:
 * Ctrl-C (``KeyboardInterrupt``): ``genbound: interrupted: ...``, saying what was saved and how to
   resume when the command writes a results file (:class:`~genbound.errors.Interrupted`), exit code 130;
 * a closed pipe (``genbound claims | head -1``): nothing, exit code 141 (128 + SIGPIPE, what a shell
-  reports for a command killed by a closed pipe).
+  reports for a command killed by a closed pipe);
+* a bad argument, argparse's own refusals included (``--seeds 1.5``, an unknown option, a missing
+  value): ``genbound: error: ...`` (the command's name, the option and the value), exit code 2, never
+  argparse's usage block (``--help`` shows it);
+* every other ``OSError`` (a full device, a closed standard output, a file that cannot be written):
+  ``genbound: error: ...`` naming the file (or "standard output") and the reason, exit code 2; so is
+  running out of memory (``MemoryError``).
+
+What the command already wrote to standard output and could not flush is dropped (so the
+interpreter's exit prints nothing more).
 """
 
 from __future__ import annotations
@@ -22,7 +31,7 @@ import os
 import sys
 
 from . import __version__
-from .errors import GenboundError, Interrupted, MissingDependencyError
+from .errors import GenboundError, Interrupted, MissingDependencyError, ParameterError
 
 #: Subcommand -> (module that registers it with ``add_parser``, the one-line help of ``genbound --help``).
 COMMANDS = {
@@ -34,6 +43,46 @@ COMMANDS = {
 #: Exit codes of an interrupted command and of one whose output pipe was closed.
 EXIT_INTERRUPTED = 130
 EXIT_BROKEN_PIPE = 141
+#: Exit code of every error line (bad input, bad argument, output that cannot be written).
+EXIT_ERROR = 2
+
+
+class UsageError(ParameterError):
+    """A command-line argument argparse refused (unknown option, missing or malformed value)."""
+
+
+class _Parser(argparse.ArgumentParser):
+    """An ``ArgumentParser`` whose refusals raise :class:`UsageError` (one ``genbound: error:`` line)
+    instead of printing the usage block and exiting; subparsers inherit the class."""
+
+    def _print_message(self, message, file=None):
+        # argparse swallows OSError here; a --help that cannot be written is an error like any other
+        if message:
+            (file or sys.stderr).write(message)
+
+    def error(self, message):
+        raise UsageError(f"{self.prog}: {_short(message)} (see {self.prog} --help)")
+
+
+def _short(text: str, limit: int = 300) -> str:
+    """``text`` on one line, cut to ``limit`` characters (argparse quotes whole values)."""
+    text = " ".join(str(text).split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _os_error_line(exc: OSError) -> str:
+    """One line for an ``OSError`` that reached the command line: the file (or standard output) and the
+    reason."""
+    import errno
+
+    what = (
+        "an output could not be written (standard output or a file of the command)"
+        if exc.filename is None
+        else repr(str(exc.filename))
+    )
+    reason = exc.strerror or str(exc) or type(exc).__name__
+    code = errno.errorcode.get(exc.errno, "") if exc.errno else ""
+    return _short(f"{what}: {reason}" + (f" ({code})" if code else ""))
 
 
 def _command_of(argv: list[str]) -> str | None:
@@ -48,7 +97,7 @@ def _command_of(argv: list[str]) -> str | None:
 def build_parser(command: str | None = "*") -> argparse.ArgumentParser:
     """The argument parser. ``command``: the subcommand whose module is imported and whose full
     parser is built (``"*"``: every one; ``None``: none, each subcommand listed by its help only)."""
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="genbound",
         description="Generalization bounds for transformers, evaluated numerically on real weights.",
     )
@@ -82,20 +131,29 @@ def _quiet_stdout() -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Entry point of the ``genbound`` console script."""
+    """Entry point of the ``genbound`` console script (the module docstring lists every way it ends)."""
     argv = sys.argv[1:] if argv is None else list(argv)
+    if sys.stdout is None:  # started with standard output closed (``genbound ... >&-``)
+        print("genbound: error: standard output is closed; nothing can be printed", file=sys.stderr)
+        return EXIT_ERROR
     try:
         parser = build_parser(_command_of(argv))
-        args = parser.parse_args(argv)
+        try:
+            args = parser.parse_args(argv)
+        except SystemExit:  # --help, --version: argparse printed them and exits 0
+            sys.stdout.flush()  # a full device shows here (then one error line, exit 2)
+            raise
         if not getattr(args, "func", None):
             parser.print_help()
+            sys.stdout.flush()
             return 0
         code = int(args.func(args) or 0)
-        sys.stdout.flush()  # a closed pipe shows here, not in the interpreter's exit
+        sys.stdout.flush()  # a closed pipe or a full device shows here, not in the interpreter's exit
         return code
     except GenboundError as exc:
+        _quiet_stdout_if_unflushable()
         print(f"genbound: error: {exc}", file=sys.stderr)
-        return 2
+        return EXIT_ERROR
     except Interrupted as exc:
         print(f"genbound: interrupted: {exc}", file=sys.stderr)
         return EXIT_INTERRUPTED
@@ -105,6 +163,26 @@ def main(argv: list[str] | None = None) -> int:
     except BrokenPipeError:
         _quiet_stdout()
         return EXIT_BROKEN_PIPE
+    except OSError as exc:
+        _quiet_stdout()
+        print(f"genbound: error: {_os_error_line(exc)}", file=sys.stderr)
+        return EXIT_ERROR
+    except MemoryError:
+        _quiet_stdout()
+        print(
+            "genbound: error: out of memory (the input asks for more than this machine has)",
+            file=sys.stderr,
+        )
+        return EXIT_ERROR
+
+
+def _quiet_stdout_if_unflushable() -> None:
+    """Before an error line: flush what the command printed; if standard output cannot take it, drop
+    it (:func:`_quiet_stdout`) so that the exit prints nothing more."""
+    try:
+        sys.stdout.flush()
+    except (OSError, ValueError, AttributeError):
+        _quiet_stdout()
 
 
 if __name__ == "__main__":  # pragma: no cover

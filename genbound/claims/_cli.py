@@ -34,6 +34,9 @@ def run(args) -> int:
     from ..errors import ParameterError
     from . import all_claims, check
 
+    from .._validate import check_int_range
+
+    check_int_range(args.seed, "--seed", 0, 2**32 - 1, why="numpy and torch seeds are 32-bit")
     if args.mutants and not args.check:
         raise ParameterError("--mutants needs --check")
     chosen = [c for c in all_claims() if not args.select or args.select in c.label]

@@ -8,28 +8,120 @@ record per run: a table, or with ``--json`` a JSON array of objects with at leas
 appended whole as soon as it finishes; the same command resumes it, and a different configuration is
 refused (a partial sweep stays usable), and so is a second process writing the same file. Ctrl-C ends
 with one line saying what was saved and how to resume (exit code 130).
+
+Every numeric argument is checked against its range (:data:`RANGES`) before anything is trained or
+written: sequence lengths ``s .. MAX_SEQ_LEN``, seeds ``0 .. MAX_SEED`` (at most ``MAX_SEEDS`` of them),
+threads ``1 ..`` the cores present (``os.cpu_count()``), sizes and step counts up to
+``MAX_EXAMPLES`` and ``MAX_STEPS``, training tokens ``n_train * T`` up to ``MAX_TOKENS``; a value
+outside is one ``genbound: error:`` line naming the option, the range and the value (long lists
+shown by their first items).
 """
 
 from __future__ import annotations
 
 import json
 
+from .._validate import check_int_range, max_threads, shown, shown_value
 from ..errors import Interrupted, ParameterError
 from ..jsonsafe import json_tree
 
-__all__ = ["add_parser", "parse_int_list", "parse_float_list"]
+__all__ = [
+    "add_parser",
+    "parse_int_list",
+    "parse_float_list",
+    "check_ranges",
+    "RANGES",
+    "MAX_SEQ_LEN",
+    "MAX_SEED",
+    "MAX_SEEDS",
+    "MAX_EXAMPLES",
+    "MAX_STEPS",
+    "MAX_TOKENS",
+    "MAX_WIDTH",
+    "MAX_DEPTH",
+]
+
+#: The longest sequence length T (the saved sweep goes to 1024; memory and time grow with T).
+MAX_SEQ_LEN = 8192
+#: The largest seed (torch and numpy seeds are 32-bit) and the most seeds one command trains.
+MAX_SEED = 2**31 - 1
+MAX_SEEDS = 10_000
+#: The most examples in a training, validation or test set, and the most optimiser steps or epochs.
+MAX_EXAMPLES = 1_000_000
+MAX_STEPS = 10_000_000
+#: The most training tokens (``n_train * T``) of one full-batch sparse-majority stack (memory: each
+#: token carries a few floats per head; the saved sweep's largest is 300 * 1024).
+MAX_TOKENS = 2**27
+#: The widest and deepest network of the Part V family, and the most bootstrap or null resamples.
+MAX_WIDTH = 4096
+MAX_DEPTH = 64
+MAX_RESAMPLES = 1_000_000
+
+#: ``option -> (lowest, highest, where the limit comes from)`` of every integer option of the
+#: ``experiment`` commands (``None`` as highest: the cores present, ``os.cpu_count()``).
+RANGES = {
+    "--seq-lens": (1, MAX_SEQ_LEN, "MAX_SEQ_LEN"),
+    "--s": (1, MAX_SEQ_LEN, "at most MAX_SEQ_LEN"),
+    "--seeds": (1, MAX_SEEDS, "MAX_SEEDS"),
+    "--first-seed": (0, MAX_SEED, "32-bit seeds"),
+    "--verify-seed": (0, MAX_SEED, "32-bit seeds"),
+    "--threads": (1, None, "the cores present"),
+    "--n-train": (1, MAX_EXAMPLES, "MAX_EXAMPLES"),
+    "--n-val": (1, MAX_EXAMPLES, "MAX_EXAMPLES"),
+    "--n-test": (1, MAX_EXAMPLES, "MAX_EXAMPLES"),
+    "--steps": (1, MAX_STEPS, "MAX_STEPS"),
+    "--warmup": (0, MAX_STEPS, "MAX_STEPS"),
+    "--max-epochs": (1, MAX_STEPS, "MAX_STEPS"),
+    "--eval-every": (1, MAX_STEPS, "MAX_STEPS"),
+    "--boot": (1, MAX_RESAMPLES, "MAX_RESAMPLES"),
+    "--nulls": (1, MAX_RESAMPLES, "MAX_RESAMPLES"),
+    "--depths": (1, MAX_DEPTH, "MAX_DEPTH"),
+    "--widths": (1, MAX_WIDTH, "MAX_WIDTH"),
+    "--batches": (0, MAX_EXAMPLES, "MAX_EXAMPLES; 0 is full batch"),
+    "--n-train-sm": (1, MAX_EXAMPLES, "MAX_EXAMPLES"),
+    "--n-train-digits": (1, MAX_EXAMPLES, "MAX_EXAMPLES"),
+    "--post-steps": (1, MAX_STEPS, "MAX_STEPS"),
+    "--draws": (1, MAX_EXAMPLES, "MAX_EXAMPLES"),
+    "--test-draws": (1, MAX_EXAMPLES, "MAX_EXAMPLES"),
+    "--n-train-certify": (0, MAX_EXAMPLES, "MAX_EXAMPLES; 0 is the row's"),
+}
+
+
+def check_ranges(values: dict) -> None:
+    """Check ``{option: value or list of values}`` against :data:`RANGES` (``None`` values skipped);
+    raises :class:`~genbound.errors.ParameterError` naming the option, its range and the value."""
+    for option, value in values.items():
+        if value is None:
+            continue
+        lo, hi, why = RANGES[option]
+        if hi is None:
+            hi, why = max_threads(), "the cores present, os.cpu_count()"
+        name = option.replace("-certify", "")
+        for v in value if isinstance(value, (list, tuple)) else [value]:
+            check_int_range(v, name, lo, hi, why=why)
 
 
 def _parse_list(text: str, name: str, conv, kind: str) -> list:
+    items = [t for t in str(text).split(",") if t.strip()]
     try:
-        out = [conv(t) for t in str(text).split(",") if t.strip()]
+        out = [conv(t) for t in items]
     except ValueError:
+        bad = next(t for t in items if not _converts(conv, t))
         raise ParameterError(
-            f"{name} must be a comma-separated list of {kind}, got {text!r}"
+            f"{name} must be a comma-separated list of {kind}, got {shown(items) if len(items) > 5 else shown_value(str(text))} "
+            f"({shown_value(bad.strip())} is not one)"
         ) from None
     if not out:
         raise ParameterError(f"{name} is empty")
     return out
+
+
+def _converts(conv, text: str) -> bool:
+    try:
+        conv(text)
+    except ValueError:
+        return False
+    return True
 
 
 def parse_int_list(text: str, name: str) -> list[int]:
@@ -293,10 +385,7 @@ def _run_predict_gap(args) -> int:
 
     from . import predict_gap as pg
 
-    if args.boot < 1:
-        raise ParameterError(f"--boot must be >= 1, got {args.boot}")
-    if args.nulls < 1:
-        raise ParameterError(f"--nulls must be >= 1, got {args.nulls}")
+    check_ranges({"--boot": args.boot, "--nulls": args.nulls, "--threads": args.threads})
     if args.saved:
         df = pg.read_family(args.csv, report=_warn)
         out = pg.summary(
@@ -324,24 +413,27 @@ def _run_predict_gap(args) -> int:
         return 0
     if args.csv is None:
         raise ParameterError("training needs --csv PATH (the file to append to and resume from)")
-    if args.threads < 1:
-        raise ParameterError(f"--threads must be >= 1, got {args.threads}")
+    lists = {
+        opt: parse_int_list(getattr(args, opt[2:].replace("-", "_")), opt)
+        for opt in ("--depths", "--widths", "--batches", "--n-train-sm", "--n-train-digits")
+    }
+    check_ranges({"--seeds": args.seeds, "--steps": args.steps, **lists})
     tasks = tuple(t.strip() for t in args.tasks.split(",") if t.strip())
     cfg = pg.FamilyConfig(
         tasks=tasks,
         seeds=args.seeds,
         steps=args.steps,
-        depths=tuple(parse_int_list(args.depths, "--depths")),
-        widths=tuple(parse_int_list(args.widths, "--widths")),
+        depths=tuple(lists["--depths"]),
+        widths=tuple(lists["--widths"]),
         lrs=tuple(parse_float_list(args.lrs, "--lrs")),
-        batches=tuple(parse_int_list(args.batches, "--batches")),
+        batches=tuple(lists["--batches"]),
         weight_decays=tuple(parse_float_list(args.weight_decays, "--weight-decays")),
         label_noises=tuple(parse_float_list(args.label_noises, "--label-noises")),
         input_flips=tuple(parse_float_list(args.input_flips, "--input-flips")),
         init_scales=tuple(parse_float_list(args.init_scales, "--init-scales")),
         n_train={
-            "sparse-majority": tuple(parse_int_list(args.n_train_sm, "--n-train-sm")),
-            "digits": tuple(parse_int_list(args.n_train_digits, "--n-train-digits")),
+            "sparse-majority": tuple(lists["--n-train-sm"]),
+            "digits": tuple(lists["--n-train-digits"]),
         },
     ).validated()
     torch.set_num_threads(args.threads)
@@ -414,6 +506,7 @@ def _verify_sparse_majority(args) -> int:
 
     if args.verify_saved is not None and args.verify_saved_rows is not None:
         raise ParameterError("give --verify-saved or --verify-saved-rows, not both")
+    check_ranges({"--verify-seed": args.verify_seed})  # --verify-saved: pick_rows names the rows
     table = read_sweep(args.saved_csv, report=_warn)
     if args.verify_saved is not None:
         keys = pick_rows(table, args.verify_saved, seed=args.verify_seed)
@@ -498,11 +591,34 @@ def _run_sparse_majority(args) -> int:
     )
 
     seq_lens = parse_int_list(args.seq_lens, "--seq-lens")
-    if args.seeds < 1:
-        raise ParameterError(f"--seeds must be >= 1, got {args.seeds}")
+    check_ranges(
+        {
+            "--seq-lens": seq_lens,
+            "--seeds": args.seeds,
+            "--first-seed": args.first_seed,
+            "--threads": args.threads,
+            "--n-train": args.n_train,
+            "--n-val": args.n_val,
+            "--n-test": args.n_test,
+            "--s": args.s,
+            "--steps": args.steps,
+            "--warmup": args.warmup,
+            "--max-epochs": args.max_epochs,
+            "--eval-every": args.eval_every,
+        }
+    )
+    if args.n_train * max(seq_lens) > MAX_TOKENS:
+        raise ParameterError(
+            f"--n-train {args.n_train} with sequence length {max(seq_lens)} is "
+            f"{args.n_train * max(seq_lens)} training tokens, more than MAX_TOKENS = {MAX_TOKENS} "
+            f"(a full batch must fit in memory)"
+        )
+    if args.first_seed + args.seeds - 1 > MAX_SEED:
+        raise ParameterError(
+            f"--first-seed {args.first_seed} with --seeds {args.seeds} passes the largest seed "
+            f"{MAX_SEED}"
+        )
     seeds = list(range(args.first_seed, args.first_seed + args.seeds))
-    if args.threads < 1:
-        raise ParameterError(f"--threads must be >= 1, got {args.threads}")
     torch.set_num_threads(args.threads)
     device = resolve_device(args.device)
     cfg = SparseMajorityConfig(

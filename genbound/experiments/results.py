@@ -30,6 +30,14 @@ Guarantees (:func:`open_results` and :func:`read_results`):
   thread count, the device and the CPU kind (model, kernel-selecting flags, torch's CPU capability);
   ``column_commits`` names the commit of every column recomputed after the run
   (:func:`column_commits`). :func:`same_machine_kind` says whether an exact rerun can be expected here.
+* **Only regular files, read with a limit.** A results path that is a FIFO, a device, a socket or a
+  folder (or a symlink to one) is refused naming its kind, before it is opened (so a FIFO never
+  blocks and ``/dev/zero`` is never read); a file larger than :data:`MAX_RESULTS_BYTES` is refused
+  before it is read.
+* **A run appends only to its own file.** :func:`open_results` records the file's identity (device,
+  inode, size and the bytes of its header); before each append, under the lock, the file at the path
+  must still be that file, with the size this run left it at: a file replaced (renamed over,
+  copied over, edited, truncated) mid-run is refused and nothing is appended to it.
 * **Errors name the line.** A row that does not match the columns (elsewhere than last), or a key that
   occurs twice, is a :class:`~genbound.errors.ResultsFileError` naming the line. A file that is not a
   results file (random bytes, a plain CSV, an empty file) or a path that cannot be written is one too;
@@ -62,6 +70,7 @@ import json
 import math
 import os
 import re
+import stat
 import subprocess
 import tempfile
 import time
@@ -96,7 +105,12 @@ __all__ = [
     "commit_mismatches",
     "lock_path",
     "merge_results",
+    "results_file_kind",
+    "MAX_RESULTS_BYTES",
 ]
+
+#: The largest results file read (the saved family, the largest, is a few MB); larger is refused.
+MAX_RESULTS_BYTES = 512 * 2**20
 
 #: The first line of every results file starts with this.
 MAGIC = "# genbound results file"
@@ -161,6 +175,7 @@ class ResultsTable:
     incomplete: str | None
     complete_bytes: int
     schema: Schema = field(repr=False)
+    identity: tuple | None = field(default=None, repr=False, compare=False)
 
     @property
     def config(self) -> dict:
@@ -536,14 +551,7 @@ def read_results(
     :class:`ResultsFileWarning`); ``ResultsTable.incomplete`` holds the message.
     """
     path = Path(path)
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        raise ResultsFileError(f"{path}: no such results file") from None
-    except IsADirectoryError:
-        raise ResultsFileError(f"{path}: is a directory, not a results file") from None
-    except OSError as exc:
-        raise ResultsFileError(f"{path}: cannot be read ({exc.strerror or exc})") from None
+    data, identity = _read_regular(path)
     if not data:
         raise ResultsFileError(f"{path}: empty file, not a genbound results file")
     try:
@@ -660,7 +668,102 @@ def read_results(
         row_lines.append(line_no)
     if incomplete is not None:
         (report or _warn)(incomplete)
-    return ResultsTable(path, header, columns, rows, row_lines, incomplete, complete_bytes, schema)
+    return ResultsTable(
+        path, header, columns, rows, row_lines, incomplete, complete_bytes, schema, identity
+    )
+
+
+_KINDS = (
+    (stat.S_ISDIR, "a directory"),
+    (stat.S_ISFIFO, "a FIFO (named pipe)"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISSOCK, "a socket"),
+)
+
+
+def _kind(mode: int) -> str | None:
+    """What a file of ``mode`` is when it is not a regular file (``None`` for a regular file)."""
+    if stat.S_ISREG(mode):
+        return None
+    return next((what for test, what in _KINDS if test(mode)), "not a regular file")
+
+
+def _refuse_kind(path: Path, mode: int) -> None:
+    what = _kind(mode)
+    if what is not None:
+        link = " (through a symlink)" if path.is_symlink() else ""
+        raise ResultsFileError(
+            f"{path}: is {what}{link}, not a results file; results files are regular files"
+        )
+
+
+def _read_regular(path: Path, limit: int = MAX_RESULTS_BYTES) -> tuple[bytes, tuple]:
+    """The bytes of the regular file at ``path`` (at most ``limit``) and its identity ``(device,
+    inode)``. Its kind is checked with ``stat`` before it is opened, and again on the open descriptor
+    (opened non-blocking, so a FIFO put in its place meanwhile cannot block)."""
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        raise ResultsFileError(f"{path}: no such results file") from None
+    except OSError as exc:
+        raise ResultsFileError(f"{path}: cannot be read ({exc.strerror or exc})") from None
+    _refuse_kind(path, st.st_mode)
+    if st.st_size > limit:
+        raise ResultsFileError(
+            f"{path}: is {st.st_size} bytes, more than a results file may be "
+            f"(MAX_RESULTS_BYTES = {limit}); not read"
+        )
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    except OSError as exc:
+        raise ResultsFileError(f"{path}: cannot be read ({exc.strerror or exc})") from None
+    try:
+        st = os.fstat(fd)
+        _refuse_kind(path, st.st_mode)
+        chunks, total = [], 0
+        while True:
+            chunk = os.read(fd, min(1 << 20, limit + 1 - total))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            total += len(chunk)
+            if total > limit:
+                raise ResultsFileError(
+                    f"{path}: holds more than MAX_RESULTS_BYTES = {limit} bytes; not read"
+                )
+    except OSError as exc:
+        raise ResultsFileError(f"{path}: cannot be read ({exc.strerror or exc})") from None
+    finally:
+        os.close(fd)
+    return b"".join(chunks), (st.st_dev, st.st_ino)
+
+
+def results_file_kind(path) -> str | None:
+    """The experiment of the genbound results file at ``path`` (its header's ``experiment``, or
+    ``"unknown"`` when the header does not say), or ``None`` when ``path`` does not exist, is not a
+    regular file or is not a results file. Reads at most the first 64 KiB; never blocks."""
+    path = Path(path)
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    if not stat.S_ISREG(st.st_mode):
+        return None
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    except OSError:
+        return None
+    try:
+        head = os.read(fd, 65536)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    if not head.startswith(MAGIC.encode()):
+        return None
+    m = re.search(rb'"experiment":\s*"([^"\\]{1,100})"', head)
+    return m.group(1).decode("utf-8", "replace") if m else "unknown"
 
 
 def _warn(msg: str) -> None:
@@ -843,6 +946,7 @@ class ResultsWriter:
         )
         self.to_row = to_row
         self._lock = ""
+        self._bound = None
 
     def _hold(self, key: str) -> None:
         import weakref
@@ -895,17 +999,20 @@ class ResultsWriter:
             keys.append(key)
         data = buf.getvalue().encode("utf-8")
         try:
-            fd = os.open(str(self.path), os.O_WRONLY | os.O_APPEND)
+            fd = os.open(str(self.path), os.O_RDWR | os.O_APPEND | getattr(os, "O_NONBLOCK", 0))
         except OSError as exc:
             raise ResultsFileError(
                 f"{self.path}: cannot be written ({exc.strerror or exc})"
             ) from None
         try:
+            self._check_identity(fd)
             view = memoryview(data)
             while view:
                 n = os.write(fd, view)
                 view = view[n:]
             os.fsync(fd)
+            if self._bound is not None:
+                self._bound = (*self._bound[:2], os.fstat(fd).st_size, self._bound[3])
         except OSError as exc:
             raise ResultsFileError(
                 f"{self.path}: writing a row failed ({exc.strerror or exc})"
@@ -913,6 +1020,37 @@ class ResultsWriter:
         finally:
             os.close(fd)
         self.done.update(keys)
+
+    def bind(self, path) -> None:
+        """Record the identity of the file this run appends to (device, inode, size, and its header's
+        bytes up to the column line); :meth:`append` refuses any other file."""
+        with open(path, "rb") as fh:
+            st = os.fstat(fh.fileno())
+            head = _header_bytes(fh.read(min(st.st_size, MAX_RESULTS_BYTES)))
+        self._bound = (st.st_dev, st.st_ino, st.st_size, head)
+
+    def _check_identity(self, fd: int) -> None:
+        """Refuse to append unless ``fd`` is the very file this run opened, unchanged since its last
+        append (same device and inode, the size it left, the same header bytes)."""
+        if self._bound is None:
+            return
+        dev, ino, size, head = self._bound
+        st = os.fstat(fd)
+        problem = None
+        if not stat.S_ISREG(st.st_mode):
+            problem = f"is now {_kind(st.st_mode)}"
+        elif (st.st_dev, st.st_ino) != (dev, ino):
+            problem = "was replaced by another file (another inode)"
+        elif st.st_size != size:
+            problem = f"was changed by another program ({st.st_size} bytes, this run left {size})"
+        elif os.pread(fd, len(head), 0) != head:
+            problem = "has another header than the one this run opened (rewritten in place)"
+        if problem:
+            raise ResultsFileError(
+                f"{self.path}: {problem} since this run opened it; nothing was appended (this "
+                f"run's finished rows up to now are in the original file, if it still exists); "
+                f"rerun to resume from what the file at this path holds"
+            )
 
 
 def open_results(
@@ -971,7 +1109,9 @@ def _open_locked(path, schema, config, env, notes, report, to_row) -> ResultsWri
         if notes:
             header["notes"] = notes
         _atomic_create(path, _header_text(header, schema.names))
-        return ResultsWriter(path, schema, schema.names, set(), header, to_row)
+        writer = ResultsWriter(path, schema, schema.names, set(), header, to_row)
+        writer.bind(path)
+        return writer
     table = read_results(path, schema, report=lambda msg: None)
     recorded = table.environment
     unrecorded = [k for k in env if k not in recorded]
@@ -1005,7 +1145,30 @@ def _open_locked(path, schema, config, env, notes, report, to_row) -> ResultsWri
             raise ResultsFileError(
                 f"{path}: cannot drop the unfinished last row ({exc.strerror or exc})"
             ) from None
-    return ResultsWriter(path, schema, table.columns, set(table.keys), table.header, to_row)
+    writer = ResultsWriter(path, schema, table.columns, set(table.keys), table.header, to_row)
+    writer.bind(path)
+    dev_ino = writer._bound[:2]
+    if table.identity is not None and dev_ino != table.identity:
+        raise ResultsFileError(f"{path}: was replaced by another file while it was being opened")
+    if writer._bound[2] != table.complete_bytes:
+        raise ResultsFileError(
+            f"{path}: changed while it was being opened ({writer._bound[2]} bytes, "
+            f"read {table.complete_bytes}); rerun"
+        )
+    return writer
+
+
+def _header_bytes(data: bytes) -> bytes:
+    """The first line, the header's comment lines and the column line of a results file's bytes."""
+    end = 0
+    while True:
+        nl = data.find(b"\n", end)
+        if nl < 0:
+            return data
+        line = data[end:nl]
+        end = nl + 1
+        if end > 1 and not line.startswith(b"#"):
+            return data[:end]
 
 
 def _default_env() -> dict:

@@ -11,8 +11,22 @@ The readers check what they can before any library parses the file, and turn eve
   refuses every global outside torch's tensor allow-list, so **no object in the file is ever
   constructed or called** (:func:`load_torch_state_dict`); anything that is not a mapping of names to
   tensors is refused, and the message suggests safetensors;
-* sharded checkpoints: the index must map names to shard files inside the folder, every shard must
-  exist and hold the tensors the index assigns to it (:func:`sharded_safetensors`).
+* sharded checkpoints (``model.safetensors.index.json`` or ``pytorch_model.bin.index.json``): the
+  index must map names to shard files inside the folder (judged by the entry's own path, so the Hugging
+  Face cache's shards, symlinks from the snapshot folder into ``../../blobs``, are accepted, while an
+  entry such as ``../x.safetensors`` is not), every shard must exist and hold the tensors the index
+  assigns to it, and no tensor may be in two shards (:func:`sharded_safetensors`,
+  :func:`sharded_bin`);
+* **one reading of each file**: every weight file is opened once (:class:`CheckpointFile`) and every
+  tensor is read through that descriptor; before each read the file must still be the one opened
+  (same device, inode, size and modification time, and the path still naming it), so a checkpoint
+  replaced or rewritten on disk mid-run is an error, never a report mixing two versions;
+* ``pytorch_model.bin`` archives: every zip member's declared sizes are checked before anything is
+  inflated; compressed members (``torch.save`` writes none) may inflate to at most the bytes the
+  config implies (:func:`config_bytes_bound`), so a decompression bomb is refused before it costs
+  memory;
+* paths are the OS's bytes: a folder whose name is not valid UTF-8 is read like any other (the
+  libraries get ``/proc/self/fd/N`` of the open file, not the name).
 
 >>> import tempfile, pathlib
 >>> from genbound.errors import CheckpointError
@@ -30,7 +44,10 @@ from __future__ import annotations
 
 import json
 import math
+import os
+import stat
 import struct
+import weakref
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -44,6 +61,10 @@ __all__ = [
     "safetensors_header",
     "sharded_safetensors",
     "load_torch_state_dict",
+    "sharded_bin",
+    "config_bytes_bound",
+    "inside_folder",
+    "CheckpointFile",
     "SAFETENSORS_DTYPES",
 ]
 
@@ -72,12 +93,112 @@ _MAX_DETAIL = 160
 
 @dataclass(frozen=True)
 class TensorInfo:
-    """What a checkpoint says about one tensor before it is read: its file, shape and dtype."""
+    """What a checkpoint says about one tensor before it is read: its file, shape and dtype (and, for
+    safetensors, the open file and the tensor's byte offset in it)."""
 
     file: Path | None
     shape: tuple[int, ...]
     dtype: str
     floating: bool
+    handle: "CheckpointFile | None" = None
+    offset: int = 0
+
+
+_TORCH_DTYPES = {
+    "F64": "float64",
+    "F32": "float32",
+    "F16": "float16",
+    "BF16": "bfloat16",
+    "F8_E4M3": "float8_e4m3fn",
+    "F8_E5M2": "float8_e5m2",
+    "I64": "int64",
+    "I32": "int32",
+    "I16": "int16",
+    "I8": "int8",
+    "U64": "uint64",
+    "U32": "uint32",
+    "U16": "uint16",
+    "U8": "uint8",
+    "BOOL": "bool",
+}
+
+_FILE_KINDS = (
+    (stat.S_ISDIR, "a directory"),
+    (stat.S_ISFIFO, "a FIFO (named pipe)"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISSOCK, "a socket"),
+)
+
+
+class CheckpointFile:
+    """A weight file opened once for a whole run: its descriptor, and its identity when opened
+    (device, inode, size, modification time). :meth:`check` raises when the file changed or the path
+    names another file now; :meth:`read_tensor` reads one tensor through the descriptor.
+
+    Opened without following FIFOs into a block (``O_NONBLOCK``); anything but a regular file is
+    refused naming its kind. The descriptor is closed when the object is collected."""
+
+    def __init__(self, path: Path):
+        self.path = Path(path)
+        try:
+            fd = os.open(self.path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | os.O_CLOEXEC)
+        except OSError as exc:
+            raise _fail(path, "cannot be opened", exc) from None
+        self.fd = fd
+        self._closer = weakref.finalize(self, os.close, fd)
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            what = next((w for t, w in _FILE_KINDS if t(st.st_mode)), "not a regular file")
+            self._closer()
+            raise _fail(path, f"is {what}, not a weight file")
+        self.stamp = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+        self.size = st.st_size
+
+    @property
+    def proc_path(self) -> str:
+        """A name of the open file that any library can open (``/proc/self/fd/N`` on Linux: plain
+        ASCII whatever the real name, and the same file even if the path is renamed over)."""
+        p = f"/proc/self/fd/{self.fd}"
+        return p if os.path.exists(p) else os.fsdecode(os.fsencode(self.path))
+
+    def check(self) -> None:
+        """Raise :class:`CheckpointError` when the file changed since it was opened (size or
+        modification time) or the path now names another file."""
+        st = os.fstat(self.fd)
+        now = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+        try:
+            pst = os.stat(self.path)
+            same_path = (pst.st_dev, pst.st_ino) == self.stamp[:2]
+        except OSError:
+            same_path = False
+        if now != self.stamp or not same_path:
+            what = "was rewritten" if now != self.stamp else "was replaced by another file"
+            raise _fail(
+                self.path,
+                f"{what} on disk during this run; every number must come from one version of the "
+                f"checkpoint, so nothing is reported; rerun when the file is settled",
+            )
+
+    def read_tensor(self, info: TensorInfo) -> torch.Tensor:
+        """The tensor ``info`` describes, read through the open descriptor (checked before and
+        after the read)."""
+        self.check()
+        item = SAFETENSORS_DTYPES[info.dtype][0]
+        n = math.prod(info.shape) * item
+        buf = torch.empty(n, dtype=torch.uint8)
+        if n:
+            view = memoryview(buf.numpy())
+            done = 0
+            while done < n:
+                got = os.preadv(self.fd, [view[done:]], info.offset + done)
+                if got <= 0:
+                    raise _fail(
+                        self.path, "ended while reading a tensor (truncated during the run)"
+                    )
+                done += got
+        self.check()
+        return buf.view(getattr(torch, _TORCH_DTYPES[info.dtype])).reshape(info.shape)
 
 
 def _detail(exc: BaseException) -> str:
@@ -116,39 +237,38 @@ def _is_index(x) -> bool:
     return isinstance(x, int) and not isinstance(x, bool) and x >= 0
 
 
-def safetensors_header(path: Path) -> dict[str, TensorInfo]:
+def safetensors_header(path: Path, handle: CheckpointFile | None = None) -> dict[str, TensorInfo]:
     """Validate a safetensors file's layout and return ``{name: TensorInfo}``.
 
     Checks, against the file's size: the 8-byte little-endian header length, that the header is a
     UTF-8 JSON object, and for every tensor a known dtype, a shape of non-negative integers, and data
     offsets ``[begin, end]`` with ``end - begin = prod(shape) * itemsize`` that tile the data region
-    exactly (as the format requires). Only the header is read.
+    exactly (as the format requires). Only the header is read. The file is opened once
+    (:class:`CheckpointFile`, or ``handle``) and every tensor is later read through it.
     """
+    handle = CheckpointFile(path) if handle is None else handle
+    size = handle.size
     try:
-        size = path.stat().st_size
-        with open(path, "rb") as f:
-            head = f.read(8)
-            if size < 8:
-                if size == 0:
-                    raise _fail(
-                        path,
-                        "is empty (0 bytes); a safetensors file starts with an 8-byte header length",
-                    )
-                raise _fail(
-                    path, f"is {size} bytes long, too short for a safetensors file (truncated?)"
-                )
-            (n,) = struct.unpack("<Q", head)
-            if n > MAX_HEADER:
-                raise _fail(
-                    path, f"claims a {n}-byte header, more than the format allows (corrupt)"
-                )
-            if 8 + n > size:
+        head = os.pread(handle.fd, 8, 0)
+        if size < 8:
+            if size == 0:
                 raise _fail(
                     path,
-                    f"claims a {n}-byte header but the file has only {size - 8} bytes after "
-                    f"the length field (truncated or corrupt)",
+                    "is empty (0 bytes); a safetensors file starts with an 8-byte header length",
                 )
-            raw = f.read(n)
+            raise _fail(
+                path, f"is {size} bytes long, too short for a safetensors file (truncated?)"
+            )
+        (n,) = struct.unpack("<Q", head)
+        if n > MAX_HEADER:
+            raise _fail(path, f"claims a {n}-byte header, more than the format allows (corrupt)")
+        if 8 + n > size:
+            raise _fail(
+                path,
+                f"claims a {n}-byte header but the file has only {size - 8} bytes after "
+                f"the length field (truncated or corrupt)",
+            )
+        raw = os.pread(handle.fd, n, 8)
     except OSError as exc:
         raise _fail(path, "cannot read this safetensors file", exc) from None
     try:
@@ -208,7 +328,14 @@ def safetensors_header(path: Path) -> dict[str, TensorInfo]:
                 f"region, which has only {data_len} bytes",
             )
         spans.append((offs[0], offs[1], name))
-        out[name] = TensorInfo(file=path, shape=tuple(shape), dtype=dtype, floating=floating)
+        out[name] = TensorInfo(
+            file=path,
+            shape=tuple(shape),
+            dtype=dtype,
+            floating=floating,
+            handle=handle,
+            offset=8 + n + offs[0],
+        )
     end = 0
     for b, e, name in sorted(spans):
         if b != end:
@@ -223,16 +350,17 @@ def safetensors_header(path: Path) -> dict[str, TensorInfo]:
             path,
             f"has {data_len - end} bytes after the last tensor's data (corrupt or wrong lengths)",
         )
-    _check_opens(path)
+    _check_opens(path, handle)
     return out
 
 
-def _check_opens(path: Path) -> None:
-    """Let safetensors itself validate the file too; any failure becomes a :class:`CheckpointError`."""
+def _check_opens(path: Path, handle: CheckpointFile) -> None:
+    """Let safetensors itself validate the file too (the open one, through ``/proc/self/fd``); any
+    failure becomes a :class:`CheckpointError`."""
     from safetensors import safe_open
 
     try:
-        with safe_open(str(path), framework="pt", device="cpu"):
+        with safe_open(handle.proc_path, framework="pt", device="cpu"):
             pass
     except (
         Exception
@@ -240,8 +368,14 @@ def _check_opens(path: Path) -> None:
         raise _fail(path, "is not a valid safetensors file", exc) from None
 
 
-def read_safetensor(path: Path, name: str) -> torch.Tensor:
-    """One tensor from a validated safetensors file, through a fresh memory map (released at once)."""
+def read_safetensor(path, name: str) -> torch.Tensor:
+    """One tensor of a validated safetensors file: through its open :class:`CheckpointFile` when
+    ``path`` is a :class:`TensorInfo` that has one (the file checked unchanged before and after),
+    else through a fresh memory map (released at once)."""
+    if isinstance(path, TensorInfo):
+        if path.handle is not None:
+            return path.handle.read_tensor(path)
+        path = path.file
     from safetensors import safe_open
 
     try:
@@ -251,33 +385,65 @@ def read_safetensor(path: Path, name: str) -> torch.Tensor:
         raise _fail(path, f"cannot read tensor {name!r}", exc) from None
 
 
-def sharded_safetensors(folder: Path, index_path: Path) -> dict[str, TensorInfo]:
-    """``{name: TensorInfo}`` of a sharded checkpoint described by ``model.safetensors.index.json``."""
-    index = read_json(index_path, what="safetensors index")
+def inside_folder(fname: str) -> bool:
+    """Whether an index entry ``fname`` names a file inside the checkpoint folder, judged by the
+    entry itself (relative, no ``..`` leaving the folder), not by where a symlink there points: the
+    Hugging Face cache keeps shards as symlinks into ``../../blobs``.
+
+    >>> [inside_folder(f) for f in ("a.safetensors", "sub/a.bin", "../a.bin", "/etc/a", "x/../../a")]
+    [True, True, False, False, False]
+    """
+    if not fname or os.path.isabs(fname) or "\x00" in fname:
+        return False
+    norm = os.path.normpath(fname)
+    return norm not in (".", "..") and not norm.startswith(".." + os.sep)
+
+
+def _index_shards(folder: Path, index_path: Path, what: str) -> dict[str, list[str]]:
+    """``{shard file name: [tensor names]}`` of a sharded checkpoint's index, every entry checked."""
+    index = read_json(index_path, what=what)
     wmap = index.get("weight_map")
     if not isinstance(wmap, dict) or not wmap:
         raise _fail(index_path, "has no 'weight_map' object mapping tensor names to shard files")
-    root = folder.resolve()
     shards: dict[str, list[str]] = {}
     for name, fname in wmap.items():
         if not isinstance(fname, str) or not fname:
             raise _fail(index_path, f"maps tensor {name!r} to {fname!r}, not a file name")
-        target = (folder / fname).resolve()
-        if root not in target.parents:
+        if not inside_folder(fname):
             raise _fail(
                 index_path,
                 f"maps tensor {name!r} to {fname!r}, which is outside the checkpoint folder",
             )
         shards.setdefault(fname, []).append(name)
-    out: dict[str, TensorInfo] = {}
     for fname, names in sorted(shards.items()):
-        shard = folder / fname
-        if not shard.is_file():
+        if not (folder / fname).is_file():
             raise _fail(
                 index_path,
                 f"names shard {fname!r}, which does not exist in {str(folder)!r} "
                 f"({len(names)} tensors, e.g. {names[0]!r})",
             )
+    return shards
+
+
+def _no_tensor_twice(found: dict[str, str], shard: str, names, index_path: Path) -> None:
+    """Record ``names`` as held by ``shard``; refuse a name another shard holds too."""
+    for n in names:
+        other = found.setdefault(n, shard)
+        if other != shard:
+            raise _fail(
+                index_path,
+                f"tensor {n!r} is in two shards, {other!r} and {shard!r}; which copy the model "
+                f"uses depends on the loader, so genbound refuses to pick one",
+            )
+
+
+def sharded_safetensors(folder: Path, index_path: Path) -> dict[str, TensorInfo]:
+    """``{name: TensorInfo}`` of a sharded checkpoint described by ``model.safetensors.index.json``."""
+    shards = _index_shards(folder, index_path, "safetensors index")
+    out: dict[str, TensorInfo] = {}
+    found: dict[str, str] = {}
+    for fname, names in sorted(shards.items()):
+        shard = folder / fname
         header = safetensors_header(shard)
         missing = [n for n in names if n not in header]
         if missing:
@@ -285,9 +451,35 @@ def sharded_safetensors(folder: Path, index_path: Path) -> dict[str, TensorInfo]
                 shard,
                 f"lacks {len(missing)} tensors that {index_path.name} assigns to it, e.g. {missing[0]!r}",
             )
+        _no_tensor_twice(found, fname, header, index_path)
         for n in names:
             out[n] = header[n]
     return out
+
+
+def sharded_bin(
+    folder: Path, index_path: Path, *, max_inflated: int | None = None
+) -> tuple[dict[str, torch.Tensor], list[CheckpointFile]]:
+    """The state dict of a sharded ``pytorch_model.bin.index.json`` checkpoint (each shard loaded by
+    :func:`load_torch_state_dict`) and the open shard files (for :meth:`CheckpointFile.check`)."""
+    shards = _index_shards(folder, index_path, "PyTorch index")
+    out: dict[str, torch.Tensor] = {}
+    found: dict[str, str] = {}
+    handles = []
+    for fname, names in sorted(shards.items()):
+        shard = folder / fname
+        sd, handle = load_torch_state_dict(shard, max_inflated=max_inflated, with_handle=True)
+        handles.append(handle)
+        missing = [n for n in names if n not in sd]
+        if missing:
+            raise _fail(
+                shard,
+                f"lacks {len(missing)} tensors that {index_path.name} assigns to it, e.g. {missing[0]!r}",
+            )
+        _no_tensor_twice(found, fname, sd, index_path)
+        for n in names:
+            out[n] = sd[n]
+    return out, handles
 
 
 def _refuse_bin(path, what: str, exc: BaseException | None = None) -> CheckpointError:
@@ -300,57 +492,139 @@ def _refuse_bin(path, what: str, exc: BaseException | None = None) -> Checkpoint
     )
 
 
-def load_torch_state_dict(path: Path) -> dict[str, torch.Tensor]:
+def config_bytes_bound(config) -> int:
+    """A generous upper bound on the bytes of the tensors a config implies: every size key it has
+    (width, feed-forward width, layers, vocabulary, positions), float64 storage, twice over, plus 16
+    MiB. Used to refuse compressed ``.bin`` members that would inflate beyond any model of that
+    config (a decompression bomb).
+
+    >>> config_bytes_bound({"hidden_size": 8, "num_hidden_layers": 2, "intermediate_size": 12,
+    ...                     "vocab_size": 64}) < 2**25
+    True
+    """
+
+    def first(*keys, default=0):
+        for k in keys:
+            v = config.get(k) if isinstance(config, dict) else getattr(config, k, None)
+            if isinstance(v, int) and not isinstance(v, bool) and v > 0:
+                return v
+        return default
+
+    n = first("hidden_size", "n_embd", "dim", "d_model", "embed_dim", default=1)
+    f = first("intermediate_size", "n_inner", "hidden_dim", "ffn_dim", "d_ff", default=4 * n)
+    layers = first("num_hidden_layers", "n_layer", "n_layers", "num_layers", default=1)
+    rows = sum(
+        first(k)
+        for k in ("vocab_size", "max_position_embeddings", "n_positions", "type_vocab_size")
+    )
+    params = layers * (4 * n * n + 2 * n * f + 10 * n + 2 * f) + (rows + 2) * n + n * n + 1024
+    return 2 * 8 * params + 16 * 2**20
+
+
+def _check_zip_members(path: Path, fileobj, size: int, max_inflated: int) -> bool:
+    """Check a ``.bin`` zip archive's members before anything is inflated: a stored member's declared
+    size must equal its stored bytes, and compressed members (``torch.save`` writes none) may
+    inflate, in all, to at most ``max_inflated`` bytes. Returns whether any member is compressed."""
+    import zipfile
+
+    try:
+        with zipfile.ZipFile(fileobj) as zf:
+            members = zf.infolist()
+    except (zipfile.BadZipFile, OSError, ValueError, EOFError) as exc:
+        raise _refuse_bin(path, "is a corrupt or truncated PyTorch zip checkpoint", exc) from None
+    inflated = 0
+    compressed = False
+    for m in members:
+        if m.compress_type == zipfile.ZIP_STORED:
+            if m.file_size != m.compress_size:
+                raise _refuse_bin(
+                    path,
+                    f"is a corrupt PyTorch zip checkpoint: member {m.filename!r} is stored "
+                    f"uncompressed but declares {m.file_size} bytes for {m.compress_size} stored",
+                )
+            if m.header_offset + m.compress_size > size:
+                raise _refuse_bin(
+                    path,
+                    f"is a truncated PyTorch zip checkpoint: member {m.filename!r} ends past the "
+                    f"end of the file",
+                )
+            continue
+        compressed = True
+        inflated += m.file_size
+        if inflated > max_inflated:
+            raise _refuse_bin(
+                path,
+                f"holds compressed members that would inflate to more than {max_inflated} bytes "
+                f"(at {m.filename!r}: {m.file_size} bytes from {m.compress_size}), more than the "
+                f"tensors its config implies; refused before inflating (a decompression bomb?)",
+            )
+    return compressed
+
+
+def load_torch_state_dict(
+    path: Path, *, max_inflated: int | None = None, with_handle: bool = False
+):
     """The state dict in a ``pytorch_model.bin``, loaded without executing anything in the file.
 
     ``torch.load(weights_only=True)``: the restricted unpickler builds only tensors, storages and plain
     containers, and raises on any other global (``os.system``, a class, a function) before calling
-    it. The zip format is memory-mapped (read lazily); the legacy format is read whole. The result
-    must map strings to tensors.
+    it. The file is opened once (:class:`CheckpointFile`); a zip archive's members are checked first
+    (:func:`_check_zip_members`; compressed members may inflate to at most ``max_inflated`` bytes,
+    default the file's own size) and then memory-mapped (read lazily); the legacy format is read
+    whole. The result must map strings to tensors. ``with_handle``: also return the open file.
     """
     import pickle
     import warnings
     import zipfile
 
-    try:
-        size = path.stat().st_size
-    except OSError as exc:
-        raise _fail(path, "cannot read this file", exc) from None
+    handle = CheckpointFile(path)
+    size = handle.size
     if size == 0:
         raise _refuse_bin(path, "is empty (0 bytes)")
-    is_zip = zipfile.is_zipfile(path)
-    try:
-        with (
-            warnings.catch_warnings()
-        ):  # torch warns about pickle protocols; the error line is the message
-            warnings.simplefilter("ignore")
-            if is_zip:
-                obj = torch.load(path, map_location="cpu", weights_only=True, mmap=True)
-            else:
-                obj = torch.load(path, map_location="cpu", weights_only=True)
-    except pickle.UnpicklingError as exc:
-        reason = _torch_reason(exc)
-        if "GLOBAL" in reason:
-            raise _refuse_bin(
-                path,
-                "holds objects other than tensors (the weights-only unpickler refused them)",
-                Exception(reason),
-            ) from None
-        what = (
-            "is a corrupt PyTorch zip checkpoint"
-            if is_zip
-            else "is not a PyTorch checkpoint (not a zip archive, nor a pickle of tensors)"
-        )
-        raise _refuse_bin(path, what, Exception(reason)) from None
-    except (
-        Exception
-    ) as exc:  # RuntimeError (bad zip records, bad magic number), EOFError (truncated), ...
-        what = (
-            "is a corrupt or truncated PyTorch zip checkpoint"
-            if is_zip
-            else "is not a PyTorch checkpoint (not a zip archive, nor a pickle of tensors)"
-        )
-        raise _refuse_bin(path, what, exc) from None
+    with os.fdopen(os.dup(handle.fd), "rb") as fh:
+        is_zip = zipfile.is_zipfile(fh)
+        compressed = False
+        if is_zip:
+            fh.seek(0)
+            limit = size if max_inflated is None else max_inflated
+            compressed = _check_zip_members(path, fh, size, limit)
+        try:
+            with (
+                warnings.catch_warnings()
+            ):  # torch warns about pickle protocols; the error line is the message
+                warnings.simplefilter("ignore")
+                if is_zip and not compressed:
+                    obj = torch.load(
+                        handle.proc_path, map_location="cpu", weights_only=True, mmap=True
+                    )
+                else:
+                    fh.seek(0)
+                    obj = torch.load(fh, map_location="cpu", weights_only=True)
+        except pickle.UnpicklingError as exc:
+            reason = _torch_reason(exc)
+            if "GLOBAL" in reason:
+                raise _refuse_bin(
+                    path,
+                    "holds objects other than tensors (the weights-only unpickler refused them)",
+                    Exception(reason),
+                ) from None
+            what = (
+                "is a corrupt PyTorch zip checkpoint"
+                if is_zip
+                else "is not a PyTorch checkpoint (not a zip archive, nor a pickle of tensors)"
+            )
+            raise _refuse_bin(path, what, Exception(reason)) from None
+        except MemoryError:
+            raise _refuse_bin(path, "needs more memory than this machine has to load") from None
+        except (
+            Exception
+        ) as exc:  # RuntimeError (bad zip records, bad magic number), EOFError (truncated), ...
+            what = (
+                "is a corrupt or truncated PyTorch zip checkpoint"
+                if is_zip
+                else "is not a PyTorch checkpoint (not a zip archive, nor a pickle of tensors)"
+            )
+            raise _refuse_bin(path, what, exc) from None
     if not isinstance(obj, dict):
         raise _refuse_bin(
             path, f"holds a {type(obj).__name__}, not a state dict (a mapping of names to tensors)"
@@ -360,7 +634,8 @@ def load_torch_state_dict(path: Path) -> dict[str, torch.Tensor]:
             raise _refuse_bin(path, f"holds a dict with a non-string key {k!r}, not a state dict")
         if not isinstance(v, torch.Tensor):
             raise _refuse_bin(path, f"holds entry {k!r} of type {type(v).__name__}, not a tensor")
-    return obj
+    handle.check()
+    return (obj, handle) if with_handle else obj
 
 
 def _torch_reason(exc: BaseException) -> str:

@@ -36,9 +36,11 @@ from .families import (
 )
 from .files import (
     TensorInfo,
+    config_bytes_bound,
     load_torch_state_dict,
     read_json,
     safetensors_header,
+    sharded_bin,
     sharded_safetensors,
 )
 from .model import TransformerWeights, layer_ids
@@ -619,6 +621,26 @@ def _listing(path: Path) -> list[str]:
         return []
 
 
+def hf_snapshot(path: Path) -> Path:
+    """The folder to read for ``path``: ``path`` itself, or, for a Hugging Face cache folder of one
+    model (``models--ORG--NAME``, holding ``refs/main`` and ``snapshots/``), the snapshot that
+    ``refs/main`` names. A snapshot folder passed directly is read as it is."""
+    refs = path / "refs" / "main"
+    if (path / "config.json").exists() or not (path / "snapshots").is_dir() or not refs.is_file():
+        return path
+    try:
+        rev = refs.read_text(encoding="utf-8", errors="replace").strip()
+    except OSError as exc:
+        raise InputError(f"{str(path)!r}: cannot read refs/main ({exc.strerror or exc})") from None
+    snap = path / "snapshots" / rev
+    if not rev or "/" in rev or rev in (".", "..") or not snap.is_dir():
+        raise InputError(
+            f"{str(path)!r} is a Hugging Face cache folder whose refs/main names {rev[:64]!r}, "
+            f"which is not a snapshot in it; pass a folder under snapshots/"
+        )
+    return snap
+
+
 def _weights_from_folder(path: Path, attention_scale, layers) -> TransformerWeights:
     if not path.exists():
         raise InputError(f"checkpoint folder {str(path)!r} does not exist")
@@ -626,6 +648,7 @@ def _weights_from_folder(path: Path, attention_scale, layers) -> TransformerWeig
         raise InputError(
             f"{str(path)!r} is a file; expected a folder holding config.json and model.safetensors"
         )
+    path = hf_snapshot(path)
     cfg_path = path / "config.json"
     if not cfg_path.is_file():
         raise ArchitectureError(
@@ -637,20 +660,34 @@ def _weights_from_folder(path: Path, attention_scale, layers) -> TransformerWeig
     index = path / "model.safetensors.index.json"
     single = path / "model.safetensors"
     binf = path / "pytorch_model.bin"
+    bin_index = path / "pytorch_model.bin.index.json"
+    sd = None
+    guard = None
     if single.is_file():
         info = safetensors_header(single)
     elif index.is_file():
         info = sharded_safetensors(path, index)
-    elif binf.is_file():
-        sd = load_torch_state_dict(binf)
-        info = _state_dict_info(sd, str(binf))
+    elif binf.is_file() or bin_index.is_file():
+        bound = config_bytes_bound(config)
+        if binf.is_file():
+            sd, handle = load_torch_state_dict(binf, max_inflated=bound, with_handle=True)
+            handles = [handle]
+            where = str(binf)
+        else:
+            sd, handles = sharded_bin(path, bin_index, max_inflated=bound)
+            where = str(bin_index)
+        info = _state_dict_info(sd, where)
+
+        def guard():
+            for h in handles:
+                h.check()
     else:
         raise ArchitectureError(
-            f"{str(path)!r} has no model.safetensors, model.safetensors.index.json or "
-            f"pytorch_model.bin (found {_listing(path)})"
+            f"{str(path)!r} has no model.safetensors, model.safetensors.index.json, "
+            f"pytorch_model.bin or pytorch_model.bin.index.json (found {_listing(path)})"
         )
     fam, prefix = find_family(info, source, config=config)
-    if binf.is_file() and not (single.is_file() or index.is_file()):
+    if sd is not None:
         make = lambda ids, dims: DictStore(  # noqa: E731
             family=fam,
             prefix=prefix,
@@ -659,9 +696,9 @@ def _weights_from_folder(path: Path, attention_scale, layers) -> TransformerWeig
             d_head=dims["dh"],
             dims=dims,
             tensors=sd,
+            guard=guard,
         )
     else:
-        files = {n: t.file for n, t in info.items()}
         make = lambda ids, dims: SafetensorsStore(  # noqa: E731
             family=fam,
             prefix=prefix,
@@ -669,7 +706,7 @@ def _weights_from_folder(path: Path, attention_scale, layers) -> TransformerWeig
             config=config,
             d_head=dims["dh"],
             dims=dims,
-            files=files,
+            files=dict(info),
         )
     return _build(
         info,

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from .._validate import as_tensor, check_positive_int
+from .._validate import as_tensor, check_positive_int, shown, shown_value
 from ..device import resolve_device
 from ..errors import ArchitectureError, NonFiniteError, ParameterError, ShapeError
 from ..spectra import DEFAULT_CERT_RTOL, certified_singular_values
@@ -551,21 +551,24 @@ _FF_ROLE = {"M_in": "ff_in", "M_out": "ff_out", "M_gate": "ff_gate", "router": "
 
 def layer_ids(n_total: int, layers) -> list[int]:
     """Checked layer indices: integers in ``[0, n_total)``, at least one, each at most once (a repeated layer
-    would count twice in every sum over layers)."""
+    would count twice in every sum over layers). Linear in the number of indices; the error lines show
+    the first few offending values only."""
     if isinstance(layers, (str, bytes)) or not hasattr(layers, "__iter__"):
-        raise ParameterError(f"layers must be a list of layer indices, got {layers!r}")
+        raise ParameterError(f"layers must be a list of layer indices, got {shown_value(layers)}")
     ids = [check_positive_int(i, "layers[i]", minimum=0) for i in layers]
     if not ids:
         raise ParameterError("layers is empty: select at least one layer")
     bad = [i for i in ids if i >= n_total]
     if bad:
         raise ParameterError(
-            f"layers {bad} do not exist: the model has {n_total} layers (0 to {n_total - 1})"
+            f"layers {shown(bad)} do not exist: the model has {n_total} layers (0 to {n_total - 1})"
         )
-    rep = sorted({i for i in ids if ids.count(i) > 1})
+    seen: set[int] = set()
+    rep = sorted({i for i in ids if i in seen or seen.add(i)})
     if rep:
         raise ParameterError(
-            f"layers {ids} repeat layer{'s' if len(rep) > 1 else ''} {rep}: name each layer once"
+            f"layers {shown(ids)} repeat layer{'s' if len(rep) > 1 else ''} {shown(rep)}: "
+            f"name each layer once"
         )
     return ids
 

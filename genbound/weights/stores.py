@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Mapping, Sequence
+from typing import Callable, Mapping, Sequence
 
 import torch
 
@@ -66,16 +66,23 @@ class DictStore(TensorStore):
     """Tensors held in a mapping (a state dict, a module's parameters, a memory-mapped ``.bin``)."""
 
     tensors: Mapping[str, torch.Tensor] = None
+    #: Called before every read (e.g. :meth:`~genbound.weights.files.CheckpointFile.check` of the
+    #: memory-mapped ``.bin`` files, so that a file changed on disk mid-run is an error).
+    guard: Callable[[], None] | None = None
 
     def read(self, name):
+        if self.guard is not None:
+            self.guard()
         return self.tensors[name].detach()
 
 
 @dataclass(frozen=True)
 class SafetensorsStore(TensorStore):
-    """Reads one tensor at a time with a fresh ``safe_open``, so only that tensor is ever resident."""
+    """Reads one tensor at a time, so only that tensor is ever resident. ``files`` maps each name to
+    its :class:`~genbound.weights.files.TensorInfo` (read through the file opened once for the run,
+    checked unchanged before and after each read) or to a path (read with a fresh ``safe_open``)."""
 
-    files: Mapping[str, Path] = None
+    files: Mapping[str, "Path | object"] = None
 
     def read(self, name):
         from .files import read_safetensor

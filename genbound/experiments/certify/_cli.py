@@ -78,6 +78,7 @@ def _run(args) -> int:
     import torch
 
     from . import CertifyConfig, certify_sparse_majority, open_certificates
+    from .._cli import check_ranges
     from ..sparse_majority import config_of, parse_row_keys, read_sweep
 
     cc = CertifyConfig(
@@ -88,6 +89,15 @@ def _run(args) -> int:
         n_train=args.n_train,
         post_lr=args.post_lr,
     ).validated()
+    check_ranges(  # after the config's own checks, whose lines say more; these add upper limits
+        {
+            "--n-train-certify": args.n_train,
+            "--post-steps": args.post_steps,
+            "--draws": args.draws,
+            "--test-draws": args.test_draws,
+            "--seeds": args.seeds,
+        }
+    )
     if args.family is not None:
         return _run_family(args, cc)
     table = read_sweep(args.sweep)
