@@ -53,6 +53,11 @@ test: install
 wheel-check: install
 	$(BIN)/python tools/wheel_check.py
 
+# The quick loop while editing: everything but the tests marked slow (each over 15 s), the chapter
+# executions and the browser checks (make test runs them all).
+test-fast: install
+	HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 $(BIN)/pytest -q -m "not slow and not chapter and not browser"
+
 claims: install
 	$(BIN)/genbound claims --check
 

@@ -81,6 +81,7 @@ INSTALL_HINTS = {
     "torch": "pip install torch==2.13.0",
     "matplotlib": "pip install matplotlib (or pip install 'genbound[plot]')",
     "transformers": "pip install transformers (or pip install 'genbound[hf]')",
+    "sklearn": "pip install scikit-learn (or pip install 'genbound[experiments]')",
 }
 
 

@@ -154,6 +154,7 @@ def test_column_commits_name_the_commit_of_each_column():
     assert [m.field for m in named] == ["commit", "commit of tt_capacity, edelman_capacity"]
 
 
+@pytest.mark.slow  # over 15 s here (make test-fast leaves it out)
 def test_recomputed_columns_record_their_commit(tmp_path, monkeypatch):
     from genbound.experiments import sparse_majority as sm
     from genbound.experiments.sparse_majority import files
@@ -372,6 +373,7 @@ def _default_sigint():
     signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
+@pytest.mark.slow  # over 15 s here (make test-fast leaves it out)
 def test_ctrl_c_during_a_sweep_ends_in_one_line_and_the_file_resumes(tmp_path):
     path = tmp_path / "int.csv"
     # 20 seeds: enough runs that a loaded machine cannot finish them all between the first row and the signal

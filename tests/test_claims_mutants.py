@@ -80,6 +80,7 @@ def test_a_surviving_mutant_is_reported():
     assert res["crash"].killed is False and "RuntimeError" in res["crash"].note
 
 
+@pytest.mark.slow  # over 15 s here (make test-fast leaves it out)
 @pytest.mark.parametrize("label", SAMPLE)
 def test_sample_of_mutants_is_killed(label):
     for r in claims.check_mutants(label):

@@ -81,3 +81,16 @@ def test_a_false_inequality_is_caught():
     )
     r = bad.check()
     assert not r.passed and r.worst_ratio > 1.5
+
+
+def test_digits_without_scikit_learn_is_one_named_error(monkeypatch):
+    """Part V's digits task needs scikit-learn (declared as the 'experiments' extra): without it the
+    error names the package and how to install it."""
+    from genbound.errors import MissingDependencyError
+    from genbound.experiments.predict_gap import family
+
+    monkeypatch.setitem(sys.modules, "sklearn", None)
+    monkeypatch.setitem(sys.modules, "sklearn.datasets", None)
+    digits = getattr(family._digits_inputs, "__wrapped__", family._digits_inputs)
+    with pytest.raises(MissingDependencyError, match="scikit-learn"):
+        digits(16)

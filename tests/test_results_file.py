@@ -118,6 +118,7 @@ def _finished_rows(path) -> int:
     return max(len(lines) - 1, 0)
 
 
+@pytest.mark.slow  # over 15 s here (make test-fast leaves it out)
 def test_sweep_killed_at_random_moments_resumes_to_the_clean_rows(tmp_path, record_property):
     """A sweep (6 lengths x 2 seeds, each stack well under a second of training) killed with SIGKILL
     at random moments and resumed each time ends with exactly the rows of an uninterrupted run: the

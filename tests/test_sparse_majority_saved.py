@@ -197,6 +197,7 @@ def _saved():
     return table
 
 
+@pytest.mark.slow  # over 15 s here (make test-fast leaves it out)
 def test_every_bound_column_of_the_saved_sweep_recomputes_from_its_saved_norms():
     table = _saved()
     cfg = sm.config_of(table)

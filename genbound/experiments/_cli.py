@@ -15,6 +15,8 @@ threads ``1 ..`` the cores present (``os.cpu_count()``), sizes and step counts u
 ``MAX_EXAMPLES`` and ``MAX_STEPS``, training tokens ``n_train * T`` up to ``MAX_TOKENS``; a value
 outside is one ``genbound: error:`` line naming the option, the range and the value (long lists
 shown by their first items).
+
+One concept: the command line of the experiments (parsers, argument checks, dispatch).
 """
 
 from __future__ import annotations

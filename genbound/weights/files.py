@@ -38,6 +38,8 @@ The readers check what they can before any library parses the file, and turn eve
 ...     except CheckpointError as e:
 ...         print(str(e).split(": ", 1)[1])
 is empty (0 bytes); a safetensors file starts with an 8-byte header length
+
+One concept: checkpoint files read safely and once (headers, shards, symlinks, zip members).
 """
 
 from __future__ import annotations

@@ -222,8 +222,9 @@ def _digits_inputs(width: int) -> tuple[torch.Tensor, torch.Tensor]:
     """All 1,797 digits as sequences: row ``r`` of the image (8 pixels scaled to ``[0, 1]``) in the
     first 8 coordinates and the sinusoidal encoding of ``r`` in the other ``width - 8``; a [CLS] row
     (pixels 0, encoding of position 8) last. Every coordinate lies in ``[-1, 1]``, so ``||x|| <= sqrt(d)``."""
-    from sklearn.datasets import load_digits
+    from ...errors import require
 
+    load_digits = require("sklearn.datasets", "the digits task of Part V").load_digits
     from ..sparse_majority import sinusoidal_encoding
 
     data = load_digits()
