@@ -451,7 +451,7 @@ def run_targeted(key: str, factor: float, edits, *, timeout: float, workdir: Pat
             raise SystemExit(
                 f"targeted mutant {key}: {old!r} occurs {src.count(old)} times in {file}"
             )
-        (workdir / file).write_text(src.replace(old, new.format(f=repr(factor))))
+        (workdir / file).write_text(src.replace(old, new.replace("{f}", repr(factor))))
     modname = edits[0][0][:-3].replace("/", ".")
     env = {
         **os.environ,
@@ -514,7 +514,14 @@ def main(argv=None) -> int:
     if args.targeted:
         res = []
         with tempfile.TemporaryDirectory(prefix="gb-tmut-") as tmp:
+            done = set()
+            if args.json and args.json.exists():
+                done = {
+                    json.loads(x)["key"] for x in args.json.read_text().splitlines() if x.strip()
+                }
             for key, f, edits in targeted_sites():
+                if key in done:
+                    continue
                 r = run_targeted(key, f, edits, timeout=args.timeout, workdir=Path(tmp))
                 res.append(r)
                 print(f"{r['status']:8s} {key} ({r['seconds']} s) {r['why'][:100]}", flush=True)
