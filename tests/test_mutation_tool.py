@@ -51,3 +51,21 @@ def test_sites_skip_guards_and_fixtures(tmp_path, monkeypatch):
     assert not (lines & fixture_lines), "a conformance fixture was drawn from"
     guard_line = next(i for i, t in enumerate(body, 1) if "if x < 0" in t)
     assert guard_line not in lines  # `if bad: raise` is validation
+
+
+def test_targeted_table_matches_the_sources():
+    """Every edit of the targeted set (``tools/mutation.py --targeted``) finds its text exactly once, and each
+    entry has every factor of ``TARGETED_FACTORS`` (the sources and the table move together)."""
+    import importlib.util
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    spec = importlib.util.spec_from_file_location("mutation_tool", root / "tools" / "mutation.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    for name, edits in mod.TARGETED:
+        for file, old, new in edits:
+            assert (root / file).read_text().count(old) == 1, (name, file, old)
+            assert "{f}" in new, (name, file)
+    sites = mod.targeted_sites()
+    assert len(sites) == len(mod.TARGETED) * len(mod.TARGETED_FACTORS)

@@ -354,6 +354,134 @@ def run_mutant(site: Site, *, timeout: float, workdir: Path) -> dict:
     }
 
 
+#: Targeted mutants: each named constant or sensitivity of a bound, scaled in the numeric code **and** in its
+#: sympy source together (so that a symbolic equality cannot tell), by each of :data:`TARGETED_FACTORS`.
+#: Entries: ``(name, ((file, exact text, scaled text with {f} for the factor), ...))``; the text must occur
+#: exactly once in its file (a test holds the table to the sources).
+TARGETED_FACTORS = (0.25, 0.5, 2.0, 4.0)
+TARGETED = (
+    (
+        "tt-rho-QK",
+        (
+            (
+                "genbound/bounds/trauger_tewari.py",
+                "= B_w * P * c * L_sigma * S_V[h] * kappa * Bt**3",
+                "= {f} * B_w * P * c * L_sigma * S_V[h] * kappa * Bt**3",
+            ),
+            (
+                "genbound/symbolic/trauger_tewari.py",
+                "= B_w * P * c * L_sigma * sv[h] * kappa * Bt**3",
+                "= sp.nsimplify({f}) * B_w * P * c * L_sigma * sv[h] * kappa * Bt**3",
+            ),
+        ),
+    ),
+    (
+        "tt-rho-V",
+        (
+            (
+                "genbound/bounds/trauger_tewari.py",
+                '"] = B_w * P * c * L_sigma * Bt',
+                '"] = {f} * B_w * P * c * L_sigma * Bt',
+            ),
+            (
+                "genbound/symbolic/trauger_tewari.py",
+                "rho[ev[h]] = B_w * P * c * L_sigma * Bt",
+                "rho[ev[h]] = sp.nsimplify({f}) * B_w * P * c * L_sigma * Bt",
+            ),
+        ),
+    ),
+    (
+        "edelman-rho-QK",
+        (
+            (
+                "genbound/bounds/edelman.py",
+                ": S_w * c * L_sigma * sv * kappa * Bt for h, sv in enumerate(S_V)}",
+                ": {f} * S_w * c * L_sigma * sv * kappa * Bt for h, sv in enumerate(S_V)}",
+            ),
+            (
+                "genbound/symbolic/trauger_tewari.py",
+                ": S_w * c * L_sigma * sv[h] * kappa * Bt for h in range(H)}",
+                ": sp.nsimplify({f}) * S_w * c * L_sigma * sv[h] * kappa * Bt for h in range(H)}",
+            ),
+        ),
+    ),
+    (
+        "head-qk-factor",
+        (
+            (
+                "genbound/schatten_entropy.py",
+                "ATTENTION_QK_FACTOR = 4.0",
+                "ATTENTION_QK_FACTOR = 4.0 * {f}",
+            ),
+        ),
+    ),
+    (
+        "dudley-integral-coef",
+        (
+            (
+                "genbound/rademacher.py",
+                "DUDLEY_INTEGRAL_COEF = 12.0",
+                "DUDLEY_INTEGRAL_COEF = 12.0 * {f}",
+            ),
+            (
+                "genbound/symbolic/dudley.py",
+                "return sp.simplify(remainder / alpha), sp.simplify(integral_coef)",
+                "return sp.simplify(remainder / alpha), sp.simplify(sp.nsimplify({f}) * integral_coef)",
+            ),
+        ),
+    ),
+)
+
+
+def targeted_sites() -> list[tuple[str, float, tuple]]:
+    """``(key, factor, edits)`` for every entry of :data:`TARGETED` and every factor."""
+    return [(f"{name}*{f:g}", f, edits) for name, edits in TARGETED for f in TARGETED_FACTORS]
+
+
+def run_targeted(key: str, factor: float, edits, *, timeout: float, workdir: Path) -> dict:
+    """Copy the package, apply every edit of one targeted mutant, run every claim (as :func:`run_mutant`)."""
+    dest = workdir / "genbound"
+    if dest.exists():
+        shutil.rmtree(dest)
+    shutil.copytree(PKG, dest, ignore=shutil.ignore_patterns("__pycache__", "data"))
+    (dest / "data").symlink_to(PKG / "data")
+    for file, old, new in edits:
+        src = (ROOT / file).read_text()
+        if src.count(old) != 1:
+            raise SystemExit(
+                f"targeted mutant {key}: {old!r} occurs {src.count(old)} times in {file}"
+            )
+        (workdir / file).write_text(src.replace(old, new.replace("{f}", repr(factor))))
+    modname = edits[0][0][:-3].replace("/", ".")
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(workdir),
+        "OMP_NUM_THREADS": "1",
+        "MKL_NUM_THREADS": "1",
+        "PYTHONDONTWRITEBYTECODE": "1",
+    }
+    t0 = time.perf_counter()
+    try:
+        p = subprocess.run(
+            [sys.executable, "-c", _runner_source(), modname],
+            env=env,
+            cwd=workdir,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
+        out = (p.stdout.strip().splitlines() or [""])[-1]
+        if p.returncode == 0 and out.startswith("SURVIVED"):
+            status, why = "survived", ""
+        elif out.startswith("KILLED"):
+            status, why = "killed", out
+        else:
+            status, why = "killed", "crash: " + (p.stderr.strip().splitlines() or ["?"])[-1][:200]
+    except subprocess.TimeoutExpired:
+        status, why = "timeout", f"no verdict within {timeout:.0f} s"
+    return {"key": key, "status": status, "why": why, "seconds": round(time.perf_counter() - t0, 2)}
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument(
@@ -377,7 +505,32 @@ def main(argv=None) -> int:
         help="run the drawn mutants last to first (a second worker on the same --json file; "
         "each worker skips what the file already holds)",
     )
+    ap.add_argument(
+        "--targeted",
+        action="store_true",
+        help="run the targeted set instead (every named constant x 1/4, 1/2, 2, 4, code and sympy together)",
+    )
     args = ap.parse_args(argv)
+    if args.targeted:
+        res = []
+        with tempfile.TemporaryDirectory(prefix="gb-tmut-") as tmp:
+            done = set()
+            if args.json and args.json.exists():
+                done = {
+                    json.loads(x)["key"] for x in args.json.read_text().splitlines() if x.strip()
+                }
+            for key, f, edits in targeted_sites():
+                if key in done:
+                    continue
+                r = run_targeted(key, f, edits, timeout=args.timeout, workdir=Path(tmp))
+                res.append(r)
+                print(f"{r['status']:8s} {key} ({r['seconds']} s) {r['why'][:100]}", flush=True)
+                if args.json:
+                    with open(args.json, "a") as fh:
+                        fh.write(json.dumps(r) + "\n")
+        killed = sum(r["status"] == "killed" for r in res)
+        print(f"targeted: killed {killed} of {len(res)}")
+        return 0
 
     targets = args.targets if args.targets else default_targets()
     sites = [s for t in targets for s in enumerate_sites(ROOT / t)]

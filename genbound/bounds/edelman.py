@@ -51,6 +51,7 @@ __all__ = [
     "EdelmanBound",
     "zhang_log_cover",
     "edelman_sensitivities",
+    "edelman_sensitivities_raw",
     "edelman_log_cover",
     "edelman_bound",
     "edelman_bound_from_model",
@@ -231,11 +232,31 @@ def edelman_sensitivities(
     >>> edelman_sensitivities(EdelmanLayerRadii((1.0,), (1.0,), (2.0,)), B_X=1.0, S_w=3.0)
     {'QK[1]': 6.0, 'V[1]': 3.0, 'w': 1.0}
     """
-    Bt = _aug(check_real(B_X, "B_X", lo=0.0), bias)
-    c = 1.0 if not layer.dense else layer.S_C
-    rho = {f"QK[{h + 1}]": S_w * c * L_sigma * sv * kappa * Bt for h, sv in enumerate(layer.S_V)}
-    rho.update({f"V[{h + 1}]": S_w * c * L_sigma for h in range(len(layer.S_V))})
-    if layer.dense:
+    B_X = check_real(B_X, "B_X", lo=0.0)
+    return edelman_sensitivities_raw(
+        layer.S_V,
+        layer.S_C if layer.dense else None,
+        B_X=B_X,
+        S_w=S_w,
+        L_sigma=L_sigma,
+        kappa=kappa,
+        bias=bias,
+    )
+
+
+def edelman_sensitivities_raw(S_V, S_C, *, B_X, S_w, L_sigma=1.0, kappa=KAPPA_DEFAULT, bias=False):
+    """The formulas behind :func:`edelman_sensitivities`, without validation, for floats **or** tensors
+    (the claims of :prf:ref:`lem-edelman-perturbation` evaluate them on batches with autograd).
+    ``S_V``: per-head spectral norms; ``S_C``: the dense map's (``None``: no dense map).
+
+    >>> edelman_sensitivities_raw((2.0,), None, B_X=1.0, S_w=3.0)
+    {'QK[1]': 6.0, 'V[1]': 3.0, 'w': 1.0}
+    """
+    Bt = _aug(B_X, bias)
+    c = 1.0 if S_C is None else S_C
+    rho = {f"QK[{h + 1}]": S_w * c * L_sigma * sv * kappa * Bt for h, sv in enumerate(S_V)}
+    rho.update({f"V[{h + 1}]": S_w * c * L_sigma for h in range(len(S_V))})
+    if S_C is not None:
         rho["C"] = S_w
     rho["w"] = 1.0
     return rho

@@ -20,7 +20,7 @@ from ..bounds import trauger_tewari as tt_mod
 from ..bounds.trauger_tewari import LayerRadii, layer_radii_from_model
 from ..nets import ReferenceTransformer, augment, forward_effective
 from ..symbolic import trauger_tewari as sym
-from . import Mutant, replaced, scaled
+from . import Mutant, register_cache, replaced, scaled
 
 F64 = torch.float64
 
@@ -49,6 +49,28 @@ RHO_HALVED = replaced(
     _sensitivities_times("rho", 0.5),
     name="rho-halved",
     what="every sensitivity rho_j of the perturbation bound halved",
+)
+
+
+def _qk_rho_times(factor: float):
+    """Mutant maker: ``sensitivities_raw`` with only the query-key sensitivities ``rho_QK`` times ``factor``."""
+
+    def make(old):
+        def new(*args, **kwargs):
+            rho, Bs, lips = old(*args, **kwargs)
+            return {k: v * factor if k.startswith("QK") else v for k, v in rho.items()}, Bs, lips
+
+        return new
+
+    return make
+
+
+QK_RHO_QUARTERED = replaced(
+    tt_mod,
+    "sensitivities_raw",
+    _qk_rho_times(0.25),
+    name="qk-rho-quartered",
+    what="the query-key sensitivities rho_QK divided by 4 (the other terms unchanged)",
 )
 
 
@@ -101,6 +123,7 @@ def maurey_draw(
 VALUE_RTOL = 1e-12
 
 
+@register_cache
 @lru_cache(maxsize=None)
 def _tt_value_fn(L, H, dense, bias, row_norm, multiclass):
     """The lambdified :func:`genbound.symbolic.trauger_tewari.tt_bound_value` (built once per architecture)."""
@@ -273,6 +296,104 @@ def _net_sample(gen, n, *, L, H, d, T, K, dense, bias, perturb=0.3):
     return p
 
 
+#: The kinds of matrix of a Part II network, in the keys of :func:`_net_sample`.
+MATRIX_KINDS = ("QK", "V", "C", "w")
+
+
+def keep_one_moving(p, kind, gen):
+    """``p`` with one matrix of kind ``kind`` moved per instance and every other one at its true value:
+    each hat equals its matrix except one ``kind`` matrix (a random head and layer), so that its
+    sensitivity is the only term of the right side. Adds the mask ``"moving"`` (boolean, not searched)."""
+    n, lead = p[kind].shape[0], p[kind].shape[1:-2]
+    units = math.prod(lead)
+    pick = torch.randint(0, units, (n,), generator=gen)
+    mask = torch.zeros(n, units, dtype=torch.bool)
+    mask[torch.arange(n), pick] = True
+    return _hold_still({**p, "moving": mask.reshape(n, *lead, 1, 1)}, kind)
+
+
+def _hold_still(x, kind):
+    out = dict(x)
+    for k in MATRIX_KINDS:
+        if k not in x:
+            continue
+        moved = torch.where(x["moving"], x[k + "_hat"], x[k]) if k == kind else x[k]
+        out[k + "_hat"] = moved.clone()
+    return out
+
+
+def score_path_sample(gen, n, *, H, d, T, K, dense, bias, m=None):
+    """One-layer instances where the query-key sensitivity is attained to first order: the last (read) row is
+    ``x = r u`` and the other rows are ``+-x`` in equal numbers, ``W_QK = 0`` (uniform attention) and its
+    cover element ``W_QK + e [u,0]^T [u,0]`` moves every score by ``+-e r^2``, so the attention moves its mass
+    by exactly the score change (``kappa = 1``) between rows ``2 r`` apart; the value, dense and readout maps
+    are rank one along the moved direction (their spectral norms are attained, the ReLU passes). With the
+    biases the ratio is ``r / sqrt(r^2 + 1)`` (``r`` up to 10). Only head 1's query-key map moves (mask
+    ``"moving"``, as :func:`keep_one_moving`). ``m``: that many copies of the sequence (an Edelman sample).
+    The keys are those of :func:`_net_sample` with ``L = 1``."""
+    din = d + (1 if bias else 0)
+    u = torch.nn.functional.normalize(_randn(gen, n, d), dim=-1)
+    r = _scales(gen, n, lo=0.0, hi=1.0)
+    sign = torch.ones(T, dtype=F64)
+    sign[torch.randperm(T - 1, generator=gen)[: T // 2]] = -1.0  # last row +1, balanced for even T
+    X = r[:, None, None] * sign[None, :, None] * u[:, None, :]
+    ua = torch.cat([u, torch.zeros(n, din - d, dtype=F64)], -1)  # (n, din)
+    e1 = torch.zeros(d, dtype=F64)
+    e1[0] = 1.0
+    sc = lambda: _scales(gen, n, 1, 1, lo=-0.5, hi=0.5)  # noqa: E731
+    # 1e-3 noise everywhere: distinct singular values (the SVD's gradient is finite for the search)
+    QK = 1e-3 * _randn(gen, n, 1, H, din, din)
+    V = 1e-3 * _randn(gen, n, 1, H, din, d)
+    V[..., 0] = (
+        0.0  # the first output unit is head 1's alone: 0 before the move, so the ReLU passes
+    )
+    V[:, 0, 0] += sc() * ua[:, :, None] * e1[None, None, :]
+    p = {"QK": QK, "V": V}
+    if dense:
+        C = 1e-3 * _randn(gen, n, 1, din, d)
+        C[:, 0, 0, 0] = sc()[:, 0, 0]
+        p["C"] = C
+    w = 1e-3 * _randn(gen, n, din, K)
+    w[:, 0, 0] = sc()[:, 0, 0]
+    p["w"] = w
+    for k in list(p):
+        p[k + "_hat"] = p[k].clone()
+    e = _scales(gen, n, 1, 1, lo=-4.0, hi=-2.0) / (r * r)[:, None, None]
+    p["QK_hat"][:, 0, 0] = QK[:, 0, 0] + e * ua[:, :, None] * ua[:, None, :]
+    mask = torch.zeros(n, 1, H, 1, 1, dtype=torch.bool)
+    mask[:, 0, 0] = True
+    p["moving"] = mask
+    p["X"] = X if m is None else X[:, None].repeat(1, m, 1, 1)
+    return p
+
+
+def score_path_check(sample, ratio, **search):
+    """The :class:`~genbound.claims.InequalityCheck` of ``sample`` (a :func:`score_path_sample`) with the
+    search held to moves of the query-key map alone."""
+    from . import InequalityCheck
+
+    return InequalityCheck(sample, ratio, lambda x: _hold_still(x, "QK"), **search)
+
+
+def one_matrix_checks(sample, ratio, kinds, project=None, **search):
+    """One :class:`~genbound.claims.InequalityCheck` per matrix kind in ``kinds``: instances of ``sample`` in
+    which only that kind moves (:func:`keep_one_moving`), with an adversarial search that keeps it so (every
+    other hat is projected back onto its matrix after each step). Each sensitivity is tested where it is the
+    whole right side, so a constant wrong in one term alone cannot hide behind the others."""
+    from . import InequalityCheck
+
+    def check(kind):
+        def smp(gen, n):
+            return keep_one_moving(sample(gen, n), kind, gen)
+
+        def proj(x):
+            return _hold_still(x if project is None else project(x), kind)
+
+        return InequalityCheck(smp, ratio, proj, **search)
+
+    return tuple(check(k) for k in kinds)
+
+
 def _perturbation_ratio(p, *, bias, row_norm, positions="cls", act="relu", kappa=1.0):
     """``||f - f_hat||_2 / sum_j rho_j ||W_j - W_hat_j||_op`` for the hypotheses of
     :prf:ref:`lem-tt-multilayer-perturbation` (spectral radii from the weights; proper ones take the max
@@ -417,6 +538,7 @@ COVER_A_HALVED = scaled(
 
 
 # ------------------------------------------------------------------------------ capacities
+@register_cache
 @lru_cache(maxsize=None)
 def _capacity_fn():
     """``(capacity(A, Lambda, c), log_factor(A, m, c))`` lambdified from

@@ -17,7 +17,7 @@ import torch
 from .. import covering as cov
 from .. import rademacher as rad
 from ..symbolic import dudley as sym_dudley
-from . import Claim, FunctionCheck, InequalityCheck, register, replaced, scaled
+from . import AllOf, Claim, FunctionCheck, InequalityCheck, register, replaced, scaled
 from ._part1 import CH_COV, F64, _TINY, _rad_exact, _rel_ratio, add_equalities
 
 _THIS = sys.modules[__name__]  # mutants patch the right-hand-side functions defined here
@@ -130,14 +130,57 @@ def _dudley_check(seed):
     return worst, n
 
 
+def dudley_riemann_step_ratios(seed: int, n: int = 30) -> tuple[float, int]:
+    """The step of :prf:ref:`thm-dudley`'s proof where the integral coefficient is tight: the chaining sum
+    ``sum_{j=1}^N 6 eps_j sqrt(log N_j / m)`` (the per-scale 6 from :func:`genbound.symbolic.dudley.dudley_per_scale`)
+    over the Riemann sum ``(12/sqrt m) int_{eps_{N+1}}^{eps_1} sqrt(log N)`` of the production objective
+    (:func:`genbound.rademacher.dudley_objective` less its ``4 alpha`` at ``alpha = eps_{N+1}``, ``c/2 = eps_1``).
+    For a step cover (``log N`` constant on each ``(eps_{j+1}, eps_j]``, non-increasing in ``eps``) the ratio is
+    exactly 1: an integral coefficient below 12 fails here, while the theorem's own inequality (against exact
+    Rademacher complexities) has slack 2 everywhere (its loose_reason). Returns ``(worst, trials)``."""
+    import random
+
+    rng = random.Random(seed)
+    per_scale = float(sym_dudley.dudley_per_scale())
+    worst, trials = 0.0, 0
+    for _ in range(n):
+        N, c, m = rng.randint(1, 8), 10 ** rng.uniform(-1, 1), rng.randint(1, 10**6)
+        eps = [c * 2.0**-j for j in range(N + 2)]
+        L = sorted(10 ** rng.uniform(-2, 3) for _ in range(N))  # log N_j, non-decreasing in j
+
+        def log_cover(e, L=L, c=c, N=N):
+            j = min(max(int(math.floor(math.log2(c / e) + 1e-12)), 1), N)
+            return L[j - 1]
+
+        alpha = eps[N + 1]
+        chain = sum(per_scale * eps[j] * math.sqrt(L[j - 1] / m) for j in range(1, N + 1))
+        riemann = (
+            rad.dudley_objective(log_cover, alpha, m=m, diameter=c, breakpoints=eps[1 : N + 1])
+            - rad.DUDLEY_ALPHA_COEF * alpha
+        )
+        worst, trials = max(worst, chain / riemann), trials + 1
+    return worst, trials
+
+
+def _dudley_constants_match() -> bool:
+    """The constants of :mod:`genbound.rademacher` are the ones :func:`genbound.symbolic.dudley.dudley_constants`
+    derives, and the telescoping identity holds."""
+    k4, k12 = sym_dudley.dudley_constants()
+    return (
+        sym_dudley.verify_dudley_telescoping()
+        and float(k4) == rad.DUDLEY_ALPHA_COEF
+        and float(k12) == rad.DUDLEY_INTEGRAL_COEF
+    )
+
+
 register(
     Claim(
         label="thm-dudley",
         statement="R_S(F) <= inf_{0<alpha<=c/2} 4 alpha + 12/sqrt(m) int_alpha^{c/2} sqrt(log N(F, eps, rho_S)) d eps",
         chapter=CH_COV,
         provenance="standard",
-        numeric=FunctionCheck(_dudley_check),
-        symbolic=sym_dudley.verify_dudley_telescoping,
+        numeric=AllOf((FunctionCheck(_dudley_check), FunctionCheck(dudley_riemann_step_ratios))),
+        symbolic=_dudley_constants_match,
         loose_reason="R_S <= c (Cauchy-Schwarz) while the bound is 2c as soon as 12 sqrt(log N(eps)/m) >= 4 on "
         "(alpha, c/2): the extremal hypercube {-c, c}^m has R_S = c and bound exactly 2c (ratio 1/2); "
         "smaller classes have R_S far below c. The constants 4 and 12 of the chaining proof are not tight",
@@ -148,6 +191,13 @@ register(
                 0.25,
                 name="alpha-coef-quartered",
                 what="4 alpha replaced by alpha (the remainder of the chain under-counted)",
+            ),
+            scaled(
+                rad,
+                "DUDLEY_INTEGRAL_COEF",
+                0.5,
+                name="integral-coef-halved",
+                what="12/sqrt(m) replaced by 6/sqrt(m) (the Riemann step of the proof over-counted)",
             ),
         ),
     )

@@ -17,12 +17,22 @@ from ..bounds import edelman as ed_mod
 from ..bounds import trauger_tewari as tt_mod
 from ..nets import augment
 from ..symbolic import trauger_tewari as sym
-from . import AllOf, Claim, FunctionCheck, InequalityCheck, register, replaced, scaled
+from . import (
+    AllOf,
+    Claim,
+    FunctionCheck,
+    InequalityCheck,
+    register,
+    register_cache,
+    replaced,
+    scaled,
+)
 from ._part2 import (
     CAPACITY_MUTANTS,
     CONFIDENCE_3_TO_4,
     COVER_CONSTANT_DOUBLED,
     F64,
+    MATRIX_KINDS,
     VALUE_RTOL,
     _capacity_fn,
     _net_sample,
@@ -30,6 +40,9 @@ from ._part2 import (
     _opf,
     _randn,
     _rel,
+    one_matrix_checks,
+    score_path_check,
+    score_path_sample,
 )
 
 CH = "book/part2/edelman_baseline.md"
@@ -65,6 +78,7 @@ def _edelman_args(keys, lay, kw, H, dense, out_dim):
 
 
 # ------------------------------------------------------------------ Edelman-type value, two-sided
+@register_cache
 @lru_cache(maxsize=None)
 def _edelman_parts_fn(H, dense, bias, row_norm, multiclass):
     """Lambdified :func:`genbound.symbolic.trauger_tewari.edelman_bound_parts` (built once per architecture)."""
@@ -338,49 +352,79 @@ def _edelman_parts(QK, V, C, w, Xs):
     return s, P, u, y
 
 
+def _rms(t):
+    """The RMS over the sample (last axis); ``vector_norm`` has the zero subgradient at 0."""
+    return torch.linalg.vector_norm(t, dim=-1) / math.sqrt(t.shape[-1])
+
+
 def _edelman_ratio(**p):
     QK, V, C, w, X = p["QK"], p["V"], p["C"], p["w"], p["X"]
     s, P, u, y = _edelman_parts(QK, V, C, w, X)
     sh, Ph, uh, yh = _edelman_parts(p["QK_hat"], p["V_hat"], p["C_hat"], p["w_hat"], X)
     f = torch.einsum("nmi,nik->nmk", augment(y, True), w)
     fh = torch.einsum("nmi,nik->nmk", augment(yh, True), p["w_hat"])
-    rms = lambda t: (t**2).mean(-1).sqrt()  # over the sample
-    lhs = rms(torch.linalg.vector_norm(f - fh, dim=-1))
+    lhs = _rms(torch.linalg.vector_norm(f - fh, dim=-1))
     B_X = torch.linalg.vector_norm(X, dim=-1).amax((-2, -1))
     return lhs / _THIS.edelman_chain_bound(p, s, sh, Ph, uh, yh, B_X)
 
 
 def edelman_chain_bound(p, s, sh, Ph, uh, yh, B_X):
-    """The right side of :prf:ref:`lem-edelman-perturbation` on a batch (see :func:`_edelman_parts`)."""
+    """The right side of :prf:ref:`lem-edelman-perturbation` on a batch (see :func:`_edelman_parts`), with the
+    sensitivities of :func:`genbound.bounds.edelman.edelman_sensitivities_raw` (the function the bound uses;
+    ReLU: ``L_sigma = 1``, ``kappa = 1``, biases absorbed)."""
     QK, V, C, w = p["QK"], p["V"], p["C"], p["w"]
-    rms = lambda t: (t**2).mean(-1).sqrt()  # over the sample
+
+    rms = _rms  # a matrix held still has eta = 0: its subgradient must be 0, not NaN
+
     H = QK.shape[2]
-    S_w, S_C = _op(w), _op(C[:, 0])
-    Bt = (B_X**2 + 1).sqrt()
-    bound = rms(torch.linalg.vector_norm(augment(yh, True) @ (w - p["w_hat"]), dim=-1))
+    S_V = [_op(V[:, 0, h]) for h in range(H)]
+    rho = ed_mod.edelman_sensitivities_raw(
+        S_V, _op(C[:, 0]), B_X=B_X, S_w=_op(w), L_sigma=1.0, kappa=1.0, bias=True
+    )
+    eta = {"w": rms(torch.linalg.vector_norm(augment(yh, True) @ (w - p["w_hat"]), dim=-1))}
     dC = torch.einsum("nmi,nid->nmd", augment(torch.relu(uh), True), (C - p["C_hat"])[:, 0])
-    bound = bound + S_w * rms(torch.linalg.vector_norm(dC, dim=-1))
+    eta["C"] = rms(torch.linalg.vector_norm(dC, dim=-1))
     for h in range(H):
-        S_V = _op(V[:, 0, h])
-        eta_inf = (s[:, :, h] - sh[:, :, h]).abs().amax((-2, -1))
-        bound = bound + S_w * S_C * S_V * Bt * eta_inf  # rho_QK (kappa = 1, L_sigma = 1)
+        eta[f"QK[{h + 1}]"] = (s[:, :, h] - sh[:, :, h]).abs().amax((-2, -1))
         dV = torch.einsum("nmi,nid->nmd", Ph[:, :, h], (V - p["V_hat"])[:, 0, h])
-        eta_V = rms(torch.linalg.vector_norm(dV, dim=-1))
-        bound = bound + S_w * S_C * eta_V  # rho_V
-    return bound
+        eta[f"V[{h + 1}]"] = rms(torch.linalg.vector_norm(dV, dim=-1))
+    return sum(rho[k] * eta[k] for k in rho)
+
+
+#: lem-edelman-perturbation term by term: only the query-key, value, dense or readout map moves
+EDELMAN_ONE_MATRIX = one_matrix_checks(
+    _edelman_sample, _edelman_ratio, MATRIX_KINDS, trials=120, starts=4, steps=25, lr=0.03
+) + (
+    score_path_check(
+        lambda gen, n: score_path_sample(gen, n, H=2, d=4, T=8, K=1, dense=True, bias=True, m=6),
+        _edelman_ratio,
+        trials=60,
+        starts=4,
+        steps=20,
+        lr=0.01,
+    ),
+)
 
 
 register(
     Claim(
         label="lem-edelman-perturbation",
-        covers=("genbound.claims.part2_edelman_baseline.edelman_chain_bound",),
+        covers=(
+            "genbound.claims.part2_edelman_baseline.edelman_chain_bound",
+            "genbound.bounds.edelman.edelman_sensitivities_raw",
+        ),
         statement="one layer at the [CLS] row, data-dependent chain: rho(f, f_hat) <= sum_h rho_QK^h max_{i,t}|s - s_hat| "
         "+ sum_h rho_V rho(p_hat_h (V_h - V_hat_h)) + S_w rho([sigma(u_hat), 1](C - C_hat)) + rho(z_hat (w - w_hat)), "
         "rho = RMS over the m samples; only the true spectral norms S_V, S_C, S_w enter",
         chapter=CH,
         provenance="reconstructed",
-        numeric=InequalityCheck(
-            _edelman_sample, _edelman_ratio, trials=300, starts=6, steps=30, lr=0.03
+        numeric=AllOf(
+            (
+                InequalityCheck(
+                    _edelman_sample, _edelman_ratio, trials=300, starts=6, steps=30, lr=0.03
+                ),
+                *EDELMAN_ONE_MATRIX,
+            )
         ),
         mutants=(
             scaled(
@@ -389,6 +433,17 @@ register(
                 0.5,
                 name="rhs-halved",
                 what="the data-dependent chain bound halved",
+            ),
+            replaced(
+                ed_mod,
+                "edelman_sensitivities_raw",
+                lambda old: (
+                    lambda *a, **k: {
+                        n: v / 4 if n.startswith("QK") else v for n, v in old(*a, **k).items()
+                    }
+                ),
+                name="qk-rho-quartered",
+                what="the query-key sensitivities rho_QK divided by 4 (the other terms unchanged)",
             ),
         ),
     )
@@ -545,6 +600,7 @@ register(
                 FunctionCheck(_edelman_allocation_check),
                 FunctionCheck(_edelman_value_check),
                 FunctionCheck(_edelman_split_check),
+                EDELMAN_ONE_MATRIX[-1],  # the cover's rho_QK where the score path is tight
             )
         ),
         symbolic=lambda: _edelman_sensitivities_match(),
@@ -569,8 +625,13 @@ register(
 def _edelman_sensitivities_match() -> bool:
     """The numeric :func:`genbound.bounds.edelman.edelman_sensitivities` equals the sympy expressions of
     :func:`genbound.symbolic.trauger_tewari.edelman_single_layer_sensitivities` at random positive points."""
+    if not all(
+        sym.verify_edelman_sensitivities(H, dense=dn, bias=b)
+        for H, dn, b in ((2, True, True), (1, False, False))
+    ):
+        return False
     gen = torch.Generator().manual_seed(7)
-    expr = sym.edelman_single_layer_sensitivities(2, dense=True, bias=True)
+    expr = sym.edelman_chain_sensitivities(2, dense=True, bias=True)
     for _ in range(5):
         v = (0.1 + 3 * torch.rand(6, generator=gen, dtype=F64)).tolist()
         lay = ed_mod.EdelmanLayerRadii((1.0, 1.0), (1.0, 1.0), (v[0], v[1]), 1.0, v[2])

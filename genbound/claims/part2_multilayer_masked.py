@@ -29,6 +29,7 @@ from ._part2 import (
     COVER_A_HALVED,
     COVER_CONSTANT_DOUBLED,
     F64,
+    MATRIX_KINDS,
     RHO_HALVED,
     TT_COVERS,
     _constructive_cover_ratio,
@@ -38,6 +39,7 @@ from ._part2 import (
     _perturbation_ratio,
     _randn,
     _scales,
+    one_matrix_checks,
     _sensitivities_times,
     _tt_value_check,
 )
@@ -116,8 +118,21 @@ register(
         "(products of per-layer Lipschitz constants), for every X of every length; with and without Pi",
         chapter=CH,
         provenance="reconstructed",
-        numeric=InequalityCheck(
-            _multi_sample, _multi_ratio, trials=300, starts=6, steps=30, lr=0.03
+        numeric=AllOf(
+            (
+                InequalityCheck(
+                    _multi_sample, _multi_ratio, trials=300, starts=6, steps=30, lr=0.03
+                ),
+                *one_matrix_checks(
+                    _multi_sample,
+                    _multi_ratio,
+                    MATRIX_KINDS,
+                    trials=100,
+                    starts=4,
+                    steps=20,
+                    lr=0.03,
+                ),
+            )
         ),
         symbolic=lambda: (
             sym.verify_unrolling(2)

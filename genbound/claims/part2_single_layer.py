@@ -22,6 +22,7 @@ from ._part2 import (
     CONFIDENCE_3_TO_4,
     COVER_A_HALVED,
     COVER_CONSTANT_DOUBLED,
+    QK_RHO_QUARTERED,
     RHO_HALVED,
     TT_COVERS,
     TT_VALUE_CONFIGS,
@@ -37,6 +38,9 @@ from ._part2 import (
     _tt_case,
     _tt_value_check,
     _tt_values,
+    one_matrix_checks,
+    score_path_check,
+    score_path_sample,
 )
 
 CH = "book/part2/single_layer.md"
@@ -95,11 +99,34 @@ register(
         "and T = 1024)",
         chapter=CH,
         provenance="reconstructed",
-        numeric=InequalityCheck(
-            _single_sample, _single_ratio, trials=200, starts=6, steps=30, lr=0.03
+        numeric=AllOf(
+            (
+                InequalityCheck(
+                    _single_sample, _single_ratio, trials=200, starts=6, steps=30, lr=0.03
+                ),
+                *one_matrix_checks(
+                    _single_sample,
+                    _single_ratio,
+                    ("QK", "V", "w"),
+                    trials=100,
+                    starts=4,
+                    steps=20,
+                    lr=0.03,
+                ),
+                score_path_check(
+                    lambda gen, n: score_path_sample(
+                        gen, n, H=2, d=4, T=12, K=1, dense=False, bias=False
+                    ),
+                    lambda **p: _perturbation_ratio(p, bias=False, row_norm=False),
+                    trials=60,
+                    starts=4,
+                    steps=20,
+                    lr=0.01,
+                ),
+            )
         ),
         symbolic=sym.verify_single_layer_factorisation,
-        mutants=(RHO_HALVED,),
+        mutants=(RHO_HALVED, QK_RHO_QUARTERED),
     )
 )
 

@@ -36,6 +36,7 @@ __all__ = [
     "DUDLEY_ALPHA_COEF",
     "DUDLEY_INTEGRAL_COEF",
     "dudley_constants",
+    "dudley_per_scale",
     "inverse_square_alpha_coef",
     "parametric_alpha_denominator",
     "inverse_square_objective",
@@ -56,6 +57,25 @@ __all__ = [
 alpha, eps, m, c, A, Lam, k, C = sp.symbols("alpha epsilon m c A Lambda k C", positive=True)
 
 
+def dudley_per_scale() -> sp.Expr:
+    """The per-scale coefficient ``6`` of the chaining sum ``R_S <= eps_N + sum_j 6 eps_j sqrt(log N_j / m)``:
+    a link ``f_j - f_{j-1}`` has ``rho <= eps_j + eps_{j-1} = 3 eps_j`` (triangle inequality at ``eps_j = c 2^-j``)
+    and Massart's lemma (:func:`genbound.symbolic.rademacher.massart_bound`) over at most ``N_j^2`` links gives
+    ``3 eps_j sqrt(2 log N_j^2 / m) = 6 eps_j sqrt(log N_j / m)``.
+
+    >>> dudley_per_scale()
+    6
+    """
+    from . import rademacher as srad
+
+    j = sp.Symbol("j", integer=True, nonnegative=True)
+    e = lambda i: c * sp.Integer(2) ** (-i)  # noqa: E731
+    L = sp.Symbol("L", positive=True)  # log N_j
+    link = sp.simplify((e(j) + e(j - 1)) / e(j))  # = 3
+    massart = srad.massart_bound().subs({srad.r: link * e(j), srad.N: sp.exp(2 * L)})
+    return sp.simplify(massart / (e(j) * sp.sqrt(L)))  # = 6: link * sqrt(2 * 2)
+
+
 def dudley_constants() -> tuple[sp.Expr, sp.Expr]:
     """Derive the constants ``(4, 12)`` of :prf:ref:`thm-dudley` from the chaining proof.
 
@@ -66,14 +86,9 @@ def dudley_constants() -> tuple[sp.Expr, sp.Expr]:
     (a Riemann sum of the non-increasing ``sqrt(log N)``). The remainder ``eps_N`` is bounded by
     maximising ``eps_N = 2 eps_{N+1}`` over ``eps_{N+1}`` in ``(alpha, 2 alpha]``: ``4 alpha``.
     """
-    from . import rademacher as srad
-
     j = sp.Symbol("j", integer=True, nonnegative=True)
     e = lambda i: c * sp.Integer(2) ** (-i)  # noqa: E731
-    L = sp.Symbol("L", positive=True)  # log N_j
-    link = sp.simplify((e(j) + e(j - 1)) / e(j))  # = 3
-    massart = srad.massart_bound().subs({srad.r: link * e(j), srad.N: sp.exp(2 * L)})
-    per_scale = sp.simplify(massart / (e(j) * sp.sqrt(L)))  # = 6: link * sqrt(2 * 2)
+    per_scale = dudley_per_scale()
     K = sp.Symbol("K", positive=True)
     integral_coef = sp.solve(sp.Eq(per_scale * e(j), K * (e(j) - e(j + 1))), K)[0]
     x = sp.Symbol("x", positive=True)  # eps_{N+1}

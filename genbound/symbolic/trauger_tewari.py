@@ -44,6 +44,8 @@ __all__ = [
     "verify_bias_absorption",
     "zhang_log_cover",
     "edelman_single_layer_sensitivities",
+    "edelman_chain_sensitivities",
+    "verify_edelman_sensitivities",
     "aug",
     "MARGIN_LIPSCHITZ_MULTICLASS",
     "PROPER_FACTOR",
@@ -254,6 +256,40 @@ def edelman_single_layer_sensitivities(H: int = 1, *, dense: bool = True, bias: 
         rho["C"] = S_w
     rho["w"] = sp.Integer(1)
     return rho
+
+
+def edelman_chain_sensitivities(H: int = 1, *, dense: bool = True, bias: bool = False):
+    """The sensitivities of :func:`edelman_single_layer_sensitivities` **derived** from the chain of
+    :prf:ref:`lem-edelman-perturbation`: the output error of a perturbation is its error where it enters times
+    the Lipschitz constant of every stage after that point (triangle inequality, then one Jacobian bound per
+    stage). The stages, from the scores to the output, with their premises:
+
+    * softmax, ``l_inf`` scores to ``l_1`` weights: ``kappa``;
+    * pooling ``p_h = sum_t a_t z~_t`` over rows of norm ``<= B~``: ``B~`` per unit of ``l_1``;
+    * the value map of head ``h``: ``S_V^h``; the activation: ``L_sigma``;
+    * the dense map: ``S_C`` (absent without one); the readout: ``S_w``.
+
+    A query-key map enters at the scores (error ``eta_inf``), a value map at the head's output (the RMS of
+    ``p_hat (V - V_hat)``), the dense map at its output, the readout at the output. Returns the dict keyed as
+    :func:`edelman_single_layer_sensitivities`; a test and the claim compare the two and the numeric code."""
+    S_w = sp.Symbol("S_w", positive=True)
+    sv = sp.symbols(f"S_V1_1:{H + 1}", positive=True)
+    after_head = [L_sigma] + ([sp.Symbol("S_C1", positive=True)] if dense else []) + [S_w]
+    rho = {}
+    for h in range(H):
+        rho[f"QK{h + 1}"] = sp.Mul(kappa, aug(B_X, bias), sv[h], *after_head)
+        rho[f"V{h + 1}"] = sp.Mul(*after_head)
+    if dense:
+        rho["C"] = S_w
+    rho["w"] = sp.Integer(1)
+    return rho
+
+
+def verify_edelman_sensitivities(H: int = 2, *, dense: bool = True, bias: bool = True) -> bool:
+    """:func:`edelman_single_layer_sensitivities` equals the chain derivation :func:`edelman_chain_sensitivities`."""
+    a = edelman_single_layer_sensitivities(H, dense=dense, bias=bias)
+    b = edelman_chain_sensitivities(H, dense=dense, bias=bias)
+    return set(a) == set(b) and all(sp.simplify(a[k] - b[k]) == 0 for k in a)
 
 
 #: The ramp loss lies in ``[0, 1]``: within ``1/2`` of the constant ``1/2`` in every metric, so Dudley's
