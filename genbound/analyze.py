@@ -32,6 +32,11 @@ object, a state dict with its config, or a folder; ``--n-samples N`` / ``n_sampl
 estimates at ``N`` and the verdict (:func:`verdict`), one line in every report saying whether the values
 are vacuous and where the book defines it (:data:`DEFINED_IN`).
 
+A model whose blocks the papers' bound does not all cover gets a spectra-only report
+(:class:`SpectraOnly`): its first console lines say that no bound is given and why, per uncovered
+kind; then every matrix's spectral quantities (:data:`SPECTRA_FIELDS`); ``--json`` has
+``"spectra_only": true``, ``"bound": null`` and every bound key ``null``. Never a bound value.
+
 One concept: the Part III report of one model (load, both proxies, the verdict), as a function and as
 the ``genbound analyze`` command with its outputs.
 
@@ -57,9 +62,9 @@ import math
 import sys
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ClassVar
 
-from .errors import require
+from .errors import ArchitectureError, require
 from .kinds import KIND_DESCRIPTIONS
 
 if TYPE_CHECKING:  # annotations only: pandas is imported where a table is built
@@ -67,6 +72,8 @@ if TYPE_CHECKING:  # annotations only: pandas is imported where a table is built
 
 __all__ = [
     "Analysis",
+    "SpectraOnly",
+    "NoBoundError",
     "analyze",
     "add_parser",
     "run",
@@ -259,6 +266,8 @@ class Analysis:
     weights: object  # TransformerWeights
     device: str
     seconds: float
+    #: False: this report has a bound (:class:`SpectraOnly` has ``True``).
+    spectra_only: ClassVar[bool] = False
 
     def matrices(self):
         """The per-matrix table, a pandas DataFrame with one row per proxy matrix (:func:`matrix_table`;
@@ -313,6 +322,174 @@ class Analysis:
         }
 
 
+class NoBoundError(ArchitectureError, AttributeError):
+    """Asked for a bound of a :class:`SpectraOnly` report: the papers' bound does not cover the
+    model, so there is none. An ``AttributeError`` too, so ``getattr(a, "spectral", None)`` is
+    ``None`` and ``hasattr(a, "spectral")`` is ``False``."""
+
+
+#: Keys of each row of ``matrices`` in a spectra-only JSON (the ``--csv`` columns, with ``shape`` as
+#: ``rows, cols``): the columns of :meth:`genbound.weights.TransformerWeights.matrix_table`.
+SPECTRA_FIELDS = {
+    "kind": "QK, V, M_in, M_out, and M_gate / router where the block has them",
+    "layer": "layer index (0-based, among the analysed layers)",
+    "head": "query-head index for QK and V; -1 for the feed-forward kinds",
+    "expert": "expert index in a mixture of experts; -1 elsewhere",
+    "shape": "[rows, cols] of the matrix",
+    "rank": "numerical rank (singular values above rank_tol * min(rows, cols) * max(sigma_max, 1))",
+    "sigma_max": "largest singular value (spectral norm)",
+    "frobenius": "Frobenius norm",
+    "nuclear": "nuclear norm (sum of the singular values)",
+    "stable_rank": "frobenius^2 / sigma_max^2 (0 for a zero matrix)",
+    "norm_21": "(2,1) norm: the sum of the columns' Euclidean norms",
+    "route": "how the spectrum was computed (qr-core, gram, qr-svd)",
+    "covered": "whether the papers' bound covers the matrix's block",
+    "note": "why not (or what the architecture changes), in words",
+}
+
+#: The JSON keys that hold a bound or one of its parameters: ``null`` in a spectra-only report.
+_BOUND_KEYS = (
+    "spectral_adaptive",
+    "spectral_adaptive_capacity",
+    "spectral_adaptive_trivial",
+    "edelman",
+    "edelman_capacity",
+    "edelman_trivial",
+    "edelman_log",
+    "edelman_overflow",
+    "p_opt_counts",
+    "grid_m",
+    "L_phi",
+    "mode",
+    "p_opt_zero",
+    "spectral_adaptive_gap",
+    "spectral_adaptive_samples_needed",
+    "edelman_gap",
+    "edelman_samples_needed",
+)
+
+
+def short_reason(note: str, gqa: str = "", limit: int = 110) -> str:
+    """A coverage note on one short line: without the grouped-query explanation ``gqa`` (which says
+    how the heads are formed, not why the bound fails), cut to ``limit`` characters.
+
+    >>> short_reason("a; rotary position embeddings: one form per offset", gqa="a")
+    'rotary position embeddings: one form per offset'
+    """
+    if gqa and note.startswith(gqa):
+        note = note[len(gqa) :].lstrip("; ")
+    return note if len(note) <= limit else note[: limit - 3].rstrip() + "..."
+
+
+@dataclass(frozen=True)
+class SpectraOnly:
+    """The report of a model whose blocks the papers' bound does not all cover (rotary query-key
+    maps, gated feed-forward blocks, mixtures of experts: ``weights.coverage``): every matrix's
+    spectral quantities, and **no bound**.
+
+    :meth:`matrices` is :meth:`~genbound.weights.TransformerWeights.matrix_table` (one row per
+    matrix, with ``covered`` and ``note``); :attr:`reasons` maps each uncovered kind to its note;
+    :attr:`spectral` and :attr:`edelman` raise :class:`NoBoundError` saying why there is no bound;
+    :attr:`bound` is ``None``; :meth:`to_dict` is the ``--json`` object (the bound's keys ``null``,
+    ``"spectra_only": true``).
+    """
+
+    weights: object  # TransformerWeights
+    table: object  # pandas DataFrame (TransformerWeights.matrix_table)
+    device: str
+    seconds: float
+    rank_tol: float
+    n_samples: int | None = None
+    #: True: there is no bound in this report.
+    spectra_only: ClassVar[bool] = True
+    #: No bound value: the papers' bound does not cover this model.
+    bound: ClassVar[None] = None
+
+    @property
+    def reasons(self) -> dict:
+        """Uncovered kind -> its coverage note (why the papers' bound does not describe it)."""
+        return {k: c.note for k, c in (self.weights.coverage or {}).items() if not c.covered}
+
+    def why_no_bound(self) -> str:
+        """One line: no bound, and why."""
+        w = self.weights
+        return (
+            f"no bound: the papers' bound does not cover every block of this {w.family} model "
+            f"({', '.join(self.reasons)}); this is a spectra-only report: .matrices() has every "
+            f"matrix's spectral quantities"
+        )
+
+    @property
+    def spectral(self):
+        raise NoBoundError(self.why_no_bound())
+
+    @property
+    def edelman(self):
+        raise NoBoundError(self.why_no_bound())
+
+    def matrices(self):
+        """The per-matrix spectra, a pandas DataFrame (columns :data:`SPECTRA_FIELDS`, ``shape`` as
+        ``rows, cols``)."""
+        return self.table.copy()
+
+    def verdict(self) -> str:
+        """One line: there is no bound, so nothing is or is not vacuous."""
+        n = "" if self.n_samples is None else f" at n = {self.n_samples}"
+        return (
+            f"no bound exists for this model, so no gap estimate{n} and no sample size from which "
+            f"one is not vacuous; the uncovered kinds: {', '.join(self.reasons)}"
+        )
+
+    def to_dict(self) -> dict:
+        w, t = self.weights, self.table
+        rows = []
+        for r in t.itertuples(index=False):
+            rows.append(
+                {
+                    "kind": r.kind,
+                    "layer": int(r.layer),
+                    "head": int(r.head),
+                    "expert": int(r.expert),
+                    "shape": [int(r.rows), int(r.cols)],
+                    "rank": int(r.rank),
+                    "sigma_max": float(r.sigma_max),
+                    "frobenius": float(r.frobenius),
+                    "nuclear": float(r.nuclear),
+                    "stable_rank": float(r.stable_rank),
+                    "norm_21": float(r.norm_21),
+                    "route": r.route,
+                    "covered": bool(r.covered),
+                    "note": r.note,
+                }
+            )
+        out = {"spectra_only": True, "bound": None, "uncovered": self.reasons}
+        out.update({k: None for k in _BOUND_KEYS})
+        out.update(
+            {
+                "layers": w.n_layers,
+                "hidden": w.hidden,
+                "heads": w.n_heads,
+                "kv_heads": w.kv_heads or w.n_heads,
+                "experts": w.n_experts,
+                "d_head": w.d_head,
+                "d_ff": w.d_ff,
+                "n_matrices": len(t),
+                "matrices": rows,
+                "rank_tol": self.rank_tol,
+                "attention_scale": w.attention_scale,
+                "device": self.device,
+                "seconds": self.seconds,
+                "source": w.source,
+                "family": w.family,
+                "routes": {k: int(v) for k, v in t["route"].value_counts().sort_index().items()},
+                "n_samples": self.n_samples,
+                "verdict": self.verdict(),
+                "defined_in": DEFINED_IN,
+            }
+        )
+        return out
+
+
 def _weights_of(source, *, config, attention_scale: bool, layers):
     """:class:`~genbound.weights.TransformerWeights` of what :func:`analyze` accepts (see there)."""
     from collections.abc import Mapping
@@ -359,7 +536,7 @@ def analyze(
     layers=None,
     progress: bool = False,
     svd_driver: str | None = None,
-) -> Analysis:
+) -> "Analysis | SpectraOnly":
     """Both Part III proxies of a model: load ``source`` and evaluate
     :func:`~genbound.bounds.sakai_imaizumi.spectral_adaptive_bound` and
     :func:`~genbound.bounds.sakai_imaizumi.edelman_proxy` on it (one pass over the layers).
@@ -373,6 +550,11 @@ def analyze(
     float64 of the stored values); a state dict (parameter name -> tensor) together with
     ``config`` (a dict or a Hugging Face config with the family's size keys); or
     :class:`~genbound.weights.TransformerWeights`. ``config`` also overrides the sizes of a module.
+    A model whose blocks the papers' bound does not all cover (Llama, Mistral, Qwen, Gemma, Phi-3,
+    Mixtral, GPT-NeoX, Falcon, GPT-J: ``weights.covered`` is False) gives a :class:`SpectraOnly`
+    report instead: every matrix's spectra (``.matrices()``), the reasons per kind (``.reasons``),
+    and no bound (``.bound`` is ``None``; ``.spectral``/``.edelman`` raise :class:`NoBoundError`);
+    ``.spectra_only`` tells the two apart.
     ``n_samples``: the training-set size; then both reports decide ``trivial`` (vacuous) at it and
     :meth:`Analysis.verdict` says so (:prf:ref:`prop-sa-capacity`). The other keywords are those of
     ``genbound analyze`` (``--help``).
@@ -412,6 +594,16 @@ def analyze(
 
         n_samples = check_positive_int(n_samples, "n_samples")
     w = _weights_of(source, config=config, attention_scale=attention_scale, layers=layers)
+    if not w.covered:  # the papers' bound does not describe some block: spectra only, no bound
+        table = w.matrix_table(device=dev, rank_tol=rank_tol)
+        return SpectraOnly(
+            weights=w,
+            table=table,
+            device=str(dev),
+            seconds=time.perf_counter() - t0,
+            rank_tol=rank_tol,
+            n_samples=n_samples,
+        )
     # every spectrum once: both proxies read these Spectra (no second pass through the weights' cache)
     sp = w.spectra(
         device=dev,
@@ -641,6 +833,19 @@ def run(args) -> int:
         )
     fix_heap_growth()
     progress = (not args.quiet) and sys.stderr.isatty()
+    if (
+        args.plot
+    ):  # the figure draws the bound's contributions: refused, before any spectrum, without one
+        from .weights import load_weights
+
+        w = load_weights(args.path, layers=args.layers)
+        if not w.covered:
+            raise ParameterError(
+                f"--plot {args.plot}: the figure draws each matrix's contribution to the bound, and "
+                f"this {w.family} model has none (the papers' bound does not cover "
+                f"{', '.join(k for k, c in w.coverage.items() if not c.covered)}); drop --plot for "
+                f"its spectra-only report"
+            )
     a = analyze(
         args.path,
         device=args.device,
@@ -656,6 +861,10 @@ def run(args) -> int:
     table = a.matrices()
     if args.csv:
         table.to_csv(args.csv, index=False)
+    if a.spectra_only:
+        d = a.to_dict()
+        print(json.dumps(d) if args.json else spectra_only_report(a, d, table))
+        return 0
     if args.plot:
         write_plot(a.spectral, args.plot)
     d = a.to_dict()
@@ -708,6 +917,36 @@ def console_report(a: Analysis, d: dict, table, *, top: int = 5) -> str:
     per.insert(0, "log_alpha", a.edelman.table["log_alpha"].to_numpy())
     lines.append("per-layer sums of min_p T(p):")
     lines.append(per.to_string(float_format=lambda x: f"{x:.5g}"))
+    return "\n".join(lines)
+
+
+def spectra_only_report(a: SpectraOnly, d: dict, table) -> str:
+    """The text ``genbound analyze`` prints for a model the papers' bound does not cover: the label
+    and one line per uncovered kind first, then every matrix's spectral quantities."""
+    w = a.weights
+    gqa = (w.coverage or {}).get("V")
+    gqa = gqa.note if gqa is not None else ""
+    lines = [
+        f"SPECTRA ONLY, NO BOUND: the papers' bound does not cover every block of this {d['family']} "
+        f"model, so genbound gives no bound value for it; not covered:",
+    ]
+    for kind, note in a.reasons.items():
+        lines.append(f"  {kind:6s} {short_reason(note, gqa)}")
+    lines.append("  (each reason in full: --json 'uncovered', or the note column of --csv)")
+    if a.n_samples is not None:
+        lines.append(
+            f"--n-samples {a.n_samples}: no bound exists for this model, so there is no gap "
+            f"estimate at n = {a.n_samples} and no sample size from which one is not vacuous"
+        )
+    experts = f", {d['experts']} experts" if d["experts"] else ""
+    lines.append(
+        f"{d['source']}: {d['family']}, {d['layers']} layers, hidden {d['hidden']}, {d['heads']} "
+        f"heads ({d['kv_heads']} key/value), d_head {d['d_head']}, d_ff {d['d_ff']}{experts}; "
+        f"{d['n_matrices']} matrices; device {d['device']}; {d['seconds']:.2f} s"
+    )
+    lines.append("per-matrix spectra (covered = whether the papers' bound describes the block):")
+    show = table.drop(columns=["note"])
+    lines.append(show.to_string(index=False, float_format=lambda x: f"{x:.5g}"))
     return "\n".join(lines)
 
 
