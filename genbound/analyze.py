@@ -37,8 +37,9 @@ A model whose blocks the papers' bound does not all cover gets a spectra-only re
 kind; then every matrix's spectral quantities (:data:`SPECTRA_FIELDS`); ``--json`` has
 ``"spectra_only": true``, ``"bound": null`` and every bound key ``null``. Never a bound value.
 
-One concept: the Part III report of one model (load, both proxies, the verdict), as a function and as
-the ``genbound analyze`` command with its outputs.
+One concept: the Part III report of one model (load, both proxies, the verdict; or, for a model the
+bound does not cover, its spectra only), as a function and as the ``genbound analyze`` command with
+its outputs, including the matrix-by-matrix comparison of two checkpoints (``--compare``).
 
 >>> import tempfile, json, io, contextlib
 >>> from genbound.testing import make_bert_checkpoint
