@@ -391,8 +391,10 @@ class SpectraOnly:
     :meth:`matrices` is :meth:`~genbound.weights.TransformerWeights.matrix_table` (one row per
     matrix, with ``covered`` and ``note``); :attr:`reasons` maps each uncovered kind to its note;
     :attr:`spectral` and :attr:`edelman` raise :class:`NoBoundError` saying why there is no bound;
-    :attr:`bound` is ``None``; :meth:`to_dict` is the ``--json`` object (the bound's keys ``null``,
-    ``"spectra_only": true``).
+    :attr:`bound` is ``None``; :meth:`to_dict` is the ``--json`` object: the keys of
+    :data:`JSON_FIELDS`, those of a bound ``null``, ``matrices`` with the keys of
+    :data:`SPECTRA_FIELDS`, and ``spectra_only`` (``true``), ``bound`` (``null``), ``uncovered``
+    (uncovered kind -> its note in full), ``kv_heads`` and ``experts`` (``null`` without experts).
     """
 
     weights: object  # TransformerWeights
@@ -843,9 +845,10 @@ def run(args) -> int:
         )
     fix_heap_growth()
     progress = (not args.quiet) and sys.stderr.isatty()
-    if (
-        args.plot
-    ):  # the figure draws the bound's contributions: refused, before any spectrum, without one
+    if args.plot and getattr(args, "compare", None) is not None:
+        raise ParameterError("--plot and --compare together: draw each model's figure on its own")
+    if args.plot:
+        # the figure draws the bound's contributions: refused without a bound, before any spectrum
         from .weights import load_weights
 
         w = load_weights(args.path, layers=args.layers)
@@ -1131,11 +1134,8 @@ def comparison_report(d: dict, table) -> str:
 def run_compare(args, analyze_kwargs: dict) -> int:
     """``genbound analyze A --compare B``: both checkpoints' architectures are checked first (one
     error line naming the difference, before any spectrum), then both are analysed and compared."""
-    from .errors import ParameterError
     from .weights import load_weights
 
-    if args.plot:
-        raise ParameterError("--plot and --compare together: draw each model's figure on its own")
     ws = [
         load_weights(p, layers=args.layers, attention_scale=args.attention_scale)
         for p in (args.path, args.compare)

@@ -163,3 +163,11 @@ def test_spectra_only_pair_compares_spectra_without_a_bound(tmp_path, capsys):
     out = _run([p, "--compare", q], capsys).out
     assert out.splitlines()[1].startswith("SPECTRA ONLY, NO BOUND")
     assert "proxy: A" not in out
+
+
+def test_plot_with_compare_is_refused_first(pair, tmp_path, capsys):
+    pytest.importorskip("matplotlib")
+    a, b = pair
+    err = _run([a, "--compare", b, "--plot", tmp_path / "f.png"], capsys, rc=2).err
+    assert err.startswith("genbound: error: --plot and --compare") and err.count("\n") == 1
+    assert not (tmp_path / "f.png").exists()
