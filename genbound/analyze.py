@@ -650,8 +650,12 @@ def add_parser(sub) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
         description=fill(
             "Evaluate the Sakai & Imaizumi (2026) spectrum-adaptive proxy and the Edelman-style "
-            "proxy on a checkpoint folder (config.json + model.safetensors) of a BERT, RoBERTa, "
-            "ELECTRA, DistilBERT or GPT-2 model, layer by layer."
+            "proxy on a checkpoint folder (config.json + model.safetensors) of a family the "
+            "papers' bound covers (BERT, RoBERTa, ELECTRA, DistilBERT, GPT-2, OPT, ViT), layer by "
+            "layer. For a family it does not cover (Llama, Mistral, Qwen, Gemma, Phi-3, Mixtral, "
+            "GPT-NeoX, Falcon, GPT-J) the report is labelled SPECTRA ONLY, NO BOUND: why, per "
+            "matrix kind, then every matrix's spectra. --compare B: two checkpoints of one "
+            "architecture, matrix by matrix."
         )
         + "\n\n"
         + fill("The proxies sum over products of weights, not over raw weights. Per layer:")
