@@ -32,8 +32,14 @@ object, a state dict with its config, or a folder; ``--n-samples N`` / ``n_sampl
 estimates at ``N`` and the verdict (:func:`verdict`), one line in every report saying whether the values
 are vacuous and where the book defines it (:data:`DEFINED_IN`).
 
-One concept: the Part III report of one model (load, both proxies, the verdict), as a function and as
-the ``genbound analyze`` command with its outputs.
+A model whose blocks the papers' bound does not all cover gets a spectra-only report
+(:class:`SpectraOnly`): its first console lines say that no bound is given and why, per uncovered
+kind; then every matrix's spectral quantities (:data:`SPECTRA_FIELDS`); ``--json`` has
+``"spectra_only": true``, ``"bound": null`` and every bound key ``null``. Never a bound value.
+
+One concept: the Part III report of one model (load, both proxies, the verdict; or, for a model the
+bound does not cover, its spectra only), as a function and as the ``genbound analyze`` command with
+its outputs, including the matrix-by-matrix comparison of two checkpoints (``--compare``).
 
 >>> import tempfile, json, io, contextlib
 >>> from genbound.testing import make_bert_checkpoint
@@ -57,9 +63,9 @@ import math
 import sys
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ClassVar
 
-from .errors import require
+from .errors import ArchitectureError, require
 from .kinds import KIND_DESCRIPTIONS
 
 if TYPE_CHECKING:  # annotations only: pandas is imported where a table is built
@@ -67,6 +73,8 @@ if TYPE_CHECKING:  # annotations only: pandas is imported where a table is built
 
 __all__ = [
     "Analysis",
+    "SpectraOnly",
+    "NoBoundError",
     "analyze",
     "add_parser",
     "run",
@@ -259,6 +267,8 @@ class Analysis:
     weights: object  # TransformerWeights
     device: str
     seconds: float
+    #: False: this report has a bound (:class:`SpectraOnly` has ``True``).
+    spectra_only: ClassVar[bool] = False
 
     def matrices(self):
         """The per-matrix table, a pandas DataFrame with one row per proxy matrix (:func:`matrix_table`;
@@ -313,6 +323,176 @@ class Analysis:
         }
 
 
+class NoBoundError(ArchitectureError, AttributeError):
+    """Asked for a bound of a :class:`SpectraOnly` report: the papers' bound does not cover the
+    model, so there is none. An ``AttributeError`` too, so ``getattr(a, "spectral", None)`` is
+    ``None`` and ``hasattr(a, "spectral")`` is ``False``."""
+
+
+#: Keys of each row of ``matrices`` in a spectra-only JSON (the ``--csv`` columns, with ``shape`` as
+#: ``rows, cols``): the columns of :meth:`genbound.weights.TransformerWeights.matrix_table`.
+SPECTRA_FIELDS = {
+    "kind": "QK, V, M_in, M_out, and M_gate / router where the block has them",
+    "layer": "layer index (0-based, among the analysed layers)",
+    "head": "query-head index for QK and V; -1 for the feed-forward kinds",
+    "expert": "expert index in a mixture of experts; -1 elsewhere",
+    "shape": "[rows, cols] of the matrix",
+    "rank": "numerical rank (singular values above rank_tol * min(rows, cols) * max(sigma_max, 1))",
+    "sigma_max": "largest singular value (spectral norm)",
+    "frobenius": "Frobenius norm",
+    "nuclear": "nuclear norm (sum of the singular values)",
+    "stable_rank": "frobenius^2 / sigma_max^2 (0 for a zero matrix)",
+    "norm_21": "(2,1) norm: the sum of the columns' Euclidean norms",
+    "route": "how the spectrum was computed (qr-core, gram, qr-svd)",
+    "covered": "whether the papers' bound covers the matrix's block",
+    "note": "why not (or what the architecture changes), in words",
+}
+
+#: The JSON keys that hold a bound or one of its parameters: ``null`` in a spectra-only report.
+_BOUND_KEYS = (
+    "spectral_adaptive",
+    "spectral_adaptive_capacity",
+    "spectral_adaptive_trivial",
+    "edelman",
+    "edelman_capacity",
+    "edelman_trivial",
+    "edelman_log",
+    "edelman_overflow",
+    "p_opt_counts",
+    "grid_m",
+    "L_phi",
+    "mode",
+    "p_opt_zero",
+    "spectral_adaptive_gap",
+    "spectral_adaptive_samples_needed",
+    "edelman_gap",
+    "edelman_samples_needed",
+)
+
+
+def short_reason(note: str, gqa: str = "", limit: int = 110) -> str:
+    """A coverage note on one short line: without the grouped-query explanation ``gqa`` (which says
+    how the heads are formed, not why the bound fails), cut to ``limit`` characters.
+
+    >>> short_reason("a; rotary position embeddings: one form per offset", gqa="a")
+    'rotary position embeddings: one form per offset'
+    """
+    if gqa and note.startswith(gqa):
+        note = note[len(gqa) :].lstrip("; ")
+    return note if len(note) <= limit else note[: limit - 3].rstrip() + "..."
+
+
+@dataclass(frozen=True)
+class SpectraOnly:
+    """The report of a model whose blocks the papers' bound does not all cover (rotary query-key
+    maps, gated feed-forward blocks, mixtures of experts: ``weights.coverage``): every matrix's
+    spectral quantities, and **no bound**.
+
+    :meth:`matrices` is :meth:`~genbound.weights.TransformerWeights.matrix_table` (one row per
+    matrix, with ``covered`` and ``note``); :attr:`reasons` maps each uncovered kind to its note;
+    :attr:`spectral` and :attr:`edelman` raise :class:`NoBoundError` saying why there is no bound;
+    :attr:`bound` is ``None``; :meth:`to_dict` is the ``--json`` object: the keys of
+    :data:`JSON_FIELDS`, those of a bound ``null``, ``matrices`` with the keys of
+    :data:`SPECTRA_FIELDS`, and ``spectra_only`` (``true``), ``bound`` (``null``), ``uncovered``
+    (uncovered kind -> its note in full), ``kv_heads`` and ``experts`` (``null`` without experts).
+    """
+
+    weights: object  # TransformerWeights
+    table: object  # pandas DataFrame (TransformerWeights.matrix_table)
+    device: str
+    seconds: float
+    rank_tol: float
+    n_samples: int | None = None
+    #: True: there is no bound in this report.
+    spectra_only: ClassVar[bool] = True
+    #: No bound value: the papers' bound does not cover this model.
+    bound: ClassVar[None] = None
+
+    @property
+    def reasons(self) -> dict:
+        """Uncovered kind -> its coverage note (why the papers' bound does not describe it)."""
+        return {k: c.note for k, c in (self.weights.coverage or {}).items() if not c.covered}
+
+    def why_no_bound(self) -> str:
+        """One line: no bound, and why."""
+        w = self.weights
+        return (
+            f"no bound: the papers' bound does not cover every block of this {w.family} model "
+            f"({', '.join(self.reasons)}); this is a spectra-only report: .matrices() has every "
+            f"matrix's spectral quantities"
+        )
+
+    @property
+    def spectral(self):
+        raise NoBoundError(self.why_no_bound())
+
+    @property
+    def edelman(self):
+        raise NoBoundError(self.why_no_bound())
+
+    def matrices(self):
+        """The per-matrix spectra, a pandas DataFrame (columns :data:`SPECTRA_FIELDS`, ``shape`` as
+        ``rows, cols``)."""
+        return self.table.copy()
+
+    def verdict(self) -> str:
+        """One line: there is no bound, so nothing is or is not vacuous."""
+        n = "" if self.n_samples is None else f" at n = {self.n_samples}"
+        return (
+            f"no bound exists for this model, so no gap estimate{n} and no sample size from which "
+            f"one is not vacuous; the uncovered kinds: {', '.join(self.reasons)}"
+        )
+
+    def to_dict(self) -> dict:
+        w, t = self.weights, self.table
+        rows = []
+        for r in t.itertuples(index=False):
+            rows.append(
+                {
+                    "kind": r.kind,
+                    "layer": int(r.layer),
+                    "head": int(r.head),
+                    "expert": int(r.expert),
+                    "shape": [int(r.rows), int(r.cols)],
+                    "rank": int(r.rank),
+                    "sigma_max": float(r.sigma_max),
+                    "frobenius": float(r.frobenius),
+                    "nuclear": float(r.nuclear),
+                    "stable_rank": float(r.stable_rank),
+                    "norm_21": float(r.norm_21),
+                    "route": r.route,
+                    "covered": bool(r.covered),
+                    "note": r.note,
+                }
+            )
+        out = {"spectra_only": True, "bound": None, "uncovered": self.reasons}
+        out.update({k: None for k in _BOUND_KEYS})
+        out.update(
+            {
+                "layers": w.n_layers,
+                "hidden": w.hidden,
+                "heads": w.n_heads,
+                "kv_heads": w.kv_heads or w.n_heads,
+                "experts": w.n_experts,
+                "d_head": w.d_head,
+                "d_ff": w.d_ff,
+                "n_matrices": len(t),
+                "matrices": rows,
+                "rank_tol": self.rank_tol,
+                "attention_scale": w.attention_scale,
+                "device": self.device,
+                "seconds": self.seconds,
+                "source": w.source,
+                "family": w.family,
+                "routes": {k: int(v) for k, v in t["route"].value_counts().sort_index().items()},
+                "n_samples": self.n_samples,
+                "verdict": self.verdict(),
+                "defined_in": DEFINED_IN,
+            }
+        )
+        return out
+
+
 def _weights_of(source, *, config, attention_scale: bool, layers):
     """:class:`~genbound.weights.TransformerWeights` of what :func:`analyze` accepts (see there)."""
     from collections.abc import Mapping
@@ -359,7 +539,7 @@ def analyze(
     layers=None,
     progress: bool = False,
     svd_driver: str | None = None,
-) -> Analysis:
+) -> "Analysis | SpectraOnly":
     """Both Part III proxies of a model: load ``source`` and evaluate
     :func:`~genbound.bounds.sakai_imaizumi.spectral_adaptive_bound` and
     :func:`~genbound.bounds.sakai_imaizumi.edelman_proxy` on it (one pass over the layers).
@@ -373,6 +553,11 @@ def analyze(
     float64 of the stored values); a state dict (parameter name -> tensor) together with
     ``config`` (a dict or a Hugging Face config with the family's size keys); or
     :class:`~genbound.weights.TransformerWeights`. ``config`` also overrides the sizes of a module.
+    A model whose blocks the papers' bound does not all cover (Llama, Mistral, Qwen, Gemma, Phi-3,
+    Mixtral, GPT-NeoX, Falcon, GPT-J: ``weights.covered`` is False) gives a :class:`SpectraOnly`
+    report instead: every matrix's spectra (``.matrices()``), the reasons per kind (``.reasons``),
+    and no bound (``.bound`` is ``None``; ``.spectral``/``.edelman`` raise :class:`NoBoundError`);
+    ``.spectra_only`` tells the two apart.
     ``n_samples``: the training-set size; then both reports decide ``trivial`` (vacuous) at it and
     :meth:`Analysis.verdict` says so (:prf:ref:`prop-sa-capacity`). The other keywords are those of
     ``genbound analyze`` (``--help``).
@@ -412,6 +597,16 @@ def analyze(
 
         n_samples = check_positive_int(n_samples, "n_samples")
     w = _weights_of(source, config=config, attention_scale=attention_scale, layers=layers)
+    if not w.covered:  # the papers' bound does not describe some block: spectra only, no bound
+        table = w.matrix_table(device=dev, rank_tol=rank_tol)
+        return SpectraOnly(
+            weights=w,
+            table=table,
+            device=str(dev),
+            seconds=time.perf_counter() - t0,
+            rank_tol=rank_tol,
+            n_samples=n_samples,
+        )
     # every spectrum once: both proxies read these Spectra (no second pass through the weights' cache)
     sp = w.spectra(
         device=dev,
@@ -455,8 +650,12 @@ def add_parser(sub) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
         description=fill(
             "Evaluate the Sakai & Imaizumi (2026) spectrum-adaptive proxy and the Edelman-style "
-            "proxy on a checkpoint folder (config.json + model.safetensors) of a BERT, RoBERTa, "
-            "ELECTRA, DistilBERT or GPT-2 model, layer by layer."
+            "proxy on a checkpoint folder (config.json + model.safetensors) of a family the "
+            "papers' bound covers (BERT, RoBERTa, ELECTRA, DistilBERT, GPT-2, OPT, ViT), layer by "
+            "layer. For a family it does not cover (Llama, Mistral, Qwen, Gemma, Phi-3, Mixtral, "
+            "GPT-NeoX, Falcon, GPT-J) the report is labelled SPECTRA ONLY, NO BOUND: why, per "
+            "matrix kind, then every matrix's spectra. --compare B: two checkpoints of one "
+            "architecture, matrix by matrix."
         )
         + "\n\n"
         + fill("The proxies sum over products of weights, not over raw weights. Per layer:")
@@ -538,6 +737,15 @@ def add_parser(sub) -> None:
         metavar="N",
         help="training-set size: report each estimate of the gap at N (capacity / sqrt(N)), "
         "whether it is vacuous there, and the sample size from which it would not be",
+    )
+    p.add_argument(
+        "--compare",
+        metavar="B",
+        default=None,
+        help="a second checkpoint of the same architecture (for example the fine-tuned model of "
+        "a base PATH): a table of each matrix's sigma_max, frobenius, stable_rank, rank (and "
+        "contribution, where a bound exists) in PATH and B with their ratio B / PATH and "
+        "difference, and the two bound values side by side",
     )
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.add_argument(
@@ -641,8 +849,21 @@ def run(args) -> int:
         )
     fix_heap_growth()
     progress = (not args.quiet) and sys.stderr.isatty()
-    a = analyze(
-        args.path,
+    if args.plot and getattr(args, "compare", None) is not None:
+        raise ParameterError("--plot and --compare together: draw each model's figure on its own")
+    if args.plot:
+        # the figure draws the bound's contributions: refused without a bound, before any spectrum
+        from .weights import load_weights
+
+        w = load_weights(args.path, layers=args.layers)
+        if not w.covered:
+            raise ParameterError(
+                f"--plot {args.plot}: the figure draws each matrix's contribution to the bound, and "
+                f"this {w.family} model has none (the papers' bound does not cover "
+                f"{', '.join(k for k, c in w.coverage.items() if not c.covered)}); drop --plot for "
+                f"its spectra-only report"
+            )
+    kwargs = dict(
         device=args.device,
         attention_scale=args.attention_scale,
         mode=args.mode,
@@ -653,9 +874,16 @@ def run(args) -> int:
         progress=progress,
         n_samples=args.n_samples,
     )
+    if getattr(args, "compare", None) is not None:
+        return run_compare(args, kwargs)
+    a = analyze(args.path, **kwargs)
     table = a.matrices()
     if args.csv:
         table.to_csv(args.csv, index=False)
+    if a.spectra_only:
+        d = a.to_dict()
+        print(json.dumps(d) if args.json else spectra_only_report(a, d, table))
+        return 0
     if args.plot:
         write_plot(a.spectral, args.plot)
     d = a.to_dict()
@@ -709,6 +937,221 @@ def console_report(a: Analysis, d: dict, table, *, top: int = 5) -> str:
     lines.append("per-layer sums of min_p T(p):")
     lines.append(per.to_string(float_format=lambda x: f"{x:.5g}"))
     return "\n".join(lines)
+
+
+def spectra_only_report(a: SpectraOnly, d: dict, table) -> str:
+    """The text ``genbound analyze`` prints for a model the papers' bound does not cover: the label
+    and one line per uncovered kind first, then every matrix's spectral quantities."""
+    w = a.weights
+    gqa = (w.coverage or {}).get("V")
+    gqa = gqa.note if gqa is not None else ""
+    lines = [
+        f"SPECTRA ONLY, NO BOUND: the papers' bound does not cover every block of this {d['family']} "
+        f"model, so genbound gives no bound value for it; not covered:",
+    ]
+    for kind, note in a.reasons.items():
+        lines.append(f"  {kind:6s} {short_reason(note, gqa)}")
+    lines.append("  (each reason in full: --json 'uncovered', or the note column of --csv)")
+    if a.n_samples is not None:
+        lines.append(
+            f"--n-samples {a.n_samples}: no bound exists for this model, so there is no gap "
+            f"estimate at n = {a.n_samples} and no sample size from which one is not vacuous"
+        )
+    experts = f", {d['experts']} experts" if d["experts"] else ""
+    lines.append(
+        f"{d['source']}: {d['family']}, {d['layers']} layers, hidden {d['hidden']}, {d['heads']} "
+        f"heads ({d['kv_heads']} key/value), d_head {d['d_head']}, d_ff {d['d_ff']}{experts}; "
+        f"{d['n_matrices']} matrices; device {d['device']}; {d['seconds']:.2f} s"
+    )
+    lines.append("per-matrix spectra (covered = whether the papers' bound describes the block):")
+    show = table.drop(columns=["note"])
+    lines.append(show.to_string(index=False, float_format=lambda x: f"{x:.5g}"))
+    return "\n".join(lines)
+
+
+# --------------------------------------------------------------------------------------------------
+# two checkpoints of one architecture, matrix by matrix
+
+#: The quantities compared per matrix (``contribution`` only when both models have a bound).
+COMPARED = ("sigma_max", "frobenius", "stable_rank", "rank", "contribution")
+
+#: What must agree between two checkpoints for ``--compare`` (weights attribute -> words).
+_ARCH_FIELDS = {
+    "family": "family",
+    "n_layers": "layers",
+    "hidden": "hidden size",
+    "n_heads": "heads",
+    "kv_heads": "key/value heads",
+    "d_head": "d_head",
+    "d_ff": "d_ff",
+    "n_experts": "experts",
+    "covered": "coverage by the papers' bound",
+}
+
+
+def check_same_architecture(wa, wb, *, a: str = "A", b: str = "B") -> None:
+    """Refuse two weights whose architectures differ: one
+    :class:`~genbound.errors.ArchitectureError` naming every differing field and both values."""
+    diff = [
+        f"{what} {getattr(wa, f)!r} vs {getattr(wb, f)!r}"
+        for f, what in _ARCH_FIELDS.items()
+        if getattr(wa, f) != getattr(wb, f)
+    ]
+    if diff:
+        raise ArchitectureError(
+            f"--compare: {a} and {b} are not the same architecture ({'; '.join(diff)}); "
+            f"compare two checkpoints of one architecture (for example a base and a fine-tuned model)"
+        )
+
+
+def _ratio(x, y):
+    """``y / x`` elementwise, exactly 1 where ``x == y`` (a zero matrix in both included)."""
+    import numpy as np
+
+    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(x == y, 1.0, y / x)
+
+
+def compare_table(a, b) -> "pd.DataFrame":
+    """Two reports of one architecture (:class:`Analysis` or :class:`SpectraOnly`), matrix by matrix:
+    columns ``kind, layer, head, expert, rows, cols``, then for each quantity ``q`` of
+    :data:`COMPARED` (``contribution`` only when both have a bound) ``q_a, q_b, q_ratio`` (``B / A``,
+    exactly 1 where equal) and ``q_diff`` (``B - A``). Rows whose identity or shape differ raise
+    :class:`~genbound.errors.ShapeError` naming the first."""
+    from .errors import ShapeError
+
+    ta, tb = a.matrices(), b.matrices()
+    keys = ["kind", "layer", "head", "expert", "rows", "cols"]
+    for t in (ta, tb):
+        if "expert" not in t.columns:
+            t.insert(3, "expert", -1)
+    if len(ta) != len(tb):
+        raise ShapeError(f"--compare: A has {len(ta)} matrices, B has {len(tb)}")
+    ka, kb = ta[keys].to_numpy(), tb[keys].to_numpy()
+    bad = (ka != kb).any(axis=1)
+    if bad.any():
+        i = int(bad.argmax())
+        raise ShapeError(
+            f"--compare: matrix {i} is {dict(zip(keys, ka[i].tolist()))} in A but "
+            f"{dict(zip(keys, kb[i].tolist()))} in B"
+        )
+    out = ta[keys].copy()
+    qs = [q for q in COMPARED if q in ta.columns and q in tb.columns]
+    for q in qs:
+        out[f"{q}_a"], out[f"{q}_b"] = ta[q].to_numpy(), tb[q].to_numpy()
+        out[f"{q}_ratio"] = _ratio(ta[q], tb[q])
+        out[f"{q}_diff"] = (
+            tb[q].to_numpy(dtype=int) - ta[q].to_numpy(dtype=int)
+            if q == "rank"
+            else tb[q].to_numpy(dtype=float) - ta[q].to_numpy(dtype=float)
+        )
+    return out.reset_index(drop=True)
+
+
+def _changed(table) -> "pd.Series":
+    """Rows where any compared quantity differs between A and B."""
+    cols = [c for c in table.columns if c.endswith("_ratio")]
+    return (table[cols] != 1.0).any(axis=1)
+
+
+def _bounds_side_by_side(a, b) -> dict | None:
+    """The two bound values and their ratio, or ``None`` when a model has no bound."""
+    if a.spectra_only or b.spectra_only:
+        return None
+    out = {}
+    for name, get in (
+        ("spectral_adaptive", lambda r: r.spectral.value),
+        ("edelman_log", lambda r: r.edelman.log_value),
+    ):
+        x, y = float(get(a)), float(get(b))
+        out[name] = {
+            "a": _finite_or_none(x),
+            "b": _finite_or_none(y),
+            "ratio": _finite_or_none(float(_ratio(x, y))),
+        }
+    return out
+
+
+def comparison_dict(a, b, table, *, path_a: str, path_b: str) -> dict:
+    """The ``--json`` object of ``--compare``: both sources, the bounds side by side (``null`` when a
+    model has none: ``spectra_only``), and ``matrices``: the rows of :func:`compare_table`
+    (non-finite numbers as ``null``)."""
+    w = a.weights
+    rows = []
+    for r in table.to_dict(orient="records"):
+        rows.append(
+            {
+                k: (_finite_or_none(float(v)) if isinstance(v, float) else v)
+                for k, v in ((k, v.item() if hasattr(v, "item") else v) for k, v in r.items())
+            }
+        )
+    return {
+        "a": path_a,
+        "b": path_b,
+        "family": w.family,
+        "layers": w.n_layers,
+        "hidden": w.hidden,
+        "heads": w.n_heads,
+        "spectra_only": bool(a.spectra_only),
+        "bound": _bounds_side_by_side(a, b),
+        "verdict_a": a.verdict(),
+        "verdict_b": b.verdict(),
+        "n_matrices": len(table),
+        "n_changed": int(_changed(table).sum()),
+        "matrices": rows,
+    }
+
+
+def comparison_report(d: dict, table) -> str:
+    """The text of ``genbound analyze A --compare B``."""
+    lines = [
+        f"compare A = {d['a']} with B = {d['b']}: {d['family']}, {d['layers']} layers, hidden "
+        f"{d['hidden']}, {d['heads']} heads; {d['n_matrices']} matrices; ratio = B / A, "
+        f"diff = B - A",
+    ]
+    if d["bound"] is None:
+        lines.append(
+            "SPECTRA ONLY, NO BOUND: the papers' bound does not cover every block of this model, "
+            "so no bound is compared (genbound analyze on either one says why)"
+        )
+    else:
+        for name, words in (
+            ("spectral_adaptive", "spectral-adaptive proxy"),
+            ("edelman_log", "log Edelman-style proxy"),
+        ):
+            v = d["bound"][name]
+            show = [("-" if x is None else f"{x:.6g}") for x in (v["a"], v["b"], v["ratio"])]
+            lines.append(f"{words}: A {show[0]}   B {show[1]}   ratio {show[2]}")
+        lines.append(f"A: {d['verdict_a']}")
+        lines.append(f"B: {d['verdict_b']}")
+    lines.append(f"matrices that differ (any ratio != 1): {d['n_changed']} of {d['n_matrices']}")
+    cols = ["kind", "layer", "head"] + (["expert"] if (table["expert"] >= 0).any() else [])
+    cols += ["sigma_max_a", "sigma_max_b", "sigma_max_ratio", "frobenius_ratio"]
+    cols += ["stable_rank_ratio", "rank_diff"]
+    if "contribution_ratio" in table.columns:
+        cols.append("contribution_ratio")
+    lines.append(table[cols].to_string(index=False, float_format=lambda x: f"{x:.6g}"))
+    return "\n".join(lines)
+
+
+def run_compare(args, analyze_kwargs: dict) -> int:
+    """``genbound analyze A --compare B``: both checkpoints' architectures are checked first (one
+    error line naming the difference, before any spectrum), then both are analysed and compared."""
+    from .weights import load_weights
+
+    ws = [
+        load_weights(p, layers=args.layers, attention_scale=args.attention_scale)
+        for p in (args.path, args.compare)
+    ]
+    check_same_architecture(*ws, a=f"A ({args.path})", b=f"B ({args.compare})")
+    a, b = (analyze(p, **analyze_kwargs) for p in (args.path, args.compare))
+    table = compare_table(a, b)
+    if args.csv:
+        table.to_csv(args.csv, index=False)
+    d = comparison_dict(a, b, table, path_a=str(args.path), path_b=str(args.compare))
+    print(json.dumps(d) if args.json else comparison_report(d, table))
+    return 0
 
 
 def write_plot(report, path) -> None:
