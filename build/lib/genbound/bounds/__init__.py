@@ -1,1 +1,0 @@
-"""Generalization bounds, one module per source paper, each a pure function of named quantities."""
