@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import pathlib
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -29,25 +30,46 @@ def _run(cmd: list[str], **kw) -> subprocess.CompletedProcess:
     return subprocess.run(cmd, check=True, **kw)
 
 
+def source_copy(dest: pathlib.Path) -> pathlib.Path:
+    """The files git would commit (tracked, and untracked but not ignored), copied to ``dest``: the wheel
+    is built from exactly those, never from a stale ``build/`` staging folder or an ignored file."""
+    listed = subprocess.run(
+        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+        cwd=ROOT,
+        check=True,
+        capture_output=True,
+    ).stdout.split(b"\0")
+    for rel in filter(None, listed):
+        src = ROOT / os.fsdecode(rel)
+        if src.is_file():
+            (dest / os.fsdecode(rel)).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(src, dest / os.fsdecode(rel))
+    return dest
+
+
 def build_wheel(out: pathlib.Path) -> pathlib.Path:
-    """The wheel of this checkout, built without build isolation (the venv's setuptools)."""
+    """The wheel of this checkout's files (:func:`source_copy`), built without build isolation (the
+    venv's setuptools)."""
+    src = source_copy(out.parent / "src")
     _run(
         [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation"]
-        + ["--disable-pip-version-check", "-w", str(out), str(ROOT)]
+        + ["--disable-pip-version-check", "-w", str(out), str(src)]
     )
     (wheel,) = out.glob("genbound-*.whl")
     return wheel
 
 
 def missing_data_files(wheel: pathlib.Path) -> list[str]:
-    """Files under genbound/data/ in the checkout that the wheel does not hold."""
+    """Files under genbound/data/ that git would commit but the wheel does not hold."""
     names = set(zipfile.ZipFile(wheel).namelist())
-    have = sorted(
-        p.relative_to(ROOT).as_posix()
-        for p in (ROOT / "genbound" / "data").rglob("*")
-        if p.is_file() and "__pycache__" not in p.parts
-    )
-    return [p for p in have if p not in names]
+    listed = subprocess.run(
+        ["git", "ls-files", "--cached", "--others", "--exclude-standard", "genbound/data"],
+        cwd=ROOT,
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.split()
+    return [p for p in sorted(listed) if p not in names]
 
 
 def main() -> int:
