@@ -14,7 +14,7 @@ from ..bounds import trauger_tewari as tt_mod
 from ..bounds.trauger_tewari import LayerRadii, layer_radii_from_model
 from ..nets import ReferenceTransformer, forward_effective
 from ..symbolic import trauger_tewari as sym
-from ..symbolic import tt_chain
+from ..symbolic import cover_loss, tt_chain
 from . import (
     AllOf,
     Claim,
@@ -207,6 +207,7 @@ register(
                 FunctionCheck(_tt_value_check("masked")),
             )
         ),
+        symbolic=cover_loss.verify_against_code,
         mutants=(
             scaled(
                 sym,
@@ -247,6 +248,7 @@ register(
         symbolic=lambda: (
             sym.verify_unrolling(2, 2, dense=True, bias=True, row_norm=False)
             and tt_chain.verify_against_code(2, 2, dense=True, bias=True, trials=2)
+            and cover_loss.verify_against_code()
         ),
         mutants=(COVER_A_HALVED, COVER_CONSTANT_DOUBLED, CONFIDENCE_3_TO_4),
         covers=TT_COVERS,
