@@ -430,6 +430,173 @@ TARGETED = (
             ),
         ),
     ),
+    (
+        "zhang-36",
+        (
+            ("genbound/covering.py", "ZHANG_CONSTANT = 36.0", "ZHANG_CONSTANT = 36.0 * {f}"),
+            (
+                "genbound/symbolic/trauger_tewari.py",
+                "ZHANG_LEADING = sp.Integer(36)",
+                "ZHANG_LEADING = sp.Integer(36) * sp.nsimplify({f})",
+            ),
+        ),
+    ),
+    (
+        "proper-cover-2",
+        (
+            (
+                "genbound/bounds/trauger_tewari.py",
+                '"] = 2.0 if needs else 1.0',
+                '"] = 2.0 * {f} if needs else 1.0',
+            ),
+            (
+                "genbound/bounds/trauger_tewari.py",
+                '"] = 2.0 if lay.S_C < lay.B_C else 1.0',
+                '"] = 2.0 * {f} if lay.S_C < lay.B_C else 1.0',
+            ),
+            (
+                "genbound/bounds/edelman.py",
+                "2.0 if sv < b21 else 1.0",
+                "2.0 * {f} if sv < b21 else 1.0",
+            ),
+            (
+                "genbound/bounds/edelman.py",
+                "2.0 if layer.S_C < layer.B_C21 else 1.0",
+                "2.0 * {f} if layer.S_C < layer.B_C21 else 1.0",
+            ),
+            (
+                "genbound/symbolic/trauger_tewari.py",
+                "PROPER_FACTOR = sp.Integer(2)",
+                "PROPER_FACTOR = sp.Integer(2) * sp.nsimplify({f})",
+            ),
+        ),
+    ),
+    (
+        "margin-2",
+        (
+            (
+                "genbound/bounds/trauger_tewari.py",
+                '"out_dim") == 1 else 2.0) / g',
+                '"out_dim") == 1 else 2.0 * {f}) / g',
+            ),
+            (
+                "genbound/symbolic/trauger_tewari.py",
+                "MARGIN_LIPSCHITZ_MULTICLASS = sp.Integer(2)",
+                "MARGIN_LIPSCHITZ_MULTICLASS = sp.Integer(2) * sp.nsimplify({f})",
+            ),
+        ),
+    ),
+    (
+        "confidence-3",
+        (
+            (
+                "genbound/rademacher.py",
+                "GAP_CONFIDENCE_COEF = 3.0",
+                "GAP_CONFIDENCE_COEF = 3.0 * {f}",
+            ),
+            (
+                "genbound/symbolic/rademacher.py",
+                "gap = mcdiarmid_deviation(d1) + SYMMETRIZATION_SUMS * (R + mcdiarmid_deviation(d2))",
+                "gap = sp.nsimplify({f}) * mcdiarmid_deviation(d1) + SYMMETRIZATION_SUMS * "
+                "(R + sp.nsimplify({f}) * mcdiarmid_deviation(d2))",
+            ),
+        ),
+    ),
+    (
+        "grid-base",
+        (
+            ("genbound/bounds/radius_grid.py", "GRID_BASE = 2.0", "GRID_BASE = 2.0 * {f}"),
+            (
+                "genbound/symbolic/radius_grid.py",
+                "def rounding_range(base=2):",
+                "def rounding_range(base=2 * sp.nsimplify({f})):",
+            ),
+        ),
+    ),
+    (
+        "grid-prior-normaliser",
+        (
+            (
+                "genbound/bounds/radius_grid.py",
+                "PRIOR_NORMALISER = 2.0 / 3.0",
+                "PRIOR_NORMALISER = 2.0 / 3.0 * {f}",
+            ),
+            (
+                "genbound/symbolic/radius_grid.py",
+                "return sp.nsimplify(1 / total)",
+                "return sp.nsimplify({f} / total)",
+            ),
+        ),
+    ),
+    (
+        "tt-rho-C",
+        (
+            (
+                "genbound/bounds/trauger_tewari.py",
+                "] = B_w * P * _aug(L_sigma * sum(S_V) * Bt, bias)",
+                "] = {f} * B_w * P * _aug(L_sigma * sum(S_V) * Bt, bias)",
+            ),
+            (
+                "genbound/symbolic/trauger_tewari.py",
+                "rho[ec] = B_w * P * aug(L_sigma * sum(sv) * Bt, bias)",
+                "rho[ec] = sp.nsimplify({f}) * B_w * P * aug(L_sigma * sum(sv) * Bt, bias)",
+            ),
+        ),
+    ),
+    (
+        "tt-rho-w",
+        (
+            (
+                "genbound/bounds/trauger_tewari.py",
+                'rho["w"] = _aug(Bs[-1], bias)',
+                'rho["w"] = {f} * _aug(Bs[-1], bias)',
+            ),
+            (
+                "genbound/symbolic/trauger_tewari.py",
+                'rho["eta_w"] = aug(Bs[-1], bias)',
+                'rho["eta_w"] = sp.nsimplify({f}) * aug(Bs[-1], bias)',
+            ),
+        ),
+    ),
+    (
+        "tt-lipschitz-2",
+        (
+            (
+                "genbound/bounds/trauger_tewari.py",
+                "(1 + 2 * kappa * B * B * sq)",
+                "(1 + 2 * {f} * kappa * B * B * sq)",
+            ),
+            (
+                "genbound/symbolic/trauger_tewari.py",
+                "(1 + 2 * kappa * B**2 * sq)",
+                "(1 + 2 * sp.nsimplify({f}) * kappa * B**2 * sq)",
+            ),
+        ),
+    ),
+    (
+        "edelman-rho-C",
+        (
+            ("genbound/bounds/edelman.py", 'rho["C"] = S_w', 'rho["C"] = {f} * S_w'),
+            (
+                "genbound/symbolic/trauger_tewari.py",
+                '        rho["C"] = S_w\n    rho["w"] = sp.Integer(1)\n    return rho\n\n\n'
+                "def edelman_chain",
+                '        rho["C"] = sp.nsimplify({f}) * S_w\n    rho["w"] = sp.Integer(1)\n'
+                "    return rho\n\n\ndef edelman_chain",
+            ),
+        ),
+    ),
+    (
+        "edelman-rho-w",
+        (
+            ("genbound/bounds/edelman.py", 'rho["w"] = 1.0', 'rho["w"] = 1.0 * {f}'),
+            (
+                "genbound/symbolic/trauger_tewari.py",
+                '    rho["w"] = sp.Integer(1)\n    return rho\n\n\ndef edelman_chain',
+                '    rho["w"] = sp.nsimplify({f})\n    return rho\n\n\ndef edelman_chain',
+            ),
+        ),
+    ),
 )
 
 
@@ -446,11 +613,9 @@ def run_targeted(key: str, factor: float, edits, *, timeout: float, workdir: Pat
     shutil.copytree(PKG, dest, ignore=shutil.ignore_patterns("__pycache__", "data"))
     (dest / "data").symlink_to(PKG / "data")
     for file, old, new in edits:
-        src = (ROOT / file).read_text()
-        if src.count(old) != 1:
-            raise SystemExit(
-                f"targeted mutant {key}: {old!r} occurs {src.count(old)} times in {file}"
-            )
+        if (ROOT / file).read_text().count(old) != 1:
+            raise SystemExit(f"targeted mutant {key}: {old!r} does not occur once in {file}")
+        src = (workdir / file).read_text()  # the copy: several edits may touch one file
         (workdir / file).write_text(src.replace(old, new.replace("{f}", repr(factor))))
     modname = edits[0][0][:-3].replace("/", ".")
     env = {

@@ -4,6 +4,8 @@ Each claim's numeric check computes ``ratio = left side / right side`` on random
 quantities are differentiable, pushes the ratio up by projected gradient ascent. Rademacher averages are
 computed **exactly** (all ``2^m`` sign vectors) on small instances, so the checks have no Monte Carlo
 error unless a docstring says so.
+
+One concept: the claims of one chapter (the naming scheme of ``genbound.claims``).
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import itertools
 import math
 import sys
 
+import sympy as sp
 import torch
 
 from .. import rademacher as rad
@@ -549,6 +552,30 @@ def _gen_check(seed):
     return max(v for v, _ in q.values()), GEN_TRIALS * len(q)
 
 
+def _gap_matches_union() -> bool:
+    """``generalization_gap_bound`` equals the gap :func:`genbound.symbolic.rademacher.gap_from_union`
+    assembles from its two failure events (split ``delta/2`` each, total ``delta``) at random ``R, m,
+    delta, b``; and the typed ``2 R + 3 b sqrt(...)`` agrees (a cross-check)."""
+    import random
+
+    gap, failure = sym_rad.gap_from_union()
+    if sp.simplify(failure - sym_rad.delta) != 0 or not sym_rad.verify_gap_constants():
+        return False
+    f = sp.lambdify((sym_rad.R, sym_rad.m, sym_rad.delta, sym_rad.b), gap, "math")
+    rng = random.Random(5)
+    for _ in range(50):
+        R, m, dl, b = (
+            rng.uniform(0, 2),
+            rng.randint(1, 10**6),
+            rng.uniform(1e-6, 0.99),
+            rng.uniform(0.1, 3),
+        )
+        got = rad.generalization_gap_bound(R, m=m, delta=dl, b=b)
+        if abs(got / f(R, m, dl, b) - 1.0) > 1e-12:
+            return False
+    return True
+
+
 register(
     Claim(
         label="thm-rademacher-generalization",
@@ -556,7 +583,7 @@ register(
         chapter=CH_RAD,
         provenance="standard",
         numeric=FunctionCheck(_gen_check),
-        symbolic=sym_rad.verify_gap_constants,
+        symbolic=_gap_matches_union,
         mutants=(
             scaled(
                 rad,

@@ -17,6 +17,7 @@ from ..bounds import edelman as ed_mod
 from ..bounds import trauger_tewari as tt_mod
 from ..nets import augment
 from ..symbolic import trauger_tewari as sym
+from ..symbolic import cover_loss
 from . import (
     AllOf,
     Claim,
@@ -603,7 +604,7 @@ register(
                 EDELMAN_ONE_MATRIX[-1],  # the cover's rho_QK where the score path is tight
             )
         ),
-        symbolic=lambda: _edelman_sensitivities_match(),
+        symbolic=lambda: _edelman_sensitivities_match() and cover_loss.verify_against_code(),
         mutants=(
             replaced(
                 ed_mod,

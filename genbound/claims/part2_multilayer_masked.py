@@ -14,6 +14,7 @@ from ..bounds import trauger_tewari as tt_mod
 from ..bounds.trauger_tewari import LayerRadii, layer_radii_from_model
 from ..nets import ReferenceTransformer, forward_effective
 from ..symbolic import trauger_tewari as sym
+from ..symbolic import cover_loss, tt_chain
 from . import (
     AllOf,
     Claim,
@@ -83,6 +84,11 @@ register(
         chapter=CH,
         provenance="reconstructed",
         numeric=InequalityCheck(_lip_sample, _lip_ratio, trials=400, starts=8, steps=40, lr=0.05),
+        symbolic=lambda: (
+            tt_chain.verify_layer(2, dense=True, bias=True)
+            and tt_chain.verify_layer(1, dense=False, bias=False)
+            and tt_chain.verify_against_code(1, 2, dense=True, bias=True, row_norm=True, trials=3)
+        ),
         mutants=(
             replaced(
                 tt_mod,
@@ -137,6 +143,9 @@ register(
         symbolic=lambda: (
             sym.verify_unrolling(2)
             and sym.verify_unrolling(3, 1, dense=False, bias=False, row_norm=True)
+            and tt_chain.verify_chain(2, 2, dense=True, bias=True)
+            and tt_chain.verify_against_code(2, 2, dense=True, bias=True, trials=2)
+            and tt_chain.verify_against_code(3, 1, dense=False, row_norm=True, trials=2)
         ),
         mutants=(RHO_HALVED,),
     )
@@ -198,6 +207,7 @@ register(
                 FunctionCheck(_tt_value_check("masked")),
             )
         ),
+        symbolic=cover_loss.verify_against_code,
         mutants=(
             scaled(
                 sym,
@@ -235,7 +245,11 @@ register(
                 FunctionCheck(_tt_value_check("multi")),
             )
         ),
-        symbolic=lambda: sym.verify_unrolling(2, 2, dense=True, bias=True, row_norm=False),
+        symbolic=lambda: (
+            sym.verify_unrolling(2, 2, dense=True, bias=True, row_norm=False)
+            and tt_chain.verify_against_code(2, 2, dense=True, bias=True, trials=2)
+            and cover_loss.verify_against_code()
+        ),
         mutants=(COVER_A_HALVED, COVER_CONSTANT_DOUBLED, CONFIDENCE_3_TO_4),
         covers=TT_COVERS,
     )

@@ -15,6 +15,7 @@ from .. import rademacher as rad_mod
 from ..bounds import _result as _result_mod
 from ..bounds import trauger_tewari as tt_mod
 from ..symbolic import trauger_tewari as sym
+from ..symbolic import tt_chain
 from . import AllOf, Claim, FunctionCheck, InequalityCheck, register, replaced
 from ._core import timed_check
 from ._part2 import (
@@ -125,7 +126,11 @@ register(
                 ),
             )
         ),
-        symbolic=sym.verify_single_layer_factorisation,
+        symbolic=lambda: (
+            sym.verify_single_layer_factorisation()
+            and tt_chain.verify_chain(1, 1, dense=False)
+            and tt_chain.verify_against_code(1, 2, dense=False, trials=3)
+        ),
         mutants=(RHO_HALVED, QK_RHO_QUARTERED),
     )
 )

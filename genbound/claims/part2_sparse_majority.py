@@ -498,7 +498,35 @@ def _union_symbolic() -> bool:
         srg.verify_prior_sums_to_one()
         and srg.verify_rounding_factor()
         and abs(float(srg.prior_normaliser()) - PRIOR_NORMALISER) < 1e-15
+        and _grid_matches_derivation()
     )
+
+
+def _grid_matches_derivation() -> bool:
+    """The numeric grid against the sympy derivation: ``N <= grid_point(N) < sup N`` with ``(1, sup)`` =
+    :func:`~genbound.symbolic.radius_grid.rounding_range` at :data:`GRID_BASE` (the ratio at a power of the
+    base is the infimum, 1), ``union_delta`` equal to ``delta exp(-sum confidence_cost)`` on grid tuples of
+    one to four radii, and the union over all tuples of ``k`` radii summing to ``delta``."""
+    import sympy as sp
+
+    from ..bounds.radius_grid import GRID_BASE, grid_point, union_delta
+    from ..symbolic import radius_grid as srg
+
+    lo, hi = (float(v) for v in srg.rounding_range(GRID_BASE))
+    gen = torch.Generator().manual_seed(11)
+    N = (10 ** (torch.rand(500, generator=gen, dtype=F64) * 12 - 6)).tolist()
+    if not all(lo * v <= grid_point(v)[1] < hi * v for v in N):
+        return False
+    if not all(grid_point(GRID_BASE**k)[1] == lo * GRID_BASE**k for k in range(-20, 21)):
+        return False
+    idx = torch.randint(-40, 41, (20, 4), generator=gen).tolist()
+    for j, row in enumerate(idx):
+        tup = row[: 1 + j % 4]
+        want = float(srg.grid_confidence(sp.Rational(1, 20), tup))
+        if abs(union_delta(0.05, tup) / want - 1.0) > 1e-12:
+            return False
+    delta = sp.Symbol("delta", positive=True)
+    return all(sp.simplify(srg.union_failure(k) - delta) == 0 for k in (1, 2, 4))
 
 
 register(

@@ -34,6 +34,8 @@ __all__ = [
     "mcdiarmid_deviation",
     "generalization_gap",
     "gap_coefficients",
+    "gap_from_union",
+    "SYMMETRIZATION_SUMS",
     "massart_bound",
     "l1_linear_bound",
     "verify_chernoff_exponent",
@@ -72,8 +74,30 @@ def generalization_gap():
     ``E Phi <= 2 R_m`` and ``R_m <= R_S + t(delta/2)`` (McDiarmid again on ``R_S``, differences ``b/m``).
     A union bound over the two events gives ``2 R_S + 3 t(delta/2)``.
     """
-    half = mcdiarmid_deviation(delta / 2)
-    return sp.simplify(2 * R + half + 2 * half)
+    gap, _failure = gap_from_union()
+    return gap
+
+
+#: ``E sup_g (E g - E_S g) <= 2 R_m``: the ghost sample turns the gap into a difference of two
+#: Rademacher sums of the same law (:prf:ref:`lem-symmetrization`), each at most ``R_m``.
+SYMMETRIZATION_SUMS = sp.Integer(2)
+
+
+def gap_from_union(delta_1=None, delta_2=None):
+    """The gap bound assembled from its two failure events and the union bound, with the split of
+    ``delta`` left free: ``(gap, failure)``.
+
+    Event 1 (McDiarmid on ``Phi``, differences ``b/m``) fails with probability ``delta_1``:
+    ``Phi <= E Phi + t(delta_1)``; symmetrization gives ``E Phi <= 2 R_m``; event 2 (McDiarmid on ``R_S``,
+    differences ``b/m``) fails with probability ``delta_2``: ``R_m <= R_S + t(delta_2)``. Outside both,
+    ``Phi <= t(delta_1) + 2 (R_S + t(delta_2))``; the union bound makes the failure ``delta_1 + delta_2``.
+    Without arguments the split is the equal one, ``delta_1 = delta_2 = delta/2`` (failure ``delta``); the
+    ``3`` of the confidence term is then ``1 + 2``: one deviation from event 1, two from event 2 through
+    symmetrization."""
+    d1 = delta / 2 if delta_1 is None else delta_1
+    d2 = delta / 2 if delta_2 is None else delta_2
+    gap = mcdiarmid_deviation(d1) + SYMMETRIZATION_SUMS * (R + mcdiarmid_deviation(d2))
+    return sp.simplify(gap), sp.simplify(d1 + d2)
 
 
 def gap_coefficients() -> tuple[sp.Expr, sp.Expr]:
