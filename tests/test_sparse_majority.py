@@ -475,8 +475,8 @@ def test_cli_csv_resumes(tmp_path, capsys):
         (["--protocol", "sgd"], "protocol"),
         (["--steps", "0"], "steps"),
         (["--steps", "-5"], "steps"),
-        (["--max-epochs", "0", "--protocol", "original"], "max_epochs"),
-        (["--n-train", "0"], "n_train"),
+        (["--max-epochs", "0", "--protocol", "original"], "--max-epochs"),
+        (["--n-train", "0"], "--n-train"),
     ],
 )
 def test_cli_errors(argv, match, capsys, tmp_path):

@@ -110,7 +110,10 @@ class CodeLength:
 def code_length(counts, n_tensors: int, grid_sizes) -> CodeLength:
     """The code of a quantized model whose symbols occur ``counts`` times (one entry per level), with
     ``n_tensors`` float32 scales, chosen from grids of the sizes ``grid_sizes`` (architecture,
-    quantization level, smoothing weight: ``log2`` of each)."""
+    quantization level, smoothing weight: ``log2`` of each).
+
+    Book: :prf:ref:`lem-lm-code-length`.
+    """
     n_tensors = check_positive_int(n_tensors, "n_tensors")
     sizes = [check_positive_int(g, "grid size") for g in grid_sizes]
     header = _up(sum((iv.log(_iv(g)) for g in sizes), _iv(0)) / iv.log(_iv(2)))
@@ -121,7 +124,10 @@ def code_length(counts, n_tensors: int, grid_sizes) -> CodeLength:
 def smoothed_range(V: int, alpha: float) -> tuple[float, float]:
     """``(lo, width)`` of the smoothed log-loss in bits: ``lo = -log2(1 - alpha + alpha / V)`` rounded
     down and ``width = log2(V / alpha) - lo`` rounded up (``= log2(1 + (1 - alpha) V / alpha)`` up to
-    the rounding of ``lo``), so that ``[lo, lo + width]`` holds every smoothed loss."""
+    the rounding of ``lo``), so that ``[lo, lo + width]`` holds every smoothed loss.
+
+    Book: :prf:ref:`lem-lm-smoothed-range`.
+    """
     V = check_positive_int(V, "V", minimum=2)
     alpha = check_real(alpha, "alpha", lo=0.0, hi=1.0, lo_open=True, hi_open=True)
     a, v, two = _iv(alpha), _iv(V), iv.log(_iv(2))
@@ -174,7 +180,10 @@ def document_bound(
     emp: float, lo: float, width: float, n_samples: int, code_bits: float, delta: float
 ):
     """The document-level Occam-kl bound on the mean loss of a new document, from ``n_samples``
-    training documents (see the module)."""
+    training documents (see the module).
+
+    Book: :prf:ref:`thm-lm-document-bound`.
+    """
     emp = _check_emp(emp, lo, width)
     m = check_positive_int(n_samples, "n_samples")
     delta = check_real(delta, "delta", lo=0.0, hi=1.0, lo_open=True, hi_open=True)
@@ -185,7 +194,10 @@ def document_bound(
 
 
 def token_bound(emp: float, lo: float, width: float, M: int, code_bits: float, delta: float):
-    """The token-level (Azuma) Occam bound on the mean conditional loss over the training positions."""
+    """The token-level (Azuma) Occam bound on the mean conditional loss over the training positions.
+
+    Book: :prf:ref:`thm-lm-token-bound`.
+    """
     emp = _check_emp(emp, lo, width)
     M = check_positive_int(M, "M")
     delta = check_real(delta, "delta", lo=0.0, hi=1.0, lo_open=True, hi_open=True)

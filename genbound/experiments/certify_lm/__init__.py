@@ -33,7 +33,10 @@ __all__ = ["CertifyLMConfig", "SIZES", "SIZE_STEPS", "certify_size", "bounds_of"
 
 def bounds_of(emp_bits, errors, V, alpha, m, M, code_bits, delta) -> dict:
     """The four certificates of one model: smoothed log-loss (bits per character) and top-1 error,
-    document-level and token-level (:mod:`genbound.bounds.compression`)."""
+    document-level and token-level (:mod:`genbound.bounds.compression`).
+
+    Book: :prf:ref:`cor-lm-top1`.
+    """
     lo, width = cb.smoothed_range(V, alpha)
     chance = math.log2(V)
     err = errors / M

@@ -29,7 +29,10 @@ __all__ = ["quantize", "symbol_counts", "document_losses"]
 
 
 def quantize(model: CharTransformer, bits: int) -> tuple[CharTransformer, list[np.ndarray], list]:
-    """``(quantized copy, symbols per tensor, float32 scales)`` at ``bits`` bits per weight."""
+    """``(quantized copy, symbols per tensor, float32 scales)`` at ``bits`` bits per weight.
+
+    Book: :prf:ref:`lem-lm-quantization`.
+    """
     q = copy.deepcopy(model)
     top = 2 ** (bits - 1) - 1
     symbols, scales = [], []
@@ -52,7 +55,10 @@ def symbol_counts(symbols: list[np.ndarray], bits: int) -> np.ndarray:
 
 def document_losses(model: CharTransformer, docs: np.ndarray, alphas, *, batch: int = 256) -> dict:
     """Sums over ``docs`` ``(n, L)``: ``{"raw": bits of -log2 p(y), "smoothed": {alpha: bits of
-    -log2 p_alpha(y)}, "errors": top-1 mistakes, "chars": n L, "docs": n}``."""
+    -log2 p_alpha(y)}, "errors": top-1 mistakes, "chars": n L, "docs": n}``.
+
+    Book: :prf:ref:`lem-lm-smoothing-cost`.
+    """
     V = model.V
     raw, errors = [], 0
     sm = {float(a): [] for a in alphas}
