@@ -391,8 +391,8 @@ class SpectraOnly:
 
     :meth:`matrices` is :meth:`~genbound.weights.TransformerWeights.matrix_table` (one row per
     matrix, with ``covered`` and ``note``); :attr:`reasons` maps each uncovered kind to its note;
-    :attr:`spectral` and :attr:`edelman` raise :class:`NoBoundError` saying why there is no bound;
-    :attr:`bound` is ``None``; :meth:`to_dict` is the ``--json`` object: the keys of
+    ``spectral`` and ``edelman`` raise :class:`NoBoundError` saying why there is no bound;
+    ``bound`` is ``None``; ``to_dict()`` is the ``--json`` object: the keys of
     :data:`JSON_FIELDS`, those of a bound ``null``, ``matrices`` with the keys of
     :data:`SPECTRA_FIELDS`, and ``spectra_only`` (``true``), ``bound`` (``null``), ``uncovered``
     (uncovered kind -> its note in full), ``kv_heads`` and ``experts`` (``null`` without experts).

@@ -58,7 +58,7 @@ def _ratio(x, y):
 
 
 def compare_table(a, b) -> "pd.DataFrame":
-    """Two reports of one architecture (:class:`Analysis` or :class:`SpectraOnly`), matrix by matrix:
+    """Two reports of one architecture (:class:`~genbound.analyze.Analysis` or :class:`~genbound.analyze.SpectraOnly`), matrix by matrix:
     columns ``kind, layer, head, expert, rows, cols``, then for each quantity ``q`` of
     :data:`COMPARED` (``contribution`` only when both have a bound) ``q_a, q_b, q_ratio`` (``B / A``,
     exactly 1 where equal) and ``q_diff`` (``B - A``). Rows whose identity or shape differ raise

@@ -39,7 +39,7 @@ class TransformerWeights:
     ``kv_heads`` is the number of key/value heads (``None``: one per query head); with fewer, query
     head ``h`` is formed with key/value head ``h // (n_heads / kv_heads)``, as the model computes it.
     ``n_experts`` is the number of experts of a mixture-of-experts block (``None``: none).
-    ``coverage`` maps each matrix kind to a :class:`~genbound.weights.families.Coverage`: whether
+    ``coverage`` maps each matrix kind to a ``Coverage`` (``genbound.weights.families``): whether
     the papers' bound covers it and the note a report prints; :attr:`covered` is whether it covers
     every kind. Only covered weights give :meth:`spectra` (the bound's input);
     :meth:`matrix_spectra` and :meth:`matrix_table` give every matrix's spectrum either way.
@@ -179,7 +179,7 @@ class TransformerWeights:
 
     @property
     def kinds(self) -> tuple[str, ...]:
-        """The matrix kinds of one layer: :data:`~genbound.kinds.KINDS`, plus ``M_gate`` (gated
+        """Every matrix kind of one layer, that is :data:`~genbound.kinds.KINDS` plus ``M_gate`` (gated
         feed-forward) and ``router`` (mixture of experts) where the family has them."""
         if self.coverage is None:
             return KINDS

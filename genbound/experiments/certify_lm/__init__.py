@@ -3,9 +3,9 @@ complete works of Shakespeare (:ref:`ch-compression`).
 
 For one model size and seed (:func:`certify_size`):
 
-1. **Data**: the corpus (:mod:`.data`), cut into documents of ``doc_len`` characters, split by a
+1. **Data**: the corpus (``certify_lm.data``), cut into documents of ``doc_len`` characters, split by a
    seeded permutation fixed before training into training and held-out documents.
-2. **Training** (:mod:`.train`): a :class:`~.model.CharTransformer` of the size's width and depth.
+2. **Training** (``certify_lm.train``): a ``CharTransformer`` (``certify_lm.model``) of the size's width and depth.
 3. **Choice** of the quantization level ``bits`` and the smoothing weight ``alpha`` on the first
    ``select_docs`` training documents: the pair with the least token-level bound estimate (each pair is
    named by the code, so the choice is paid for whatever it looks at).
@@ -70,7 +70,7 @@ def _choose(model, select, cfg, grid_sizes, m, M):
 def certify_size(
     size: str, seed: int, cfg: CertifyLMConfig, corpus: Corpus | None = None, progress=None
 ) -> dict:
-    """Train, quantize and certify one model; the row of :data:`.files.SCHEMA`."""
+    """Train, quantize and certify one model; the row of ``certify_lm.files.SCHEMA``."""
     cfg = cfg.validated()
     corpus = corpus or load_corpus(cfg.corpus)
     train, held = split_documents(corpus, cfg.doc_len, cfg.train_fraction, cfg.split_seed)

@@ -123,7 +123,7 @@ def varying_axes(df) -> list[str]:
 
 def baseline_names(df) -> list[str]:
     """The columns :func:`hp_baselines` gives for the **whole** table ``df`` (read from its axes, no fit):
-    ``HP_FIXED``, one ``hp_<axis>`` per axis of :func:`varying_axes`, and ``hp_oracle``. A sub-table
+    ``HP_FIXED``, one ``hp_<axis>`` per axis of ``varying_axes``, and ``hp_oracle``. A sub-table
     (a few rows) may vary on fewer axes than the family it came from, so the names are taken from the
     table the statistics rank, never from a sample of it.
 

@@ -269,7 +269,7 @@ _STAT_KEYS = ("tau", "psi", "psi_wo", "psi_seed")
 
 def present_baselines(fit) -> list[str]:
     """Every hyperparameter-only baseline of the table ``fit``
-    (:func:`~genbound.experiments.predict_gap.baselines.baseline_names`, read from the whole table);
+    (``baseline_names``, read from the whole table);
     a :class:`~genbound.errors.GenboundError` naming the missing columns when ``fit`` lacks one (a
     baseline never drops out of the tables silently)."""
     from ...errors import GenboundError

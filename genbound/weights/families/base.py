@@ -5,7 +5,7 @@ The family modules (:mod:`genbound.weights.families.bert`, ...) import these fro
 
 A family says, per layer, where each weight role lives (:data:`ROLES`: the attention roles, the
 feed-forward roles and, for gated or mixture-of-experts blocks, :data:`GATED_ROLES` and
-:data:`ROUTER_ROLE`), how a fused tensor is split (:data:`LAYOUTS`), which ``config.json`` keys give
+:data:`ROUTER_ROLE`), how a fused tensor is split (``LAYOUTS``), which ``config.json`` keys give
 the sizes, and what in its block the papers' bound does not describe (:meth:`Family.coverage`).
 """
 
@@ -90,7 +90,7 @@ class Role:
 
     ``conv1d=True``: stored ``(in, out)`` (GPT-2's ``Conv1D``, ``y = x W + b``), transposed on
     loading. ``layout``/``part``: the role is block ``part`` of a fused tensor split as ``layout``
-    (:data:`LAYOUTS`; a callable of the config for families whose layout depends on it, as Falcon's).
+    (``LAYOUTS``; a callable of the config for families whose layout depends on it, as Falcon's).
     A name holding ``{e}`` is one tensor per expert; ``stacked=True`` is one tensor whose first axis
     is the expert (transformers 5's in-memory ``experts.gate_up_proj``, ``(E, out, in)``).
     """
