@@ -308,17 +308,19 @@ def _runner_source() -> str:
     return RUNNER
 
 
-def run_mutant(site: Site, *, timeout: float, workdir: Path) -> dict:
-    """Copy the package, apply ``site``, run every claim in a subprocess; the outcome as a dict."""
+def _package_copy(workdir: Path) -> None:
+    """A fresh copy of the package in ``workdir`` to mutate (its saved data linked, not copied)."""
     dest = workdir / "genbound"
     if dest.exists():
         shutil.rmtree(dest)
     shutil.copytree(PKG, dest, ignore=shutil.ignore_patterns("__pycache__", "data"))
     (dest / "data").symlink_to(PKG / "data")
-    target = workdir / site.file
-    src = (ROOT / site.file).read_text()
-    target.write_text(mutate_source(src, site.index, site.op))
-    modname = site.file[:-3].replace("/", ".")
+
+
+def _claims_verdict(workdir: Path, modname: str, timeout: float) -> tuple[str, str, float]:
+    """Run the claims against the mutated copy in ``workdir`` (one thread, no bytecode written):
+    ``(status, why, seconds)`` with status ``survived``, ``killed`` (a failing check or a crash) or
+    ``timeout``."""
     env = {
         **os.environ,
         "PYTHONPATH": str(workdir),
@@ -345,12 +347,23 @@ def run_mutant(site: Site, *, timeout: float, workdir: Path) -> dict:
             status, why = "killed", "crash: " + (p.stderr.strip().splitlines() or ["?"])[-1][:200]
     except subprocess.TimeoutExpired:
         status, why = "timeout", f"no verdict within {timeout:.0f} s"
+    return status, why, round(time.perf_counter() - t0, 2)
+
+
+def run_mutant(site: Site, *, timeout: float, workdir: Path) -> dict:
+    """Copy the package, apply ``site``, run every claim in a subprocess; the outcome as a dict."""
+    _package_copy(workdir)
+    target = workdir / site.file
+    src = (ROOT / site.file).read_text()
+    target.write_text(mutate_source(src, site.index, site.op))
+    modname = site.file[:-3].replace("/", ".")
+    status, why, seconds = _claims_verdict(workdir, modname, timeout)
     return {
         **asdict(site),
         "key": site.key,
         "status": status,
         "why": why,
-        "seconds": round(time.perf_counter() - t0, 2),
+        "seconds": seconds,
     }
 
 
@@ -607,44 +620,15 @@ def targeted_sites() -> list[tuple[str, float, tuple]]:
 
 def run_targeted(key: str, factor: float, edits, *, timeout: float, workdir: Path) -> dict:
     """Copy the package, apply every edit of one targeted mutant, run every claim (as :func:`run_mutant`)."""
-    dest = workdir / "genbound"
-    if dest.exists():
-        shutil.rmtree(dest)
-    shutil.copytree(PKG, dest, ignore=shutil.ignore_patterns("__pycache__", "data"))
-    (dest / "data").symlink_to(PKG / "data")
+    _package_copy(workdir)
     for file, old, new in edits:
         if (ROOT / file).read_text().count(old) != 1:
             raise SystemExit(f"targeted mutant {key}: {old!r} does not occur once in {file}")
         src = (workdir / file).read_text()  # the copy: several edits may touch one file
         (workdir / file).write_text(src.replace(old, new.replace("{f}", repr(factor))))
     modname = edits[0][0][:-3].replace("/", ".")
-    env = {
-        **os.environ,
-        "PYTHONPATH": str(workdir),
-        "OMP_NUM_THREADS": "1",
-        "MKL_NUM_THREADS": "1",
-        "PYTHONDONTWRITEBYTECODE": "1",
-    }
-    t0 = time.perf_counter()
-    try:
-        p = subprocess.run(
-            [sys.executable, "-c", _runner_source(), modname],
-            env=env,
-            cwd=workdir,
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-        )
-        out = (p.stdout.strip().splitlines() or [""])[-1]
-        if p.returncode == 0 and out.startswith("SURVIVED"):
-            status, why = "survived", ""
-        elif out.startswith("KILLED"):
-            status, why = "killed", out
-        else:
-            status, why = "killed", "crash: " + (p.stderr.strip().splitlines() or ["?"])[-1][:200]
-    except subprocess.TimeoutExpired:
-        status, why = "timeout", f"no verdict within {timeout:.0f} s"
-    return {"key": key, "status": status, "why": why, "seconds": round(time.perf_counter() - t0, 2)}
+    status, why, seconds = _claims_verdict(workdir, modname, timeout)
+    return {"key": key, "status": status, "why": why, "seconds": seconds}
 
 
 def main(argv=None) -> int:
