@@ -3,11 +3,13 @@
 A saved record: the sparse-majority experiment writes one per run (its ``norms_json`` column), and every
 ``*_bound_from_model`` function of :mod:`genbound.bounds` takes it in the model's place. Re-exported by
 :mod:`genbound.nets` (``from genbound.nets import ModelNorms``), whose model it describes; this module
-imports :mod:`genbound.nets` only inside :meth:`ModelNorms.of` (imports go one way).
+reads the model through what it answers (``weight_norms()`` and the architecture fields), so it never
+imports :mod:`genbound.nets` (imports go one way).
 """
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -55,9 +57,10 @@ class ModelNorms:
     @classmethod
     def of(cls, model: "ReferenceTransformer") -> "ModelNorms":
         """The norms and architecture fields of ``model``."""
-        from .nets import ReferenceTransformer
-
-        if not isinstance(model, ReferenceTransformer):
+        if not (
+            callable(getattr(model, "weight_norms", None))
+            and all(hasattr(model, f) for f in _NORM_META)
+        ):
             raise ArchitectureError(
                 f"expected a genbound.nets.ReferenceTransformer, got {type(model).__name__}"
             )
@@ -85,8 +88,6 @@ class ModelNorms:
 
     def to_json(self) -> str:
         """One line of JSON holding every field."""
-        import json
-
         return json.dumps(
             {**{f: getattr(self, f) for f in _NORM_META}, "norms": self.norms},
             separators=(",", ":"),
@@ -96,8 +97,6 @@ class ModelNorms:
     @classmethod
     def from_json(cls, text: str) -> "ModelNorms":
         """Inverse of :meth:`to_json` (raises :class:`~genbound.errors.ParameterError` on malformed text)."""
-        import json
-
         try:
             obj = json.loads(text)
             out = cls(**{f: obj[f] for f in _NORM_META}, norms=obj["norms"])

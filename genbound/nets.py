@@ -561,30 +561,6 @@ class ReferenceTransformer(nn.Module):
         )
 
     @torch.no_grad()
-    def proxy_weights(self):
-        """The network in the four-matrix form of Part III (:class:`~genbound.weights.TransformerWeights`).
-
-        Per layer and head the query-key form ``QK_h`` and the value-output map ``V_h`` of
-        :meth:`effective_weights`; the block "``sigma``, then the dense map" is a feed-forward block
-        ``phi(Z M_in) M_out`` with ``M_in = I`` and ``M_out = W_C``, exactly. With biases every map acts on
-        the augmented row ``[z, 1]``; maps whose output has no constant coordinate are padded with zero
-        columns to square ``(d_in x d_in)`` matrices, which changes no singular value and no column norm.
-        Needs ``dense=True``.
-        """
-        from .weights import TransformerWeights
-
-        if not self.dense:
-            raise ArchitectureError("proxy_weights needs the dense map W_C (dense=True)")
-        E = self.effective_weights()
-        n = E.QK.shape[-1]
-
-        def pad(M):
-            return torch.nn.functional.pad(M, (0, M.shape[-2] - M.shape[-1]))
-
-        m_in = torch.eye(n, dtype=E.QK.dtype, device=E.QK.device).expand(self.n_layers, n, n)
-        return TransformerWeights.from_proxy_matrices(E.QK, pad(E.V), m_in, pad(E.C))
-
-    @torch.no_grad()
     def weight_norms(self) -> dict:
         """Norms the bounds need: for ``QK`` ``(L, H)``, ``V`` ``(L, H)``, ``C`` ``(L,)`` (absent when
         ``dense=False``) and ``w`` (scalar), a dict of :func:`matrix_norms`; ``raw`` maps every

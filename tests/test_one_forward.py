@@ -217,12 +217,10 @@ def test_predict_gap_trains_with_the_stacked_mode():
     assert "train_stack(" in inspect.getsource(training.train_setting)
 
 
-#: Experiments allowed attention code of their own, each with the reason (also in its docstring).
-OWN_ATTENTION = {
-    # Part VII's language model: token embedding, causal mask and a prediction at every position, which
-    # the reference forward pass (real-valued inputs, readout at chosen rows) does not provide.
-    "certify_lm/model.py",
-}
+#: Experiments allowed attention code of their own, each with the reason (also in its docstring). None:
+#: Part VII's language model (token embedding, causal mask, a prediction at every position, which the
+#: reference forward pass does not provide) is a reference net of the ground floor, genbound/char_lm/.
+OWN_ATTENTION: set[str] = set()
 #: Attention code: a softmax (the log-softmax of output log-probabilities is not attention) or torch's
 #: fused attention.
 ATTENTION = re.compile(r"(?<!log_)softmax|scaled_dot_product_attention")

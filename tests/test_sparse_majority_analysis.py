@@ -12,7 +12,7 @@ from scipy import stats
 
 from genbound.errors import ParameterError
 from genbound.experiments import sparse_majority as sm
-from genbound.experiments.sparse_majority import encoding_norm as en
+from genbound import positional as en
 
 
 @pytest.fixture(scope="module")

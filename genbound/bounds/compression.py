@@ -40,6 +40,7 @@ from ..errors import ParameterError
 from ._result import LOSS_RANGE, BoundResult
 
 __all__ = [
+    "lm_certificates",
     "IV_PREC",
     "elias_delta_bits",
     "entropy_bits_upper",
@@ -296,3 +297,23 @@ class CompressionBound(BoundResult):
             cls.of("document", 2.3, lo, w, 60_000, 2.0e5, 0.05, math.log2(84)),
             cls.of("document", 0.3, 0.0, 1.0, 50_000, 1.0e3, 0.05, 1 - 1 / 84),
         ]
+
+
+def lm_certificates(emp_bits, errors, V, alpha, m, M, code_bits, delta) -> dict:
+    """The four certificates of one language model: smoothed log-loss (bits per character) and top-1
+    error, document-level and token-level (the theorems above with the smoothed range of
+    :func:`smoothed_range`, and with the 0-1 loss: ``lo = 0``, ``width = 1``).
+
+    Book: :prf:ref:`cor-lm-top1`.
+    """
+    lo, width = smoothed_range(V, alpha)
+    chance = math.log2(V)
+    err = errors / M
+    return {
+        "lo": lo,
+        "width": width,
+        "token": CompressionBound.of("token", emp_bits, lo, width, M, code_bits, delta, chance),
+        "doc": CompressionBound.of("document", emp_bits, lo, width, m, code_bits, delta, chance),
+        "token_err": CompressionBound.of("token", err, 0.0, 1.0, M, code_bits, delta, 1 - 1 / V),
+        "doc_err": CompressionBound.of("document", err, 0.0, 1.0, m, code_bits, delta, 1 - 1 / V),
+    }

@@ -1,5 +1,5 @@
 """Claims of :ref:`ch-sparse-majority` (``book/part2/sparse_majority.md``): the supremum over all positions
-of the norm of the authors' positional encoding (:mod:`genbound.experiments.sparse_majority.encoding_norm`),
+of the norm of the authors' positional encoding (:mod:`genbound.positional`),
 and what lets the Part II bounds be read at a trained network: a sequence-length-uniform input radius and the
 union bound over a grid of radii."""
 
@@ -14,8 +14,7 @@ import torch
 from . import register
 from ._core import AllOf, Claim, FunctionCheck, InequalityCheck, replaced, scaled, timed_check
 from ..bounds import radius_grid as _rg
-from ..experiments import sparse_majority as _sm
-from ..experiments.sparse_majority import encoding_norm as _en
+from .. import positional as _en
 
 CH = "book/part2/sparse_majority.md"
 F64 = torch.float64
@@ -71,9 +70,8 @@ def _sup_sample(gen: torch.Generator, n: int) -> dict:
 
 
 def _sup_ratio(x, sup):
-    from ..experiments.sparse_majority import encoding_rows
 
-    return torch.linalg.vector_norm(encoding_rows(x, _D), dim=-1) / sup
+    return torch.linalg.vector_norm(_en.encoding_rows(x, _D), dim=-1) / sup
 
 
 def _sup_project(p: dict) -> dict:
@@ -81,14 +79,13 @@ def _sup_project(p: dict) -> dict:
 
 
 def _chain_identity(seed: int) -> tuple[float, int]:
-    """``||PE_x||^2`` of :func:`~genbound.experiments.sparse_majority.encoding_rows` against the chain
+    """``||PE_x||^2`` of :func:`~genbound.positional.encoding_rows` against the chain
     form of the package, both ways (``max(a/b, b/a)``), at the integers below 5,000 and at 5,000
     uniform reals below ``10^6``."""
-    from ..experiments.sparse_majority import encoding_rows
 
     rng = np.random.default_rng(seed)
     x = np.concatenate([np.arange(5000.0), rng.uniform(0.0, 1e6, 5000)])
-    a = (encoding_rows(torch.tensor(x), _D) ** 2).sum(-1).numpy()
+    a = (_en.encoding_rows(torch.tensor(x), _D) ** 2).sum(-1).numpy()
     b = _en.encoding_norm_sq_by_chains(x, _D)
     return float(np.maximum(a / b, b / a).max()), len(x)
 
@@ -160,10 +157,10 @@ register(
         symbolic=_encoding_sup_symbolic,
         rtol=1e-8,
         covers=(
-            "genbound.experiments.sparse_majority.encoding_norm.encoding_supremum",
-            "genbound.experiments.sparse_majority.encoding_norm.chain_sum_sup",
-            "genbound.experiments.sparse_majority.encoding_norm.encoding_norm_sq_by_chains",
-            "genbound.experiments.sparse_majority.encoding_norm.supremum_from_chain_sup",
+            "genbound.positional.encoding_supremum",
+            "genbound.positional.chain_sum_sup",
+            "genbound.positional.encoding_norm_sq_by_chains",
+            "genbound.positional.supremum_from_chain_sup",
         ),
         mutants=(
             replaced(
@@ -213,7 +210,6 @@ def _radius_sample(gen: torch.Generator, n: int) -> dict:
     """Rows ``e + p`` in dimension ``d`` (padded to 64 with a mask): ``e`` of l1 norm at most 1, ``p`` with
     coordinates in ``[-1, 1]``; a third of the instances put ``p`` at a sign vector aligned with ``e``
     (the extremal family of the triangle inequality), a third at a real encoding row ``PE_j``."""
-    from ..experiments.sparse_majority import encoding_rows
 
     d = torch.randint(1, _D_MAX + 1, (n,), generator=gen)
     d[: n // 6] = 1  # d = 1: the bound is attained
@@ -225,7 +221,7 @@ def _radius_sample(gen: torch.Generator, n: int) -> dict:
     kind = torch.arange(n) % 3
     aligned = torch.where(e >= 0, 1.0, -1.0).to(F64) * mask
     j = torch.randint(0, 10**7, (n,), generator=gen)
-    pe = encoding_rows(j, _D_MAX)  # real encoding rows
+    pe = _en.encoding_rows(j, _D_MAX)  # real encoding rows
     p = torch.where((kind == 1)[:, None], aligned, p)
     p = torch.where(((kind == 2) & (d == _D_MAX))[:, None], pe, p)
     return {"e": e, "p": p, "mask": mask}
@@ -238,10 +234,9 @@ def _radius_project(x: dict) -> dict:
 
 
 def _radius_ratio(e, p, mask):
-    from ..experiments.sparse_majority import uniform_input_radius
 
     d = mask.sum(-1).round().long()
-    bound = torch.tensor([uniform_input_radius(int(k)) for k in d.tolist()], dtype=F64)
+    bound = torch.tensor([_en.uniform_input_radius(int(k)) for k in d.tolist()], dtype=F64)
     return torch.linalg.vector_norm(e + p, dim=-1) / bound
 
 
@@ -262,19 +257,19 @@ register(
             search=("e", "p"),
         ),
         covers=(
-            "genbound.experiments.sparse_majority.uniform_input_radius",
-            "genbound.experiments.sparse_majority.encoding_rows",
+            "genbound.positional.uniform_input_radius",
+            "genbound.positional.encoding_rows",
         ),
         mutants=(
             replaced(
-                _sm,
+                _en,
                 "uniform_input_radius",
                 lambda old: lambda d: math.sqrt(d),
                 name="token-term-dropped",
                 what="B_X = sqrt(d): the token embedding's norm left out",
             ),
             replaced(
-                _sm,
+                _en,
                 "uniform_input_radius",
                 lambda old: lambda d: 1 + math.sqrt(d) / 2,
                 name="encoding-halved",

@@ -24,14 +24,13 @@ from scipy.optimize import brentq
 from . import register
 from ._core import Claim, FunctionCheck, replaced
 from ..bounds import compression as cb
-from ..experiments import certify_lm as clm
-from ..experiments.certify_lm import evaluate as ev
-from ..experiments.certify_lm.model import CharTransformer
+from ..char_lm import evaluate as ev
+from ..char_lm.model import CharTransformer, inputs_of
 from ..symbolic import compression as sc
 
 CH = "book/part7/compression.md"
 _COV = "genbound.bounds.compression."
-_EV = "genbound.experiments.certify_lm.evaluate."
+_EV = "genbound.char_lm.evaluate."
 
 
 def _two_sided(a: float, b: float) -> float:
@@ -124,8 +123,6 @@ def _cost_check(seed: int) -> tuple[float, int]:
         alphas = [float(10 ** rng.uniform(-4, -0.1)) for _ in range(3)]
         out = ev.document_losses(model, docs, alphas, batch=int(rng.integers(1, 8)))
         with torch.no_grad():
-            from ..experiments.certify_lm.train import inputs_of
-
             logits = model(inputs_of(torch.from_numpy(docs.astype(np.int64)), V)).double().numpy()
         z = logits - logits.max(-1, keepdims=True)
         prob = np.exp(z) / np.exp(z).sum(-1, keepdims=True)
@@ -477,7 +474,7 @@ register(
 # cor-lm-top1
 # ---------------------------------------------------------------------------------------------------
 def _top1_check(seed: int) -> tuple[float, int]:
-    """``bounds_of``: the top-1 error bounds are the two theorems with the 0-1 loss (``lo = 0, w = 1``),
+    """``lm_certificates``: the top-1 error bounds are the two theorems with the 0-1 loss (``lo = 0, w = 1``),
     the log-loss bounds with the smoothed range; all four against the references above (two-sided)."""
     rng = random.Random(seed)
     dev = _sym(sc.azuma_occam_deviation(), "w", "C", "delta", "M")
@@ -490,7 +487,7 @@ def _top1_check(seed: int) -> tuple[float, int]:
         lo, w = cb.smoothed_range(V, a)
         emp = rng.uniform(lo, lo + 0.5 * w)
         errors = rng.randint(0, M)
-        b = clm.bounds_of(emp, errors, V, a, m, M, C, d)
+        b = cb.lm_certificates(emp, errors, V, a, m, M, C, d)
         e = errors / M
         worst = max(worst, _two_sided(b["token_err"].bound, min(e + float(dev(1, C, d, M)), 1e300)))
         worst = max(worst, _two_sided(b["doc_err"].bound, _kl_inv(e, float(rhs(C, m, d)))))
@@ -519,11 +516,11 @@ register(
         chapter=CH,
         provenance="standard",
         numeric=FunctionCheck(_top1_check),
-        covers=("genbound.experiments.certify_lm.bounds_of",),
+        covers=("genbound.bounds.compression.lm_certificates",),
         mutants=(
             replaced(
-                clm,
-                "bounds_of",
+                cb,
+                "lm_certificates",
                 _swap_range,
                 name="error-with-log-loss-width",
                 what="the error bound with the smoothed log-loss's width",

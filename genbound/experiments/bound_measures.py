@@ -155,7 +155,7 @@ def bound_fields(
 
 def spectral_measures(net_or_spectra, *, L_phi: float | None = None) -> dict:
     """The Part III proxies of a network on its four-matrix form
-    (:meth:`~genbound.nets.ReferenceTransformer.proxy_weights`), or of its saved
+    (:meth:`~genbound.weights.TransformerWeights.of_reference`), or of its saved
     :class:`~genbound.weights.Spectra` (then ``L_phi`` is required), each from the report that
     :mod:`genbound.bounds.sakai_imaizumi` returns:
 
@@ -193,7 +193,9 @@ def _spectra_of(net_or_spectra, L_phi):
                 "saved spectra need L_phi (the network's activation Lipschitz constant)"
             )
         return net_or_spectra, float(L_phi)
-    return net_or_spectra.proxy_weights().spectra(method="core"), float(net_or_spectra.L_sigma)
+    return TransformerWeights.of_reference(net_or_spectra).spectra(method="core"), float(
+        net_or_spectra.L_sigma
+    )
 
 
 def capacity_fields(
@@ -277,7 +279,7 @@ def spectra_to_json(sp) -> str:
 
     >>> import torch
     >>> from genbound.nets import ReferenceTransformer
-    >>> sp = ReferenceTransformer(4, seed=0).proxy_weights().spectra(method="core")
+    >>> sp = TransformerWeights.of_reference(ReferenceTransformer(4, seed=0)).spectra(method="core")
     >>> back = spectra_from_json(spectra_to_json(sp))
     >>> all(bool(torch.equal(getattr(back, f), getattr(sp, f).double())) for f in _SPECTRA_TENSORS)
     True

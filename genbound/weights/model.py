@@ -110,6 +110,34 @@ class TransformerWeights:
             _store=DenseHeads(QK, V, Min, Mout),
         )
 
+    @classmethod
+    @torch.no_grad()
+    def of_reference(cls, net) -> "TransformerWeights":
+        """The reference transformer ``net`` (:class:`~genbound.nets.ReferenceTransformer`) in the
+        four-matrix form of Part III.
+
+        Per layer and head the query-key form ``QK_h`` and the value-output map ``V_h`` of
+        :meth:`~genbound.nets.ReferenceTransformer.effective_weights`; the block "``sigma``, then the
+        dense map" is a feed-forward block ``phi(Z M_in) M_out`` with ``M_in = I`` and ``M_out = W_C``,
+        exactly. With biases every map acts on the augmented row ``[z, 1]``; maps whose output has no
+        constant coordinate are padded with zero columns to square ``(d_in x d_in)`` matrices, which
+        changes no singular value and no column norm. Needs ``dense=True``.
+
+        >>> from genbound.nets import ReferenceTransformer
+        >>> TransformerWeights.of_reference(ReferenceTransformer(4, seed=0)).matrix("M_in", 0).shape
+        torch.Size([4, 4])
+        """
+        if not getattr(net, "dense", False):
+            raise ArchitectureError("the four-matrix form needs the dense map W_C (dense=True)")
+        E = net.effective_weights()
+        n = E.QK.shape[-1]
+
+        def pad(M):
+            return torch.nn.functional.pad(M, (0, M.shape[-2] - M.shape[-1]))
+
+        m_in = torch.eye(n, dtype=E.QK.dtype, device=E.QK.device).expand(net.n_layers, n, n)
+        return cls.from_proxy_matrices(E.QK, pad(E.V), m_in, pad(E.C))
+
     def select(self, *, layers=None, attention_scale: bool | None = None) -> "TransformerWeights":
         """These weights restricted to ``layers`` (indices into this object's layers, in the order
         given; the selection is then treated as the whole network) and/or with the score scale put

@@ -24,32 +24,10 @@ import time
 from ...bounds import compression as cb
 from .config import SIZE_STEPS, SIZES, CertifyLMConfig
 from .data import Corpus, load_corpus, split_documents
-from .evaluate import document_losses, quantize, symbol_counts
-from .model import n_params
+from ...char_lm import document_losses, n_params, quantize, symbol_counts
 from .train import train_model
 
-__all__ = ["CertifyLMConfig", "SIZES", "SIZE_STEPS", "certify_size", "bounds_of", "load_corpus"]
-
-
-def bounds_of(emp_bits, errors, V, alpha, m, M, code_bits, delta) -> dict:
-    """The four certificates of one model: smoothed log-loss (bits per character) and top-1 error,
-    document-level and token-level (:mod:`genbound.bounds.compression`).
-
-    Book: :prf:ref:`cor-lm-top1`.
-    """
-    lo, width = cb.smoothed_range(V, alpha)
-    chance = math.log2(V)
-    err = errors / M
-    return {
-        "lo": lo,
-        "width": width,
-        "token": cb.CompressionBound.of("token", emp_bits, lo, width, M, code_bits, delta, chance),
-        "doc": cb.CompressionBound.of("document", emp_bits, lo, width, m, code_bits, delta, chance),
-        "token_err": cb.CompressionBound.of("token", err, 0.0, 1.0, M, code_bits, delta, 1 - 1 / V),
-        "doc_err": cb.CompressionBound.of(
-            "document", err, 0.0, 1.0, m, code_bits, delta, 1 - 1 / V
-        ),
-    }
+__all__ = ["CertifyLMConfig", "SIZES", "SIZE_STEPS", "certify_size", "load_corpus"]
 
 
 def _choose(model, select, cfg, grid_sizes, m, M):
@@ -100,7 +78,7 @@ def certify_size(
     full_ho = document_losses(model, held, [alpha])
     q_ho = document_losses(q, held, [alpha])
     emp = q_tr["smoothed"][alpha] / M
-    b = bounds_of(emp, q_tr["errors"], corpus.V, alpha, m, M, code.total, cfg.delta)
+    b = cb.lm_certificates(emp, q_tr["errors"], corpus.V, alpha, m, M, code.total, cfg.delta)
     raw, smooth = full_tr["raw"] / M, full_tr["smoothed"][alpha] / M
     return {
         "size": size,

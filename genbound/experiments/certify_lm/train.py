@@ -15,15 +15,9 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from .model import CharTransformer
+from ...char_lm.model import CharTransformer, inputs_of
 
-__all__ = ["inputs_of", "train_model", "lr_at"]
-
-
-def inputs_of(docs: torch.Tensor, V: int) -> torch.Tensor:
-    """The model's input for documents ``(B, L)``: the start symbol ``V``, then characters ``0 .. L - 2``."""
-    start = torch.full((docs.shape[0], 1), V, dtype=docs.dtype)
-    return torch.cat([start, docs[:, :-1]], dim=1)
+__all__ = ["train_model", "lr_at"]
 
 
 def lr_at(step: int, steps: int, lr: float) -> float:

@@ -280,7 +280,7 @@ def corrupt_labels(
 def task_shape(task: str, width: int) -> tuple[int, float]:
     """``(T, B_X)`` of a task at a model width: the sequence length before the [CLS] row (16 for sparse
     majority, 8 pixel rows for digits) and the input radius the bounds use (sparse majority:
-    ``1 + sqrt(width)``, :func:`~genbound.experiments.sparse_majority.uniform_input_radius`; digits:
+    ``1 + sqrt(width)``, :func:`~genbound.positional.uniform_input_radius`; digits:
     ``sqrt(width)``, every coordinate in ``[-1, 1]``). Both are fixed before any data are drawn; the
     width enters ``B_X``, so a wider model is also bounded with a larger input radius.
 

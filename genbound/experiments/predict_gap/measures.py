@@ -202,7 +202,7 @@ def measures_for(
     from ...nets import ModelNorms
     from ..bound_measures import capacity_fields, spectra_to_json
 
-    sp = net.proxy_weights().spectra(method="core")
+    sp = TransformerWeights.of_reference(net).spectra(method="core")
     cf = capacity_fields(
         net,
         m=m,

@@ -61,8 +61,15 @@ from .bounds import (
     spectral_measures,
 )
 from .config import PROTOCOLS, SparseMajorityConfig
-from . import encoding_norm
-from .encoding_norm import chain_sum_sup, encoding_norm_sq_by_chains, encoding_supremum
+from ...positional import (
+    D_MODEL,
+    chain_sum_sup,
+    encoding_norm_sq_by_chains,
+    encoding_rows,
+    encoding_supremum,
+    sinusoidal_encoding,
+    uniform_input_radius,
+)
 from .evaluation import bce_one_hot, evaluate_stack, ramp_risk
 from .files import (
     merge_sweeps,
@@ -120,16 +127,12 @@ from .baselines import (
 )
 from .task import (
     D_HEAD,
-    D_MODEL,
     N_HEADS,
     S_RELEVANT,
     SparseMajorityTask,
     _check_task,
-    encoding_rows,
     make_task,
-    sinusoidal_encoding,
     token_embeddings,
-    uniform_input_radius,
 )
 from .training import TrainOutcome, _tensors_for, _train_adam, train_stack
 

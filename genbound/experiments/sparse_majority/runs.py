@@ -19,7 +19,8 @@ from .bounds import M_STAR_TARGET, bound_fields
 from .config import SparseMajorityConfig
 from .evaluation import evaluate_stack, ramp_risk
 from .model import _PARAM_NAMES, build_model, load_stacked, stack_parameters
-from .task import _check_task, make_task, uniform_input_radius
+from ...positional import uniform_input_radius
+from .task import _check_task, make_task
 from .training import _tensors_for, _train_adam, train_stack
 
 __all__ = ["RESULT_KEYS", "RunResult", "initial_model", "run_seq_len", "run_sweep"]

@@ -1,5 +1,6 @@
-"""The sparse-majority task: bits, relevant positions, token embeddings, the authors' positional
-encoding, and the ``T``-uniform input radius (part of :mod:`genbound.experiments.sparse_majority`)."""
+"""The sparse-majority task: bits, relevant positions and token embeddings (part of
+:mod:`genbound.experiments.sparse_majority`); the authors' positional encoding and the ``T``-uniform
+input radius it implies are :mod:`genbound.positional`."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import torch
 from ..._validate import check_positive_int
 from ...device import resolve_device, resolve_dtype
 from ...errors import ParameterError
+from ...positional import D_MODEL, encoding_rows, sinusoidal_encoding, uniform_input_radius
 
 __all__ = [
     "D_MODEL",
@@ -25,35 +27,9 @@ __all__ = [
     "make_task",
 ]
 
-#: Width, heads, head width and number of relevant positions of the authors' script.
-D_MODEL, N_HEADS, D_HEAD, S_RELEVANT = 64, 2, 64, 9
-
-
-def sinusoidal_encoding(n_positions: int, d: int, *, dtype=torch.float64) -> torch.Tensor:
-    """The authors' positional encoding: ``PE[j, i] = sin(j / 10000^(i/d))`` for even ``i``, ``cos`` for odd.
-
-    The exponent is ``i / d`` (not the usual ``2 floor(i/2) / d``), as in the original script.
-
-    >>> pe = sinusoidal_encoding(3, 4)
-    >>> pe.shape, pe[0].tolist()
-    (torch.Size([3, 4]), [0.0, 1.0, 0.0, 1.0])
-    """
-    n_positions = check_positive_int(n_positions, "n_positions")
-    return encoding_rows(torch.arange(n_positions), d, dtype=dtype)
-
-
-def encoding_rows(positions: torch.Tensor, d: int, *, dtype=torch.float64) -> torch.Tensor:
-    """Rows ``PE_j`` of :func:`sinusoidal_encoding` for arbitrary positions ``j`` (any integers, or reals),
-    shape ``(len(positions), d)``, without forming the rows before them.
-
-    >>> bool((encoding_rows(torch.tensor([2]), 4) == sinusoidal_encoding(3, 4)[2:]).all())
-    True
-    """
-    d = check_positive_int(d, "d")
-    j = torch.as_tensor(positions).to(torch.float64).reshape(-1, 1)
-    i = torch.arange(d, dtype=torch.float64)[None, :]
-    angle = j / 10000.0 ** (i / d)
-    return torch.where(i % 2 == 0, torch.sin(angle), torch.cos(angle)).to(resolve_dtype(dtype))
+#: Heads, head width and number of relevant positions of the authors' script (its width is
+#: :data:`genbound.positional.D_MODEL`).
+N_HEADS, D_HEAD, S_RELEVANT = 2, 64, 9
 
 
 def token_embeddings(d: int, generator: torch.Generator) -> torch.Tensor:
@@ -127,21 +103,6 @@ class SparseMajorityTask:
             float(torch.linalg.vector_norm(tokens, dim=-1).max()),
             float(torch.linalg.vector_norm(cls)),
         )
-
-
-def uniform_input_radius(d: int = D_MODEL) -> float:
-    """``B_X = 1 + sqrt(d)``: a bound on the l2 norm of every input row at **every** sequence length.
-
-    Each row is ``e + PE_j`` with a token embedding ``e`` of unit l1 norm (so ``||e||_2 <= 1``) and an
-    encoding row whose ``d`` coordinates are sines or cosines (so ``||PE_j||_2 <= sqrt(d)`` for every
-    position ``j``, however large); the triangle inequality gives ``1 + sqrt(d)``
-    (:prf:ref:`lem-sm-uniform-radius`). Unlike :meth:`SparseMajorityTask.input_radius` it does not depend
-    on ``T`` or on the seed, so a bound evaluated with it is the same function of the weights at every ``T``.
-
-    >>> uniform_input_radius(64)
-    9.0
-    """
-    return 1.0 + math.sqrt(check_positive_int(d, "d"))
 
 
 def make_task(

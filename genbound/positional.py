@@ -1,7 +1,12 @@
-"""The supremum over all positions of the norm of the authors' positional encoding (part of
-:mod:`genbound.experiments.sparse_majority`; :prf:ref:`prop-sm-encoding-sup`).
+"""The authors' sinusoidal positional encoding of the sparse-majority input, and the bounds on its rows'
+norms that hold at every position: the ``T``-uniform input radius (:prf:ref:`lem-sm-uniform-radius`) and
+the supremum over all positions of ``||PE_x||`` (:prf:ref:`prop-sm-encoding-sup`).
 
-The encoding :func:`~genbound.experiments.sparse_majority.sinusoidal_encoding` has frequencies
+One concept: the positional encoding and its norm. It sits on the ground floor because the Part II claims
+check these statements and the sparse-majority experiment (:mod:`genbound.experiments.sparse_majority`,
+which re-exports every name) uses them.
+
+The encoding :func:`sinusoidal_encoding` has frequencies
 ``omega_i = 10000^(-i/d)``, so ``omega_(i + d/4) = omega_i / 10``: the ``d`` coordinates form ``d/4``
 chains ``i0, i0 + d/4, i0 + d/2, i0 + 3d/4`` whose angles at a position ``x`` are ``t, 10 t, 100 t,
 1000 t`` with ``t = x omega_(i0 + 3d/4)``. For ``d`` divisible by 8 a chain's coordinates are all sines
@@ -24,11 +29,17 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import torch
 
-from ..._validate import check_positive_int
-from ...errors import ParameterError
+from ._validate import check_positive_int
+from .device import resolve_dtype
+from .errors import ParameterError
 
 __all__ = [
+    "D_MODEL",
+    "sinusoidal_encoding",
+    "encoding_rows",
+    "uniform_input_radius",
     "CHAIN_RATIO",
     "CHAIN_LENGTH",
     "chain_sum",
@@ -37,6 +48,52 @@ __all__ = [
     "supremum_from_chain_sup",
     "encoding_supremum",
 ]
+
+#: The width of the authors' script: the encoding's default ``d``.
+D_MODEL = 64
+
+
+def sinusoidal_encoding(n_positions: int, d: int, *, dtype=torch.float64) -> torch.Tensor:
+    """The authors' positional encoding: ``PE[j, i] = sin(j / 10000^(i/d))`` for even ``i``, ``cos`` for odd.
+
+    The exponent is ``i / d`` (not the usual ``2 floor(i/2) / d``), as in the original script.
+
+    >>> pe = sinusoidal_encoding(3, 4)
+    >>> pe.shape, pe[0].tolist()
+    (torch.Size([3, 4]), [0.0, 1.0, 0.0, 1.0])
+    """
+    n_positions = check_positive_int(n_positions, "n_positions")
+    return encoding_rows(torch.arange(n_positions), d, dtype=dtype)
+
+
+def encoding_rows(positions: torch.Tensor, d: int, *, dtype=torch.float64) -> torch.Tensor:
+    """Rows ``PE_j`` of :func:`sinusoidal_encoding` for arbitrary positions ``j`` (any integers, or reals),
+    shape ``(len(positions), d)``, without forming the rows before them.
+
+    >>> bool((encoding_rows(torch.tensor([2]), 4) == sinusoidal_encoding(3, 4)[2:]).all())
+    True
+    """
+    d = check_positive_int(d, "d")
+    j = torch.as_tensor(positions).to(torch.float64).reshape(-1, 1)
+    i = torch.arange(d, dtype=torch.float64)[None, :]
+    angle = j / 10000.0 ** (i / d)
+    return torch.where(i % 2 == 0, torch.sin(angle), torch.cos(angle)).to(resolve_dtype(dtype))
+
+
+def uniform_input_radius(d: int = D_MODEL) -> float:
+    """``B_X = 1 + sqrt(d)``: a bound on the l2 norm of every input row at **every** sequence length.
+
+    Each row is ``e + PE_j`` with a token embedding ``e`` of unit l1 norm (so ``||e||_2 <= 1``) and an
+    encoding row whose ``d`` coordinates are sines or cosines (so ``||PE_j||_2 <= sqrt(d)`` for every
+    position ``j``, however large); the triangle inequality gives ``1 + sqrt(d)``
+    (:prf:ref:`lem-sm-uniform-radius`). Unlike :meth:`SparseMajorityTask.input_radius` it does not depend
+    on ``T`` or on the seed, so a bound evaluated with it is the same function of the weights at every ``T``.
+
+    >>> uniform_input_radius(64)
+    9.0
+    """
+    return 1.0 + math.sqrt(check_positive_int(d, "d"))
+
 
 #: Ratio of two frequencies ``d/4`` apart, ``10000^(1/4)``.
 CHAIN_RATIO = 10.0
@@ -84,7 +141,7 @@ def chain_sum_sup(*, step: float | None = None) -> float:
 def encoding_norm_sq_by_chains(positions, d: int = 64):
     """``||PE_x||^2`` at real positions ``x`` computed through the chains (module docstring): ``d/8``
     sine chains contribute ``F(t)``, ``d/8`` cosine chains ``4 - F(t)``, with ``t = x omega_(i0 + 3d/4)``.
-    Equal to the squared row norm of :func:`~genbound.experiments.sparse_majority.encoding_rows` (a claim
+    Equal to the squared row norm of :func:`encoding_rows` (a claim
     checks it). Requires ``d`` divisible by 8."""
     d = _check_d(d)
     x = np.asarray(positions, dtype=float).reshape(-1, 1)

@@ -22,8 +22,7 @@ import math
 import numpy as np
 import torch
 
-from .model import CharTransformer
-from .train import inputs_of
+from .model import CharTransformer, inputs_of
 
 __all__ = ["quantize", "symbol_counts", "document_losses"]
 

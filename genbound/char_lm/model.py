@@ -1,8 +1,9 @@
-"""A minimal causal character-level transformer (GPT-style, pre-LayerNorm, tied input/output embedding).
+"""A minimal causal character-level transformer (GPT-style, pre-LayerNorm, tied input/output embedding),
+and its input: the start symbol, then the document shifted by one (:func:`inputs_of`).
 
 The book's reference forward pass (:class:`genbound.nets.ReferenceTransformer`) reads real-valued
 inputs and predicts at chosen positions; a language model needs a token embedding, causal
-masking and a prediction at every position, so the experiment keeps this small module of its own.
+masking and a prediction at every position, so Part VII has this second reference net of its own.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-__all__ = ["CharTransformer", "n_params"]
+__all__ = ["CharTransformer", "inputs_of", "n_params"]
 
 
 class _Block(nn.Module):
@@ -62,3 +63,9 @@ class CharTransformer(nn.Module):
 def n_params(model: nn.Module) -> int:
     """The number of scalar parameters (each quantized and coded)."""
     return sum(p.numel() for p in model.parameters())
+
+
+def inputs_of(docs: torch.Tensor, V: int) -> torch.Tensor:
+    """The model's input for documents ``(B, L)``: the start symbol ``V``, then characters ``0 .. L - 2``."""
+    start = torch.full((docs.shape[0], 1), V, dtype=docs.dtype)
+    return torch.cat([start, docs[:, :-1]], dim=1)
