@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import math
 
+from ..weights import TransformerWeights
+
 #: The target of every ``m*`` the experiments report: the smallest ``m`` at which a bound reaches 1/2.
 M_STAR_TARGET = 0.5
 

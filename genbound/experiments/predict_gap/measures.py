@@ -43,6 +43,8 @@ import math
 import numpy as np
 import torch
 
+from ...weights import TransformerWeights
+
 __all__ = [
     "BOUNDS",
     "CAPACITY_FORMS",

@@ -4,7 +4,6 @@ input radius it implies are :mod:`genbound.positional`."""
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import torch
