@@ -20,6 +20,7 @@ import json
 import math
 
 from ...errors import ParameterError
+from ..runtime.cli import check_ranges, parse_shard
 
 __all__ = ["add_certify"]
 
@@ -78,7 +79,6 @@ def _run(args) -> int:
     import torch
 
     from . import CertifyConfig, certify_sparse_majority, open_certificates
-    from .._cli import check_ranges
     from ..sparse_majority import config_of, parse_row_keys, read_sweep
 
     cc = CertifyConfig(
@@ -149,7 +149,6 @@ def _run_family(args, cc) -> int:
     from .family import FAMILY_SCHEMA, certify_family_setting, open_family_certificates
     from ..predict_gap import family_config, read_family
     from ..predict_gap.training import _key
-    from .._cli import _parse_shard
 
     if args.n_train:
         raise ParameterError("--n-train applies to the sparse-majority sweep, not to --family")
@@ -175,7 +174,7 @@ def _run_family(args, cc) -> int:
         raise ParameterError(
             f"--seeds must lie in 1 .. {fc.seeds} (the family's seed indices), got {args.seeds}"
         )
-    i, k = _parse_shard(args.shard)
+    i, k = parse_shard(args.shard)
     settings = family_settings(fc, sizes)[i::k]
     seeds = list(range(args.seeds))
     for st in settings:

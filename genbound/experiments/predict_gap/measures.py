@@ -57,6 +57,7 @@ __all__ = [
     "multiclass_margins",
     "magnitude_flatness",
     "measures_for",
+    "measure_columns",
 ]
 
 #: The four bounds, by column prefix.
@@ -215,10 +216,9 @@ def measures_for(
         spectra=sp,
         L_phi=net.L_sigma,
     )
-    from .training import _measure_columns
 
     gm = float(np.quantile(multiclass_margins(net(X_train), y_train).numpy(), margin_quantile))
-    out = _measure_columns(cf, m, gm)
+    out = measure_columns(cf, m, gm)
     mats, mats0 = _matrices(net), _matrices(init)
     p, p0 = dict(net.named_parameters()), dict(init.named_parameters())
     fro = [float(torch.linalg.matrix_norm(A)) for A in mats]
@@ -254,4 +254,19 @@ def measures_for(
         norms_json=ModelNorms.of(net).to_json(),
         spectra_json=spectra_to_json(sp),
     )
+    return out
+
+
+def measure_columns(cf: dict, m: int, gm: float) -> dict:
+    """The ``CAPACITIES`` and ``SPECTRAL`` columns from :func:`capacity_fields` output, ``m`` and the
+    margin quantile ``gm`` (one definition for the trained network and the saved row)."""
+    out = {}
+    for b in BOUNDS:
+        c = cf[f"{b}_capacity"]
+        for form, (by_margin, by_m) in CAPACITY_FORMS.items():
+            v = c / math.sqrt(m) if by_m else c
+            if by_margin:
+                v = v / gm if gm > 0 else math.nan
+            out[f"{b}_{form}"] = float(v)
+    out.update({k: float(cf[k]) for k in SPECTRAL})
     return out

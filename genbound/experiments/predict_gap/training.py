@@ -36,12 +36,11 @@ from .family import (
     task_shape,
 )
 from .measures import (
-    BOUNDS,
     CAPACITY_FORMS,
     DEPTH1_ONLY,
     MEASURES,
     REPORTED,
-    SPECTRAL,
+    measure_columns,
     measures_for,
 )
 
@@ -450,22 +449,7 @@ def recompute_measures(row: dict, config: FamilyConfig) -> dict:
         spectra=spectra_from_json(row["spectra_json"]),
         L_phi=norms.L_sigma,
     )
-    return _measure_columns(cf, m, float(row["margin_q"]))
-
-
-def _measure_columns(cf: dict, m: int, gm: float) -> dict:
-    """The ``CAPACITIES`` and ``SPECTRAL`` columns from :func:`capacity_fields` output, ``m`` and the
-    margin quantile ``gm`` (one definition for the trained network and the saved row)."""
-    out = {}
-    for b in BOUNDS:
-        c = cf[f"{b}_capacity"]
-        for form, (by_margin, by_m) in CAPACITY_FORMS.items():
-            v = c / math.sqrt(m) if by_m else c
-            if by_margin:
-                v = v / gm if gm > 0 else math.nan
-            out[f"{b}_{form}"] = float(v)
-    out.update({k: float(cf[k]) for k in SPECTRAL})
-    return out
+    return measure_columns(cf, m, float(row["margin_q"]))
 
 
 def merge_family(paths, out) -> Path:
