@@ -782,7 +782,7 @@ def check_outputs(csv=None, plot=None, *, overwrite: bool = False) -> None:
     from pathlib import Path
 
     from .errors import ParameterError
-    from .experiments.results import results_file_kind
+    from .experiments.runtime.results import results_file_kind
 
     for option, path in (("--csv", csv), ("--plot", plot)):
         if path is None:

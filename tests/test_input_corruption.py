@@ -11,10 +11,11 @@ from genbound.experiments.fullbatch import AdamProtocol, fit_stack
 
 def test_sparse_majority_flip_is_the_embedding_of_the_flipped_bits():
     from genbound.experiments import sparse_majority as sm
-    from genbound.experiments.predict_gap.family import _SM_SEQ_LEN, _data_seed
+    from genbound.experiments.predict_gap.family import _SM_SEQ_LEN
+    from genbound.experiments.runtime.seeds import family_data_seed
 
     d = pg.make_task_data("sparse-majority", width=12, n_train=20, seed=3, n_max=40)
-    ds = _data_seed("sparse-majority", 3)
+    ds = family_data_seed("sparse-majority", 3)
     t = sm.make_task(_SM_SEQ_LEN, d=12, seed=ds)
     bits, _ = t.sample(40, torch.Generator().manual_seed(ds + 1))
     assert torch.equal(d.X_train, t.embed(bits[:20]))

@@ -343,7 +343,7 @@ def test_grid_init_column_is_recomputed_exactly():
     grid = bert_grid.load_spectra()
     cfg = bert_grid.GridConfig(**{**grid["_config"], "seed": 1})
     model, tseed = bert_grid.initial_model(2, 64, cfg)
-    assert tseed == bert_grid.point_seed(2, 64, 1) == grid["init_L2_N64_s1"]["torch_seed"]
+    assert tseed == bert_grid.bert_point_seed(2, 64, 1) == grid["init_L2_N64_s1"]["torch_seed"]
     sp_ = bert_grid.model_spectra(model)
     assert torch.allclose(sp_.qk, grid["init_L2_N64_s1"]["spectra"].qk, rtol=1e-12, atol=0)
 

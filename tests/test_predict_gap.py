@@ -669,14 +669,13 @@ def test_saved_cmi_recomputes_by_brute_force(saved, measure):
 
 
 def _same_machine_kind(recorded: dict) -> list[str]:
-    """The fields of the recorded environment that select float32 kernels and differ here."""
-    here = pg.family_environment()
-    keys = ("cpu_model", "cpu_flags", "aten_capability", "blas", "torch")
-    return [
-        f"{k}: recorded {recorded.get(k)!r}, here {here.get(k)!r}"
-        for k in keys
-        if recorded.get(k) != here.get(k)
-    ]
+    """The fields of the recorded environment that select float32 kernels and differ here (the run sets
+    threads and device itself; the family's older record is read by ``machine_of``)."""
+    from genbound.experiments.runtime.machine import environment, same_machine_kind
+
+    here = environment(device="cpu")
+    here.update(threads=recorded.get("threads"), device=recorded.get("device"))
+    return [str(m) for m in same_machine_kind(recorded, here)[1]]
 
 
 def test_a_saved_stack_reruns_to_its_rows(saved):
@@ -686,7 +685,7 @@ def test_a_saved_stack_reruns_to_its_rows(saved):
     the saved ones (they are seeded and need no float32 kernel). On the recorded machine kind (CPU
     model, kernel-selecting flags, BLAS, torch): the same fits and steps, and every float column equal.
     Elsewhere a float32 rerun is another draw (the fitting step moves), so only the first part holds."""
-    from genbound.experiments.results import read_results
+    from genbound.experiments.runtime.results import read_results
 
     df, _ = saved
     cfg = pg.family_config()

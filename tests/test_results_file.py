@@ -20,7 +20,7 @@ from genbound import cli
 from genbound.errors import GenboundError, ResultsFileError
 from genbound.experiments import predict_gap as pg
 from genbound.experiments import sparse_majority as sm
-from genbound.experiments.results import (
+from genbound.experiments.runtime.results import (
     MAGIC,
     ResultsFileWarning,
     Schema,

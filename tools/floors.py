@@ -210,7 +210,9 @@ def findings(root: Path = ROOT) -> list[str]:
             continue
         floor = floor_of(name, contract)
         if floor is None:
-            lines.append(f"unplaced: {name} is on no floor (pyproject [tool.genbound.floors.members])")
+            lines.append(
+                f"unplaced: {name} is on no floor (pyproject [tool.genbound.floors.members])"
+            )
             continue
         targets = [(t, None) for t in sorted(mod.top)] + mod.inner
         for target, line in targets:

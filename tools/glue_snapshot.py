@@ -49,9 +49,7 @@ def snapshot(build: pathlib.Path) -> dict[str, dict]:
     found = sorted(root.rglob("*.ipynb"))
     if not found:
         sys.exit(f"glue_snapshot: no executed notebooks under {root}")
-    return {
-        str(p.relative_to(root)): glued_values(json.loads(p.read_text())) for p in found
-    }
+    return {str(p.relative_to(root)): glued_values(json.loads(p.read_text())) for p in found}
 
 
 def compare(before: dict, after: dict) -> list[str]:

@@ -18,7 +18,7 @@ from __future__ import annotations
 import sys
 
 from genbound.experiments import predict_gap as pg
-from genbound.experiments.results import read_results
+from genbound.experiments.runtime.results import read_results
 
 
 def recompute_all(path: str) -> int:

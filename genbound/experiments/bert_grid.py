@@ -48,6 +48,8 @@ import torch
 
 from .._validate import check_positive_int
 from ..errors import InputError, ParameterError
+from .runtime.machine import environment
+from .runtime.seeds import bert_point_seed
 
 __all__ = [
     "PAD",
@@ -66,11 +68,10 @@ __all__ = [
     "save_spectra",
     "load_spectra",
     "DEFAULT_SPECTRA_FILE",
-    "point_seed",
+    "bert_point_seed",
     "point_key",
     "initial_model",
     "STAGES",
-    "machine_record",
 ]
 
 #: Special token ids of the synthetic task (padding, the classification token, and the two counted tokens).
@@ -163,26 +164,17 @@ def _accuracy(model, ids, y, batch: int = 256) -> float:
     return correct / len(y)
 
 
-def point_seed(L: int, N: int, seed: int) -> int:
-    """The torch seed of grid point ``(L, N)`` for run seed ``seed``: ``seed * 1000003 + 1009 L + N``.
-
-    >>> point_seed(2, 64, 0), point_seed(2, 64, 1)
-    (2082, 1002085)
-    """
-    return seed * 1_000_003 + 1009 * L + N
-
-
 def initial_model(L: int, N: int, cfg: GridConfig = GridConfig()):
     """The randomly initialised model that :func:`train_bert` starts from, and its torch seed.
 
-    ``torch.manual_seed(point_seed(L, N, cfg.seed))`` then ``BertForSequenceClassification(...)``, in eval
+    ``torch.manual_seed(bert_point_seed(L, N, cfg.seed))`` then ``BertForSequenceClassification(...)``, in eval
     mode (no dropout anyway). The same call in :func:`train_bert` makes the initialisation column of the
     grid exactly the starting point of each trained model (on the same torch version).
     """
     from transformers import BertForSequenceClassification
 
     conf = bert_config(L, N, cfg)
-    seed = point_seed(L, N, cfg.seed)
+    seed = bert_point_seed(L, N, cfg.seed)
     torch.manual_seed(seed)
     model = BertForSequenceClassification(conf).float()
     model.eval()
@@ -249,43 +241,6 @@ MIN_TEST_ACC = 0.9
 MAX_RETRIES = 2
 
 
-def machine_record() -> dict:
-    """Where a model was trained: CPU model, instruction-set flags, threads and library versions.
-
-    Float32 training on another CPU kind is another draw, so every saved row carries this record.
-    """
-    import hashlib
-
-    cpu, flags = platform.processor() or platform.machine(), ""
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name") and cpu in (
-                "",
-                platform.machine(),
-                platform.processor(),
-            ):
-                cpu = line.split(":", 1)[1].strip()
-            if line.startswith("flags") and not flags:
-                flags = line.split(":", 1)[1].strip()
-    except OSError:  # pragma: no cover - not Linux
-        pass
-    try:
-        import transformers
-
-        tf_version = transformers.__version__
-    except ImportError:  # pragma: no cover
-        tf_version = None
-    return {
-        "cpu": cpu,
-        "cpu_flags_sha1": hashlib.sha1(flags.encode()).hexdigest()[:12],
-        "machine": platform.machine(),
-        "python": platform.python_version(),
-        "torch": torch.__version__,
-        "transformers": tf_version,
-        "threads": torch.get_num_threads(),
-    }
-
-
 def train_grid(
     work,
     *,
@@ -345,7 +300,10 @@ def train_grid(
                 lr = cfg.lr * 0.5 ** len(attempts)
                 model, metrics = train_bert(L, N, replace(scfg, lr=lr), log=log)
                 metrics.update(
-                    seed=seed, lr=lr, attempts=attempts + [metrics["test_acc"]], **machine_record()
+                    seed=seed,
+                    lr=lr,
+                    attempts=attempts + [metrics["test_acc"]],
+                    **environment(device="cpu"),
                 )
                 model.save_pretrained(d)
                 (d / "metrics.json").write_text(json.dumps(metrics, indent=1))

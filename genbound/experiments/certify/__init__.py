@@ -158,7 +158,7 @@ _COLUMNS = (
 
 
 def _schema():
-    from ..results import Schema
+    from ..runtime.results import Schema
 
     return Schema("certify", _COLUMNS, key=("seq_len", "seed", "n_train"))
 
@@ -202,7 +202,7 @@ def certify_sparse_majority(
     """Certify the row ``(seq_len, seed)`` trained with the sparse-majority configuration ``sm_config``
     (its ``n_train`` replaced by ``config.n_train`` when that is positive); returns one row of
     :data:`SCHEMA`. See the module docstring for the steps."""
-    from ..sparse_majority import _seed_for, initial_model, make_task, run_seq_len, stack_parameters
+    from ..sparse_majority import initial_model, regenerate_data, run_seq_len, stack_parameters
     from ..sparse_majority.training import _tensors_for, _train_adam
 
     cc = (config or CertifyConfig()).validated()
@@ -224,12 +224,7 @@ def certify_sparse_majority(
             f"prior_fraction {cc.prior_fraction} leaves no prior or no bound set at m = {m}"
         )
     # 1. the data, as the row's run drew them
-    task = make_task(seq_len, s=cfg.s, d=cfg.d, seed=_seed_for(seq_len, seed, 0))
-    g = torch.Generator().manual_seed(_seed_for(seq_len, seed, 1))
-    data = {
-        split: task.sample(n, g)
-        for split, n in (("train", cfg.n_train), ("val", cfg.n_val), ("test", cfg.n_test))
-    }
+    task, data = regenerate_data(seq_len, seed, cfg)
     # 2. the full model (the verify path)
     (res,), (net,) = run_seq_len(
         seq_len, [seed], cfg, device="cpu", progress=False, return_models=True
@@ -342,15 +337,15 @@ def _posterior_columns(logits, splits, P_prior, P_full, cc, *, seed: int) -> dic
 def open_certificates(path, source: str, sm_config, config: CertifyConfig, *, report=None):
     """Open (create or resume) a certificate file: the header records the source results file, the
     sparse-majority configuration and every field of ``config``."""
-    from ..results import environment, open_results
+    from ..runtime.results import environment, open_results
 
     rec = {"source": str(source), "sparse_majority": asdict(sm_config), "certify": asdict(config)}
     return open_results(path, SCHEMA, rec, environment=environment(device="cpu"), report=report)
 
 
 def read_certificates(path):
-    """A certificate file as a :class:`~genbound.experiments.results.ResultsTable`."""
-    from ..results import read_results
+    """A certificate file as a :class:`~genbound.experiments.runtime.results.ResultsTable`."""
+    from ..runtime.results import read_results
 
     return read_results(path, SCHEMA)
 

@@ -90,7 +90,7 @@ _COLUMNS = (
 
 
 def _schema():
-    from ..results import Schema
+    from ..runtime.results import Schema
 
     return Schema("certify-family", _COLUMNS, key=_KEY)
 
@@ -198,7 +198,7 @@ def open_family_certificates(
 ):
     """Open (create or resume) a family certificate file: the header records the source family file, the
     family's configuration and every field of ``config``."""
-    from ..results import environment, open_results
+    from ..runtime.results import environment, open_results
 
     rec = {"source": str(source), "family": asdict(family_config), "certify": asdict(config)}
     return open_results(
@@ -207,7 +207,7 @@ def open_family_certificates(
 
 
 def read_family_certificates(path):
-    """A family certificate file as a :class:`~genbound.experiments.results.ResultsTable`."""
-    from ..results import read_results
+    """A family certificate file as a :class:`~genbound.experiments.runtime.results.ResultsTable`."""
+    from ..runtime.results import read_results
 
     return read_results(path, FAMILY_SCHEMA)

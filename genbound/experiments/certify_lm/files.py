@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..results import Schema, open_results, read_results, environment
+from ..runtime.results import Schema, open_results, read_results, environment
 
 __all__ = ["SCHEMA", "SWEEP_FILE", "SAVED_FILES", "open_sweep", "read_sweep", "saved_rows"]
 

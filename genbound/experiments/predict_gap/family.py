@@ -20,6 +20,7 @@ import torch
 
 from ..._validate import check_positive_int, check_real
 from ...errors import ParameterError
+from ..runtime.seeds import batch_seed, family_data_seed, flip_seed, init_seed
 
 __all__ = [
     "TASKS",
@@ -238,20 +239,6 @@ def _digits_inputs(width: int) -> tuple[torch.Tensor, torch.Tensor]:
     return rows, torch.as_tensor(data.target, dtype=torch.long)
 
 
-def _data_seed(task: str, seed: int) -> int:
-    return 7919 * int(seed) + (0 if task == "sparse-majority" else 104729)
-
-
-def init_seed(task: str, seed: int) -> int:
-    """The initialisation seed of every model of seed index ``seed`` on ``task``: a function of the two
-    only, so that models of one seed index are coupled across all settings.
-
-    >>> init_seed("digits", 3) == init_seed("digits", 3), init_seed("digits", 3) == init_seed("digits", 4)
-    (True, False)
-    """
-    return 1_000_003 * int(seed) + (17 if task == "sparse-majority" else 29)
-
-
 def corrupt_labels(
     y: torch.Tensor, n_classes: int, label_noise: float, *, seed: int
 ) -> torch.Tensor:
@@ -321,18 +308,6 @@ def corrupt_inputs(
     return X + mask * flip
 
 
-def flip_seed(task: str, seed: int) -> int:
-    """The seed of the input-corruption draws of every model of seed index ``seed`` on ``task`` (coupled
-    like :func:`init_seed`)."""
-    return init_seed(task, seed) + 11
-
-
-def batch_seed(task: str, seed: int) -> int:
-    """The seed of the mini-batch draws of every model of seed index ``seed`` on ``task`` (coupled like
-    :func:`init_seed`)."""
-    return init_seed(task, seed) + 5
-
-
 def make_task_data(
     task: str,
     *,
@@ -354,7 +329,7 @@ def make_task_data(
     n_max = n_train if n_max is None else n_max
     if n_train > n_max:
         raise ParameterError(f"n_train {n_train} exceeds the pool n_max {n_max}")
-    ds = _data_seed(task, seed)
+    ds = family_data_seed(task, seed)
     if task == "digits":
         X, y = _digits_inputs(width)
         perm = torch.randperm(X.shape[0], generator=torch.Generator().manual_seed(ds))

@@ -22,7 +22,7 @@ import torch
 
 from ...errors import GenboundError, ParameterError
 from ..fullbatch import AdamProtocol, fit_stack
-from ..results import Schema, environment, open_results, read_results
+from ..runtime.results import Schema, environment, open_results, read_results
 from .family import (
     AXES,
     TASKS,
@@ -54,7 +54,6 @@ __all__ = [
     "read_family",
     "undefined_allowed",
     "merge_family",
-    "family_environment",
     "recompute_measures",
     "family_config",
     "read_pilot",
@@ -297,14 +296,14 @@ def run_family(
     report: Callable[[str], None] | None = None,
     shard: tuple[int, int] = (0, 1),
 ) -> list[ModelRecord]:
-    """Train the whole family; with ``csv_path``, a results file (:mod:`genbound.experiments.results`):
+    """Train the whole family; with ``csv_path``, a results file (:mod:`genbound.experiments.runtime.results`):
     created with every field of ``config`` and the environment in its header, or resumed when it
     records the same configuration (otherwise refused, naming the fields that differ). Every stack's
     records are appended in one whole write as soon as it finishes and the models already in the file
     are skipped (a killed run loses at most one stack). The stacks run block by block of seed indices
     (:class:`~genbound.experiments.predict_gap.FamilyConfig`). ``shard = (i, k)``: train only the stacks
     ``i, i + k, i + 2k, ...`` of that order, so that ``k`` processes, each with its own file, share the
-    family (merge their files with :func:`~genbound.experiments.results.merge_results`); a stack's rows
+    family (merge their files with :func:`~genbound.experiments.runtime.results.merge_results`); a stack's rows
     do not depend on the shard that trains it. Returns the records trained in this call."""
     cfg = (config or FamilyConfig()).validated()
     writer = open_family(csv_path, cfg, report=report) if csv_path is not None else None
@@ -357,73 +356,16 @@ SCHEMA = _schema()
 
 def open_family(path, config: FamilyConfig, *, report: Callable[[str], None] | None = None):
     """Open (create or resume) the family's results file at ``path`` for ``config``:
-    :func:`~genbound.experiments.results.open_results` with every field of ``config`` and the
+    :func:`~genbound.experiments.runtime.results.open_results` with every field of ``config`` and the
     environment; ``append`` takes :class:`ModelRecord` objects."""
     return open_results(
         path,
         SCHEMA,
         asdict(config.validated()),
-        environment=family_environment(),
+        environment=environment(device="cpu"),
         report=report,
         to_row=lambda r: r.row(),
     )
-
-
-#: The instruction-set flags that select float32 CPU kernels (torch's ATen, oneDNN, MKL).
-_KERNEL_FLAGS = (
-    "sse4_2",
-    "avx",
-    "avx2",
-    "fma",
-    "f16c",
-    "avx512f",
-    "avx512bw",
-    "avx512vl",
-    "avx512_vnni",
-    "avx512_bf16",
-    "avx512_fp16",
-    "amx_tile",
-    "amx_bf16",
-)
-
-
-def family_environment() -> dict:
-    """The family's recorded environment: :func:`~genbound.experiments.results.environment` (genbound,
-    commit, torch, threads, device) and the CPU kind that selects float32 kernels: ``cpu_model`` (from
-    ``/proc/cpuinfo``), ``cpu_flags`` (those of ``_KERNEL_FLAGS`` present), ``aten_capability`` (torch's
-    dispatch level) and ``blas`` (torch's BLAS and LAPACK). A rerun reproduces a row bit for bit only
-    on the same kind, torch and thread count."""
-    env = environment(device="cpu")
-    model, flags = "unknown", []
-    try:
-        text = Path("/proc/cpuinfo").read_text()
-        for line in text.splitlines():
-            key, _, val = line.partition(":")
-            if key.strip() == "model name" and model == "unknown":
-                model = val.strip()
-            if key.strip() == "flags" and not flags:
-                have = set(val.split())
-                flags = [f for f in _KERNEL_FLAGS if f in have]
-    except OSError:
-        pass
-    import torch
-
-    import re
-
-    cfg = torch.__config__.show()
-    blas = [
-        f"{k}={m.group(1)}"
-        for k in ("BLAS_INFO", "LAPACK_INFO")
-        for m in [re.search(k + r"=([^,\s]+)", cfg)]
-        if m
-    ]
-    env.update(
-        cpu_model=model,
-        cpu_flags=" ".join(flags),
-        aten_capability=str(torch.backends.cpu.get_cpu_capability()),
-        blas=" ".join(blas),
-    )
-    return env
 
 
 def recompute_measures(row: dict, config: FamilyConfig) -> dict:
@@ -454,9 +396,9 @@ def recompute_measures(row: dict, config: FamilyConfig) -> dict:
 
 def merge_family(paths, out) -> Path:
     """Merge the shards of one family run (:func:`run_family` with ``shard``) into the new file ``out``
-    (:func:`~genbound.experiments.results.merge_results`: one header, rows sorted; a model trained in
+    (:func:`~genbound.experiments.runtime.results.merge_results`: one header, rows sorted; a model trained in
     two shards is kept once, only if the two rows agree in every column but the wall time ``seconds``)."""
-    from ..results import merge_results
+    from ..runtime.results import merge_results
 
     return merge_results(paths, out, SCHEMA, same_except=("seconds",))
 
@@ -511,7 +453,7 @@ def family_config(path=None) -> FamilyConfig:
     (default ``SAVED_FAMILY``)."""
     from dataclasses import fields as _fields
 
-    from ..results import read_results
+    from ..runtime.results import read_results
 
     cfg = read_results(Path(SAVED_FAMILY if path is None else path), SCHEMA).config
     names = {f.name for f in _fields(FamilyConfig)}
@@ -545,7 +487,7 @@ def undefined_allowed(df, col: str) -> "np.ndarray":
 
 def read_family(path=None, *, report: Callable[[str], None] | None = None):
     """The saved family (default ``SAVED_FAMILY``) as a DataFrame, read by
-    :func:`~genbound.experiments.results.read_results` (every row checked against the columns, unique
+    :func:`~genbound.experiments.runtime.results.read_results` (every row checked against the columns, unique
     keys, an unfinished last row reported and left out) and validated: at least one row, known tasks,
     finite gaps and accuracies, every measure finite except where :func:`undefined_allowed` allows ``nan``
     (never an infinity). A :class:`~genbound.errors.GenboundError` names the problem otherwise. The

@@ -103,7 +103,8 @@ from .verify import (
     compare_draws,
 )
 from . import runs
-from .runs import RESULT_KEYS, RunResult, _seed_for, initial_model, run_seq_len, run_sweep
+from .data import regenerate_data
+from .runs import RESULT_KEYS, RunResult, initial_model, run_seq_len, run_sweep
 from .summaries import (
     REGIMES,
     capacity_floor,
@@ -123,7 +124,6 @@ from .baselines import (
     expected_test_max_one_bit,
     one_bit_baselines,
     one_bit_expectation,
-    regenerate_data,
 )
 from .task import (
     D_HEAD,

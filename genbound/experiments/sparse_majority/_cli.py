@@ -4,7 +4,7 @@ seed, or verify saved rows (:mod:`genbound.experiments.sparse_majority`).
 ``genbound experiment sparse-majority --seq-lens 16,32,64 --seeds 2 [--device auto] [--json]`` trains
 one model per sequence length and seed and prints one record per run: a table, or with ``--json`` a JSON
 array of objects with at least the keys of :data:`~genbound.experiments.sparse_majority.RESULT_KEYS`.
-``--csv PATH`` writes a results file (:mod:`genbound.experiments.results`): the full configuration in its
+``--csv PATH`` writes a results file (:mod:`genbound.experiments.runtime.results`): the full configuration in its
 header, every stack of runs appended whole as soon as it finishes; the same command resumes it, and a
 different configuration is refused (a partial sweep stays usable), and so is a second process writing
 the same file. Ctrl-C ends with one line saying what was saved and how to resume (exit code 130).

@@ -4,8 +4,8 @@
 A saved row's ``one_bit_acc`` is the best of the ``s`` relevant bits **on the test set itself**, a
 maximum that is biased upward (:func:`expected_test_max_one_bit`). Every run's task and data are
 seeded by ``(T, seed)`` (:func:`~genbound.experiments.sparse_majority.run_seq_len` draws the task
-with seed ``_seed_for(T, seed, 0)``, then the training, validation and test sets in that order from
-one generator seeded ``_seed_for(T, seed, 1)``), so the data regenerate exactly without training:
+with seed ``sparse_majority_seed(T, seed, 0)``, then the training, validation and test sets in that order from
+one generator seeded ``sparse_majority_seed(T, seed, 1)``), so the data regenerate exactly without training:
 :func:`regenerate_data` does it, and :func:`one_bit_baselines` picks the relevant bit that agrees most
 often with the label on the training set and scores that bit on the test set.
 """
@@ -14,12 +14,10 @@ from __future__ import annotations
 
 import math
 
-import torch
 
 from ..._validate import check_positive_int
 from .config import SparseMajorityConfig
-from .runs import _seed_for
-from .task import make_task
+from .data import regenerate_data
 
 __all__ = [
     "regenerate_data",
@@ -27,19 +25,6 @@ __all__ = [
     "one_bit_expectation",
     "expected_test_max_one_bit",
 ]
-
-
-def regenerate_data(seq_len: int, seed: int, config: SparseMajorityConfig | None = None):
-    """The task and the ``{"train", "val", "test"}`` pairs ``(bits, labels)`` of run ``(seq_len, seed)``,
-    drawn exactly as :func:`~genbound.experiments.sparse_majority.run_seq_len` draws them."""
-    cfg = (config or SparseMajorityConfig()).validated()
-    task = make_task(int(seq_len), s=cfg.s, d=cfg.d, seed=_seed_for(seq_len, seed, 0))
-    g = torch.Generator().manual_seed(_seed_for(seq_len, seed, 1))
-    data = {
-        split: task.sample(n, g)
-        for split, n in (("train", cfg.n_train), ("val", cfg.n_val), ("test", cfg.n_test))
-    }
-    return task, data
 
 
 def one_bit_baselines(rows, config: SparseMajorityConfig | None = None):

@@ -1,4 +1,4 @@
-"""The sweep's results file (:mod:`genbound.experiments.results`): its schema, writing, resuming and
+"""The sweep's results file (:mod:`genbound.experiments.runtime.results`): its schema, writing, resuming and
 reading, and the saved sweep (part of :mod:`genbound.experiments.sparse_majority`)."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from dataclasses import asdict, fields
 from pathlib import Path
 from typing import Callable, Iterable
 
-from ..results import Schema, environment, git_commit, open_results, read_results
+from ..runtime.results import Schema, environment, git_commit, open_results, read_results
 from .config import SparseMajorityConfig
 
 __all__ = [
@@ -62,7 +62,7 @@ def open_sweep(
     path, config: SparseMajorityConfig, *, device="cpu", report: Callable[[str], None] | None = None
 ):
     """Open (create or resume) the sweep's results file at ``path`` for runs with ``config`` on
-    ``device``: :func:`~genbound.experiments.results.open_results` with every field of ``config``
+    ``device``: :func:`~genbound.experiments.runtime.results.open_results` with every field of ``config``
     and the environment. The returned writer's ``append`` takes run records (:class:`RunResult`)
     and ``done`` holds the ``(seq_len, seed)`` already finished. A file recorded with another
     configuration or environment is refused, naming the fields that differ."""
@@ -95,13 +95,13 @@ def write_csv(
 
 def read_sweep(path=None, *, report: Callable[[str], None] | None = None):
     """The sweep's results file (default ``SAVED_SWEEP``) as a
-    :class:`~genbound.experiments.results.ResultsTable` (rows, header with the configuration)."""
+    :class:`~genbound.experiments.runtime.results.ResultsTable` (rows, header with the configuration)."""
     return read_results(SAVED_SWEEP if path is None else path, SCHEMA, report=report)
 
 
 def read_csv(path=None):
     """The sweep (default ``SAVED_SWEEP``, the saved sweep) as a pandas DataFrame, one row per
-    finished run, read by :func:`~genbound.experiments.results.read_results` (the one reader of
+    finished run, read by :func:`~genbound.experiments.runtime.results.read_results` (the one reader of
     results files: an unfinished last row is reported and left out; a file that is not a sweep's
     results file raises :class:`~genbound.errors.ResultsFileError`)."""
     return read_sweep(path).frame()
@@ -109,10 +109,10 @@ def read_csv(path=None):
 
 def merge_sweeps(paths, out) -> Path:
     """Merge results files written by parallel processes of one sweep into one new file ``out``:
-    :func:`~genbound.experiments.results.merge_results` (the same header in every file, no
+    :func:`~genbound.experiments.runtime.results.merge_results` (the same header in every file, no
     ``(seq_len, seed)`` twice, rows sorted by key; ``out`` must not exist), then read back and checked
     as a sweep."""
-    from ..results import merge_results
+    from ..runtime.results import merge_results
 
     merge_results(paths, out, SCHEMA)
     read_sweep(out)  # the merged file reads back as a sweep
@@ -124,7 +124,7 @@ def _write_rows(out: Path, header: dict, columns, rows) -> None:
     import csv as _csv
     import io
 
-    from ..results import _atomic_create, _fmt, _header_text
+    from ..runtime.results import _atomic_create, _fmt, _header_text
 
     buf = io.StringIO()
     w = _csv.writer(buf, lineterminator="\n")
@@ -138,7 +138,7 @@ def recompute_bound_columns(path, out, *, columns: Iterable[str], notes: str) ->
     :func:`~genbound.experiments.sparse_majority.row_bound_fields`) recomputed from every row's saved
     norms, every other column byte for byte, and ``notes`` added to the header (say which columns
     were recomputed, with which commit, and why); the header's ``column_commits`` names this checkout's
-    commit for each recomputed column (:func:`~genbound.experiments.results.column_commits`). For a change in how a bound column is defined that
+    commit for each recomputed column (:func:`~genbound.experiments.runtime.results.column_commits`). For a change in how a bound column is defined that
     needs no retraining."""
     from ...errors import ResultsFileError
     from .bounds import row_bound_fields

@@ -20,7 +20,9 @@ from .config import SparseMajorityConfig
 from .evaluation import evaluate_stack, ramp_risk
 from .model import _PARAM_NAMES, build_model, load_stacked, stack_parameters
 from ...positional import uniform_input_radius
-from .task import _check_task, make_task
+from ..runtime.seeds import sparse_majority_seed
+from .data import regenerate_data
+from .task import _check_task
 from .training import _tensors_for, _train_adam, train_stack
 
 __all__ = ["RESULT_KEYS", "RunResult", "initial_model", "run_seq_len", "run_sweep"]
@@ -133,16 +135,12 @@ class RunResult:
         return d
 
 
-def _seed_for(seq_len: int, seed: int, salt: int) -> int:
-    return (int(seed) * 1_000_003 + int(seq_len) * 7919 + salt) % (2**63 - 1)
-
-
 def initial_model(seq_len: int, seed: int, config: SparseMajorityConfig | None = None):
     """The float64 network of run ``(seq_len, seed)`` at initialisation (before any training step).
 
     A snapshot for measuring (norms, bounds): its parameters do not require gradients.
     """
-    return build_model(config, seed=_seed_for(seq_len, seed, 2)).requires_grad_(False)
+    return build_model(config, seed=sparse_majority_seed(seq_len, seed, 2)).requires_grad_(False)
 
 
 def run_seq_len(
@@ -173,13 +171,12 @@ def run_seq_len(
     t_start = time.perf_counter()
     tasks, data, nets, gens = [], {"train": [], "val": [], "test": []}, [], []
     for sd in seeds:
-        task = make_task(seq_len, s=cfg.s, d=cfg.d, seed=_seed_for(seq_len, sd, 0))
-        g = torch.Generator().manual_seed(_seed_for(seq_len, sd, 1))
-        for split, n in (("train", cfg.n_train), ("val", cfg.n_val), ("test", cfg.n_test)):
-            data[split].append(task.sample(n, g))
+        task, drawn = regenerate_data(seq_len, sd, cfg)
+        for split in data:
+            data[split].append(drawn[split])
         tasks.append(task)
         nets.append(initial_model(seq_len, sd, cfg))
-        gens.append(torch.Generator().manual_seed(_seed_for(seq_len, sd, 3)))
+        gens.append(torch.Generator().manual_seed(sparse_majority_seed(seq_len, sd, 3)))
     data = {
         k: (torch.stack([b for b, _ in v]).to(dev), torch.stack([y for _, y in v]).to(dev))
         for k, v in data.items()
@@ -318,7 +315,7 @@ def run_sweep(
     those last-bit differences into different trajectories.)
 
     ``on_stack`` is called with the one-record list of every run as soon as it finishes (e.g.
-    :meth:`~genbound.experiments.results.ResultsWriter.append` of a results file), then ``on_result``
+    :meth:`~genbound.experiments.runtime.results.ResultsWriter.append` of a results file), then ``on_result``
     with the record; runs with ``skip(T, seed)`` true are not trained (finished rows of a results file
     being resumed), so a resumed sweep equals an uninterrupted one."""
     cfg = (config or SparseMajorityConfig()).validated()

@@ -132,7 +132,7 @@ def _size(a, b) -> str:
 class ReproductionCase:
     """Which case a rerun of a results file's rows is in: ``same_kind`` (every machine field recorded
     and equal here, so exact agreement is expected), ``machine`` (the machine fields that differ or
-    are not recorded, :class:`~genbound.experiments.results.Mismatch`) and ``commits`` (the commits
+    are not recorded, :class:`~genbound.experiments.runtime.results.Mismatch`) and ``commits`` (the commits
     that produced the compared columns, where they differ from this checkout's)."""
 
     same_kind: bool
@@ -179,7 +179,7 @@ class ReproductionCase:
 
 
 def _show(value) -> str:
-    from ..results import _show as show
+    from ..runtime.machine import _show as show
 
     return show(value)
 
@@ -187,7 +187,7 @@ def _show(value) -> str:
 def reproduction_case(table, *, device="cpu", here: dict | None = None) -> ReproductionCase:
     """The :class:`ReproductionCase` of rerunning rows of the results ``table`` here on ``device``
     with the current torch thread count (``here``: an environment dict to compare with instead)."""
-    from ..results import commit_mismatches, environment, same_machine_kind
+    from ..runtime.results import commit_mismatches, environment, same_machine_kind
 
     here = environment(device=device) if here is None else here
     same, machine = same_machine_kind(table.environment, here)
