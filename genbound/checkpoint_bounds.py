@@ -20,6 +20,7 @@ the command-line form.
 from __future__ import annotations
 
 from .bounds import sakai_imaizumi as _si
+from .weights import Spectra, TransformerWeights, load_weights
 
 __all__ = ["spectral_adaptive_bound", "edelman_proxy", "as_weights"]
 
@@ -27,7 +28,6 @@ __all__ = ["spectral_adaptive_bound", "edelman_proxy", "as_weights"]
 def as_weights(source):
     """``source`` itself when it is :class:`~genbound.weights.TransformerWeights` or
     :class:`~genbound.weights.Spectra`, else :func:`genbound.weights.load_weights` of it."""
-    from .weights import Spectra, TransformerWeights, load_weights
 
     if isinstance(source, (TransformerWeights, Spectra)):
         return source

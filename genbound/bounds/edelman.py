@@ -43,6 +43,7 @@ from ..rademacher import (
 )
 from ._result import BoundResult, DudleyHooks
 from .trauger_tewari import KAPPA_DEFAULT, TRIVIAL_RADEMACHER, CoverTerm, _aug, loss_lipschitz
+from .radius_grid import round_layer_radii, round_radii, union_delta
 
 __all__ = [
     "EdelmanLayerRadii",
@@ -505,8 +506,6 @@ def edelman_bound_from_model(
     )
     B_w21, S_w = float(n["w"]["l21"]), float(n["w"]["op"])
     if radius_grid:
-        from .radius_grid import round_layer_radii, round_radii, union_delta
-
         (layer,), idx = round_layer_radii([layer])
         (B_w21, S_w), i_w = round_radii([B_w21, S_w])
         delta = union_delta(delta, idx + i_w)

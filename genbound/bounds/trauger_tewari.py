@@ -42,6 +42,7 @@ from ..rademacher import (
     inverse_square_log_factor,
 )
 from ._result import LOSS_RANGE, TRIVIAL_RADEMACHER, BoundResult, DudleyHooks
+from .radius_grid import round_layer_radii, round_radii, union_delta
 
 __all__ = [
     "LayerRadii",
@@ -591,8 +592,6 @@ def trauger_tewari_bound_from_model(
     layers = layer_radii_from_model(model, spectral=spectral)
     B_w = float(model.weight_norms()["w"]["l11"])
     if radius_grid:
-        from .radius_grid import round_layer_radii, round_radii, union_delta
-
         layers, idx = round_layer_radii(layers)
         (B_w,), i_w = round_radii([B_w])
         delta = union_delta(delta, idx + i_w)

@@ -50,6 +50,8 @@ from .._validate import check_positive_int
 from ..errors import InputError, ParameterError
 from .runtime.machine import environment
 from .runtime.seeds import bert_point_seed
+from ..weights import load_weights
+from ..weights import Spectra
 
 __all__ = [
     "PAD",
@@ -331,7 +333,6 @@ def model_spectra(model, *, device="cpu"):
     stored), float64, without the ``1/sqrt(d_head)`` score scale (multiply the ``QK`` values by it to get
     the scaled variant: scaling a matrix scales its singular values and ``(2,1)`` norm alike).
     """
-    from ..weights import load_weights
 
     return load_weights(model).spectra(device=device, method="core")
 
@@ -348,7 +349,6 @@ def spectra_from_arrays(arrays: dict, *, attention_scale: bool = False):
     ``attention_scale=True`` multiplies the ``QK`` singular values and ``(2,1)`` norms by ``1/sqrt(d_head)``
     (``d_head = N / heads``), i.e. the spectra of the score matrices BERT actually uses.
     """
-    from ..weights import Spectra
 
     t = {f: torch.as_tensor(np.asarray(arrays[f]), dtype=torch.float64) for f in _FIELDS}
     hidden, d_ff = (int(x) for x in np.asarray(arrays["dims"]))

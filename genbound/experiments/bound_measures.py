@@ -13,6 +13,10 @@ from __future__ import annotations
 import math
 
 from ..weights import TransformerWeights
+from ..bounds.edelman import edelman_bound_from_model
+from ..bounds.trauger_tewari import trauger_tewari_bound_from_model
+from ..weights import Spectra
+from ..errors import InputError
 
 #: The target of every ``m*`` the experiments report: the smallest ``m`` at which a bound reaches 1/2.
 M_STAR_TARGET = 0.5
@@ -46,8 +50,6 @@ def bound_results(
     the ``[CLS]`` row included), with ``m`` training sequences, input radius ``B_X``, confidence
     ``delta``, ramp ``margin`` and, with ``radius_grid`` (default), the union over a grid of radii of
     :prf:ref:`thm-radius-union` (valid at norms read off a trained network)."""
-    from ..bounds.edelman import edelman_bound_from_model
-    from ..bounds.trauger_tewari import trauger_tewari_bound_from_model
 
     tt = trauger_tewari_bound_from_model(
         net, m=m, delta=delta, B_X=B_X, margin=margin, radius_grid=radius_grid
@@ -187,7 +189,6 @@ def spectral_measures(net_or_spectra, *, L_phi: float | None = None) -> dict:
 
 def _spectra_of(net_or_spectra, L_phi):
     """The exact-mode spectra of a network's four-matrix form (and its ``L_sigma``), or saved spectra."""
-    from ..weights import Spectra
 
     if isinstance(net_or_spectra, Spectra):
         if L_phi is None:
@@ -231,9 +232,7 @@ def capacity_fields(
     network's four-matrix form, computed once (or the saved ones): a file that stores them and the
     :class:`~genbound.nets.ModelNorms` recomputes every column here without the weights.
     """
-    from ..bounds.edelman import edelman_bound_from_model
     from ..bounds.sakai_imaizumi import edelman_proxy, spectral_adaptive_bound
-    from ..bounds.trauger_tewari import trauger_tewari_bound_from_model
 
     kw = dict(m=m, delta=delta, B_X=B_X, margin=margin)
     tt = trauger_tewari_bound_from_model(net, radius_grid=True, **kw)
@@ -302,9 +301,6 @@ def spectra_from_json(text: str):
     import json
 
     import torch
-
-    from ..errors import InputError
-    from ..weights import Spectra
 
     try:
         d = json.loads(text)

@@ -16,6 +16,7 @@ from __future__ import annotations
 import itertools
 
 import sympy as sp
+from . import trauger_tewari as st
 
 __all__ = ["proper_cover_factor", "multiclass_margin_lipschitz"]
 
@@ -61,7 +62,6 @@ def verify_against_code() -> bool:
     :func:`genbound.bounds.edelman.edelman_log_cover` (``S < B``): 1 or the proper-cover factor."""
     from ..bounds import edelman as ed
     from ..bounds import trauger_tewari as tt
-    from . import trauger_tewari as st
 
     proper, margin = proper_cover_factor(), multiclass_margin_lipschitz()
     if st.PROPER_FACTOR != proper or st.MARGIN_LIPSCHITZ_MULTICLASS != margin:

@@ -23,6 +23,7 @@ C*exp(-m/(9*k))
 from __future__ import annotations
 
 import sympy as sp
+from . import rademacher as srad
 
 __all__ = [
     "alpha",
@@ -66,7 +67,6 @@ def dudley_per_scale() -> sp.Expr:
     >>> dudley_per_scale()
     6
     """
-    from . import rademacher as srad
 
     j = sp.Symbol("j", integer=True, nonnegative=True)
     e = lambda i: c * sp.Integer(2) ** (-i)  # noqa: E731

@@ -22,6 +22,7 @@ by the other functions are evaluated by the tests and compared with :mod:`genbou
 from __future__ import annotations
 
 import sympy as sp
+from . import softmax as ss
 
 __all__ = [
     "p",
@@ -261,7 +262,6 @@ def verify_entropy_exponent_range() -> bool:
 
 
 def _softmax():
-    from . import softmax as ss
 
     return ss
 

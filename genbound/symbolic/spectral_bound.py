@@ -28,6 +28,7 @@ asserts that the numeric code uses exactly the same constants:
 from __future__ import annotations
 
 import sympy as sp
+from . import sakai_imaizumi as si
 
 __all__ = [
     "x",
@@ -170,14 +171,12 @@ def attention_qk_factor():
     Taken from the chapter's derivation :func:`genbound.symbolic.sakai_imaizumi.head_lipschitz`
     (softmax constant 2 times the two occurrences of ``X`` in the scores).
     """
-    from . import sakai_imaizumi as si
 
     return sp.expand(si.head_lipschitz()).coeff(si.C_V * si.C_QK)
 
 
 def gamma_qk_factor():
     """The factor ``2`` in ``gamma(QK) = 2 C2(V) C2(M_out) C2(M_in)`` (the softmax constant)."""
-    from . import sakai_imaizumi as si
 
     return sp.simplify(si.gamma_authors("QK") / (si.C_V * si.C_out * si.C_in))
 

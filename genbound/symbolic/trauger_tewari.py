@@ -25,6 +25,9 @@ expression built here; the tests lambdify these expressions and compare them wit
 from __future__ import annotations
 
 import sympy as sp
+from . import dudley as sd
+from . import rademacher as srad
+from .allocation import ALLOCATION_EXPONENTS
 
 __all__ = [
     "L_sigma",
@@ -327,8 +330,6 @@ def tt_bound_value(
     :class:`genbound.bounds.trauger_tewari.LayerRadii`: ``B_QK[l,h]``, ``S_V[l,h]``, ``B_C[l]``, ... and
     ``B_X, B_w, d, out_dim, m, delta, gamma, L_sigma, kappa``).
     """
-    from . import dudley as sd
-    from . import rademacher as srad
 
     A_loss, Lam_cover, names = tt_loss_cover(
         L, H, dense=dense, bias=bias, row_norm=row_norm, multiclass=multiclass
@@ -354,8 +355,6 @@ def tt_loss_cover(
 ):
     """``(A_loss, Lambda, names)``: ``log N(eps) <= A_loss/eps^2 + Lambda`` of the ramp-loss class of
     :prf:ref:`thm-tt-multilayer` (see :func:`tt_bound_value` for the parts and ``names``)."""
-    from . import rademacher as srad
-    from .allocation import ALLOCATION_EXPONENTS
 
     layers, rho = unrolled_sensitivities(L, H, dense=dense, bias=bias, row_norm=row_norm)
     d, k = sp.symbols("d out_dim", positive=True, integer=True)
@@ -442,7 +441,6 @@ def edelman_bound_parts(
     S_w = sp.Symbol("S_w", positive=True)
     B_w21 = sp.Symbol("B_w21", positive=True)
     d, k, Tn, gamma = sp.symbols("d out_dim T gamma", positive=True)
-    from . import rademacher as srad
 
     rho = edelman_single_layer_sensitivities(H, dense=dense, bias=bias)
     L_loss = (MARGIN_LIPSCHITZ_MULTICLASS if multiclass else 1) / gamma

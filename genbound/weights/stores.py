@@ -15,6 +15,7 @@ from typing import Callable, Mapping, Sequence
 import torch
 
 from .families import Family, fused_rows
+from .files import read_safetensor
 
 __all__ = ["TensorStore", "DictStore", "SafetensorsStore", "DenseHeads"]
 
@@ -85,7 +86,6 @@ class SafetensorsStore(TensorStore):
     files: Mapping[str, "Path | object"] = None
 
     def read(self, name):
-        from .files import read_safetensor
 
         return read_safetensor(self.files[name], name)
 

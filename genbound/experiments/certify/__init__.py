@@ -32,6 +32,12 @@ from ...bounds import pac_bayes as pb
 from ...errors import ParameterError
 from . import gibbs
 from .gibbs import flat, unflat
+from ..runtime.results import Schema
+from ..sparse_majority import cls_logits
+from ..sparse_majority import initial_model, regenerate_data, run_seq_len, stack_parameters
+from ..sparse_majority.training import _tensors_for, _train_adam
+from ..runtime.results import environment, open_results
+from ..runtime.results import read_results
 
 __all__ = [
     "CertifyConfig",
@@ -158,7 +164,6 @@ _COLUMNS = (
 
 
 def _schema():
-    from ..runtime.results import Schema
 
     return Schema("certify", _COLUMNS, key=("seq_len", "seed", "n_train"))
 
@@ -170,7 +175,6 @@ SCHEMA = _schema()
 def _sm_logits(bits: dict, E, pe, scale, chunk: int = 2000):
     """The task half of a sparse-majority certificate: logits of ``K`` stacked models on a split's bit
     sequences (float64 embeddings ``E``, positions ``pe``), in chunks of ``chunk`` sequences."""
-    from ..sparse_majority import cls_logits
 
     def logits(params, split, K):
         b = bits[split]
@@ -202,8 +206,6 @@ def certify_sparse_majority(
     """Certify the row ``(seq_len, seed)`` trained with the sparse-majority configuration ``sm_config``
     (its ``n_train`` replaced by ``config.n_train`` when that is positive); returns one row of
     :data:`SCHEMA`. See the module docstring for the steps."""
-    from ..sparse_majority import initial_model, regenerate_data, run_seq_len, stack_parameters
-    from ..sparse_majority.training import _tensors_for, _train_adam
 
     cc = (config or CertifyConfig()).validated()
     cfg = sm_config
@@ -337,7 +339,6 @@ def _posterior_columns(logits, splits, P_prior, P_full, cc, *, seed: int) -> dic
 def open_certificates(path, source: str, sm_config, config: CertifyConfig, *, report=None):
     """Open (create or resume) a certificate file: the header records the source results file, the
     sparse-majority configuration and every field of ``config``."""
-    from ..runtime.results import environment, open_results
 
     rec = {"source": str(source), "sparse_majority": asdict(sm_config), "certify": asdict(config)}
     return open_results(path, SCHEMA, rec, environment=environment(device="cpu"), report=report)
@@ -345,7 +346,6 @@ def open_certificates(path, source: str, sm_config, config: CertifyConfig, *, re
 
 def read_certificates(path):
     """A certificate file as a :class:`~genbound.experiments.runtime.results.ResultsTable`."""
-    from ..runtime.results import read_results
 
     return read_results(path, SCHEMA)
 

@@ -21,13 +21,19 @@ import math
 
 from ...errors import ParameterError
 from ..runtime.cli import check_ranges, parse_shard
+from . import CertifyConfig
+from . import certify_sparse_majority, open_certificates
+from ..sparse_majority import config_of, parse_row_keys, read_sweep
+from .family import FAMILY_SCHEMA, certify_family_setting, open_family_certificates
+from ..predict_gap import family_config, read_family
+from ..predict_gap.training import _key
+from ...jsonsafe import json_tree
 
 __all__ = ["add_certify"]
 
 
 def add_certify(psub) -> None:
     """Register ``experiment certify``."""
-    from . import CertifyConfig
 
     d = CertifyConfig()
     p = psub.add_parser(
@@ -77,9 +83,6 @@ def add_certify(psub) -> None:
 
 def _run(args) -> int:
     import torch
-
-    from . import CertifyConfig, certify_sparse_majority, open_certificates
-    from ..sparse_majority import config_of, parse_row_keys, read_sweep
 
     cc = CertifyConfig(
         prior_fraction=args.prior_fraction,
@@ -146,10 +149,6 @@ def family_settings(fc, n_trains=None) -> list[dict]:
 def _run_family(args, cc) -> int:
     import torch
 
-    from .family import FAMILY_SCHEMA, certify_family_setting, open_family_certificates
-    from ..predict_gap import family_config, read_family
-    from ..predict_gap.training import _key
-
     if args.n_train:
         raise ParameterError("--n-train applies to the sparse-majority sweep, not to --family")
     path = args.family or None
@@ -211,7 +210,6 @@ def _run_family(args, cc) -> int:
 
 def _report(rec: dict, label: str, as_json: bool) -> None:
     """One certified model on stdout: a JSON line (the project's one non-finite policy) or a summary."""
-    from ...jsonsafe import json_tree
 
     if as_json:
         print(json.dumps(json_tree(rec)), flush=True)

@@ -26,6 +26,11 @@ import torch
 
 from ...errors import ParameterError
 from . import CertifyConfig, _deterministic_columns, _posterior_columns, gibbs
+from ..runtime.results import Schema
+from ..predict_gap.family import build_model
+from ..predict_gap.training import train_stack
+from ..runtime.results import environment, open_results
+from ..runtime.results import read_results
 
 __all__ = [
     "FAMILY_SCHEMA",
@@ -90,7 +95,6 @@ _COLUMNS = (
 
 
 def _schema():
-    from ..runtime.results import Schema
 
     return Schema("certify-family", _COLUMNS, key=_KEY)
 
@@ -120,8 +124,6 @@ def certify_family_setting(
     """Certify the models of ``setting`` (a task and one value per axis of ``family_config``) at the seed
     indices ``seeds``; one row of :data:`FAMILY_SCHEMA` per seed index. ``saved_test_acc``: the family
     file's test accuracy per seed index, reported beside the retrained model's."""
-    from ..predict_gap.family import build_model
-    from ..predict_gap.training import train_stack
 
     cc = (config or CertifyConfig()).validated()
     if float(setting.get("label_noise", 0.0)) != 0.0:
@@ -198,7 +200,6 @@ def open_family_certificates(
 ):
     """Open (create or resume) a family certificate file: the header records the source family file, the
     family's configuration and every field of ``config``."""
-    from ..runtime.results import environment, open_results
 
     rec = {"source": str(source), "family": asdict(family_config), "certify": asdict(config)}
     return open_results(
@@ -208,6 +209,5 @@ def open_family_certificates(
 
 def read_family_certificates(path):
     """A family certificate file as a :class:`~genbound.experiments.runtime.results.ResultsTable`."""
-    from ..runtime.results import read_results
 
     return read_results(path, FAMILY_SCHEMA)

@@ -13,6 +13,10 @@ from pathlib import Path
 import numpy as np
 
 from ...errors import ParameterError
+from . import certify_config_of, read_certificates
+from .family import read_family_certificates
+from ...bounds import pac_bayes as pb
+from . import RECOMPUTED, recompute_bounds
 
 __all__ = [
     "DATA",
@@ -61,9 +65,6 @@ def load_certificates(paths, *, family: bool):
     ``input_flip`` axis, 0 for every certified model); the files must record the same
     certification settings and share no key."""
     import pandas as pd
-
-    from . import certify_config_of, read_certificates
-    from .family import read_family_certificates
 
     reader = read_family_certificates if family else read_certificates
     tables = [reader(p) for p in paths]
@@ -159,7 +160,6 @@ def coverage(df, delta_total: float) -> dict:
     """The coverage self-test: the share of models whose ``Q`` test error (measured on the test set)
     exceeds its certificate, with a one-sided 95 % Clopper-Pearson upper limit, against the
     certificate's total failure probability ``delta_total``."""
-    from ...bounds import pac_bayes as pb
 
     k = int((df["q_test_error"] > df["certificate"]).sum())
     n = len(df)
@@ -198,7 +198,6 @@ def paired_runs(before, after, key, cols=("certificate", "kl", "q_test_error")):
 def recompute_all(df, config) -> int:
     """The number of rows whose recomputed bounds (:func:`~genbound.experiments.certify.recompute_bounds`)
     differ from the stored ones in any column (0 when every row recomputes float for float)."""
-    from . import RECOMPUTED, recompute_bounds
 
     bad = 0
     for r in df.to_dict("records"):
@@ -212,9 +211,6 @@ def recompute_files(paths, *, family: bool) -> tuple[int, int]:
     """``(rows, differing)``: every row of the certificate files ``paths`` against its bounds recomputed
     from the row's counts and its own file's settings (:func:`recompute_all`)."""
     import pandas as pd
-
-    from . import certify_config_of, read_certificates
-    from .family import read_family_certificates
 
     rows = bad = 0
     for p in paths:

@@ -15,6 +15,13 @@ import json
 from pathlib import Path
 
 from ...errors import InputError, ParameterError
+from .config import CertifyLMConfig
+from .config import SIZES
+from .data import load_corpus
+from .files import read_sweep
+from .sweep import run_sweep
+from ...jsonsafe import json_tree
+from .files import saved_rows
 
 __all__ = ["add_certify_lm"]
 
@@ -24,7 +31,6 @@ SWEEP_SIZES = ("xs", "s", "m", "l", "xl")
 
 def add_certify_lm(psub) -> None:
     """Register ``experiment certify-lm``."""
-    from .config import CertifyLMConfig
 
     d = CertifyLMConfig()
     p = psub.add_parser(
@@ -70,14 +76,8 @@ def _parse(text: str, name: str, conv) -> tuple:
 
 
 def _run(args) -> int:
-    from .config import SIZES, CertifyLMConfig
-    from .data import load_corpus
-    from .files import read_sweep
-    from .sweep import run_sweep
 
     if args.saved:
-        from .files import saved_rows
-
         for row in saved_rows():
             _report(row, args.json)
         return 0
@@ -117,7 +117,6 @@ def _run(args) -> int:
 
 def _report(row: dict, as_json: bool) -> None:
     """One certified model on stdout: a JSON line or a summary."""
-    from ...jsonsafe import json_tree
 
     if as_json:
         print(json.dumps(json_tree(dict(row))), flush=True)

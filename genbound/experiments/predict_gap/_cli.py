@@ -18,13 +18,14 @@ from ..runtime.cli import (
     saved_note,
     warn,
 )
+from . import SAVED_FAMILY, FamilyConfig
+from .. import predict_gap as pg
 
 __all__ = ["add_predict_gap"]
 
 
 def add_predict_gap(psub) -> None:
     """Register ``experiment predict-gap`` (Part V)."""
-    from . import SAVED_FAMILY, FamilyConfig
 
     dflt = FamilyConfig()
     pg = psub.add_parser(
@@ -116,8 +117,6 @@ def add_predict_gap(psub) -> None:
 
 def _run_predict_gap(args) -> int:
     import torch
-
-    from .. import predict_gap as pg
 
     check_ranges({"--boot": args.boot, "--nulls": args.nulls, "--threads": args.threads})
     if args.saved:

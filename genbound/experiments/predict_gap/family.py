@@ -21,6 +21,12 @@ import torch
 from ..._validate import check_positive_int, check_real
 from ...errors import ParameterError
 from ..runtime.seeds import batch_seed, family_data_seed, flip_seed, init_seed
+from ...errors import require
+from ..sparse_majority import sinusoidal_encoding
+from ...nets import ReferenceTransformer
+from ..fullbatch import AdamProtocol
+from ..sparse_majority import uniform_input_radius
+from ..sparse_majority import make_task
 
 __all__ = [
     "TASKS",
@@ -160,7 +166,6 @@ class FamilyConfig:
         check_positive_int(self.flat_draws, "flat_draws")
         check_positive_int(self.flat_steps, "flat_steps")
         check_real(self.flat_hi, "flat_hi", lo=0.0, lo_open=True)
-        from ..fullbatch import AdamProtocol
 
         AdamProtocol(steps=self.steps, warmup=self.warmup).validated()
         return self
@@ -223,10 +228,8 @@ def _digits_inputs(width: int) -> tuple[torch.Tensor, torch.Tensor]:
     """All 1,797 digits as sequences: row ``r`` of the image (8 pixels scaled to ``[0, 1]``) in the
     first 8 coordinates and the sinusoidal encoding of ``r`` in the other ``width - 8``; a [CLS] row
     (pixels 0, encoding of position 8) last. Every coordinate lies in ``[-1, 1]``, so ``||x|| <= sqrt(d)``."""
-    from ...errors import require
 
     load_digits = require("sklearn.datasets", "the digits task of Part V").load_digits
-    from ..sparse_majority import sinusoidal_encoding
 
     data = load_digits()
     img = torch.as_tensor(data.images, dtype=torch.float64) / 16.0  # (N, 8, 8)
@@ -277,8 +280,6 @@ def task_shape(task: str, width: int) -> tuple[int, float]:
     if task == "digits":
         return _DIGIT_ROWS, math.sqrt(width)
     if task == "sparse-majority":
-        from ..sparse_majority import uniform_input_radius
-
         return _SM_SEQ_LEN, uniform_input_radius(width)
     raise ParameterError(f"unknown task {task!r}; expected one of {TASKS}")
 
@@ -339,8 +340,6 @@ def make_task_data(
         flip[:, :_DIGIT_ROWS, :8] = 1.0 - 2.0 * X[tr][:, :_DIGIT_ROWS, :8]
         return TaskData(X[tr], ytr, X[te], y[te], 10, math.sqrt(width), flip, "coordinate")
     if task == "sparse-majority":
-        from ..sparse_majority import make_task, uniform_input_radius
-
         t = make_task(_SM_SEQ_LEN, d=width, seed=ds)
         g = torch.Generator().manual_seed(ds + 1)
         (btr, ytr), (bte, yte) = t.sample(n_max, g), t.sample(n_test, g)
@@ -366,8 +365,6 @@ def build_model(
     width ``width / 2``, biases, ReLU, a dense map, read out at the last ([CLS]) row, float64; every
     parameter of its seeded initialisation multiplied by ``init_scale``."""
     import torch
-
-    from ...nets import ReferenceTransformer
 
     net = ReferenceTransformer(
         width,

@@ -44,6 +44,8 @@ import numpy as np
 import torch
 
 from ...weights import TransformerWeights
+from ...nets import ModelNorms
+from ..bound_measures import capacity_fields, spectra_to_json
 
 __all__ = [
     "BOUNDS",
@@ -202,8 +204,6 @@ def measures_for(
     architecture at its initial weights) on its training set ``(X_train, y_train)`` of size ``m``.
     ``flat``: keyword arguments of :func:`magnitude_flatness` (``max_error``, ``draws``, ``steps``,
     ``hi``)."""
-    from ...nets import ModelNorms
-    from ..bound_measures import capacity_fields, spectra_to_json
 
     sp = TransformerWeights.of_reference(net).spectra(method="core")
     cf = capacity_fields(

@@ -28,6 +28,10 @@ import numpy as np
 from .. import ranking as rk
 from .family import AXES
 from .measures import MEASURES
+from .baselines import hp_baselines
+from ...errors import GenboundError
+from .baselines import baseline_names
+from .nulls import NULL_STATS, RankingIndex, beyond_null, null_statistics, null_percentiles
 
 __all__ = [
     "axes_of",
@@ -240,7 +244,6 @@ def family_frame(df):
     """The fitted models of ``df`` with the hyperparameter-only baselines
     (:func:`~genbound.experiments.predict_gap.hp_baselines`, fitted on the fitted models) as extra
     columns."""
-    from .baselines import hp_baselines
 
     base = hp_baselines(df)
     return fitted_models(df.join(base))
@@ -272,8 +275,6 @@ def present_baselines(fit) -> list[str]:
     (``baseline_names``, read from the whole table);
     a :class:`~genbound.errors.GenboundError` naming the missing columns when ``fit`` lacks one (a
     baseline never drops out of the tables silently)."""
-    from ...errors import GenboundError
-    from .baselines import baseline_names
 
     names = baseline_names(fit)
     missing = [c for c in names if c not in fit.columns]
@@ -308,8 +309,6 @@ def measure_table(
     Returns ``(table, extras)``, ``extras`` holding the bootstrap replicates (``reps``), the null
     samples per model subset (``nulls``: ``"all"`` and ``"depth1"``) and their percentiles."""
     import pandas as pd
-
-    from .nulls import NULL_STATS, RankingIndex, beyond_null, null_statistics, null_percentiles
 
     fit = family_frame(df) if fit is None else fit
     axes = axes_of(fit)
@@ -640,7 +639,6 @@ def summary(
         },
         "measures": {},
     }
-    from .nulls import NULL_STATS
 
     for m, r in tab.iterrows():
         out["measures"][m] = {

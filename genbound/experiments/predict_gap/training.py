@@ -43,6 +43,10 @@ from .measures import (
     measure_columns,
     measures_for,
 )
+from ...nets import stack_parameters
+from ...nets import ModelNorms
+from ..bound_measures import capacity_fields, spectra_from_json
+from ..runtime.results import merge_results
 
 __all__ = [
     "SAVED_FAMILY",
@@ -116,7 +120,6 @@ def train_stack(setting: dict, seeds: Sequence[int], config: FamilyConfig):
     stack, with the family's protocol; returns ``(datas, out)``: each seed index's
     :class:`TaskData` and the stack's :func:`~genbound.experiments.fullbatch.fit_stack` outcome (``out.stop``: the
     stopped parameters, float32, leading axis over ``seeds``)."""
-    from ...nets import stack_parameters
 
     cfg = config.validated()
     task, L, w, n = setting["task"], setting["depth"], setting["width"], setting["n_train"]
@@ -375,8 +378,6 @@ def recompute_measures(row: dict, config: FamilyConfig) -> dict:
     trained network, with the row's ``m``, the task's ``T`` and ``B_X``
     (:func:`~genbound.experiments.predict_gap.task_shape`), the configuration's ``delta`` and margin, and
     the row's margin quantile ``margin_q``."""
-    from ...nets import ModelNorms
-    from ..bound_measures import capacity_fields, spectra_from_json
 
     norms = ModelNorms.from_json(row["norms_json"])
     T, B_X = task_shape(str(row["task"]), int(row["width"]))
@@ -398,7 +399,6 @@ def merge_family(paths, out) -> Path:
     """Merge the shards of one family run (:func:`run_family` with ``shard``) into the new file ``out``
     (:func:`~genbound.experiments.runtime.results.merge_results`: one header, rows sorted; a model trained in
     two shards is kept once, only if the two rows agree in every column but the wall time ``seconds``)."""
-    from ..runtime.results import merge_results
 
     return merge_results(paths, out, SCHEMA, same_except=("seconds",))
 
@@ -452,8 +452,6 @@ def family_config(path=None) -> FamilyConfig:
     """The :class:`~genbound.experiments.predict_gap.FamilyConfig` recorded in a family's results file
     (default ``SAVED_FAMILY``)."""
     from dataclasses import fields as _fields
-
-    from ..runtime.results import read_results
 
     cfg = read_results(Path(SAVED_FAMILY if path is None else path), SCHEMA).config
     names = {f.name for f in _fields(FamilyConfig)}

@@ -19,13 +19,27 @@ import json
 from ...errors import Interrupted, ParameterError
 from ...jsonsafe import json_tree
 from ..runtime.cli import MAX_SEED, MAX_TOKENS, check_ranges, parse_int_list, saved_note, warn
+from . import SparseMajorityConfig
+from . import (
+    parse_row_keys,
+    pick_rows,
+    read_sweep,
+    reproduction_case,
+    verify_rows,
+)
+from ...device import resolve_device
+from . import (
+    RESULT_KEYS,
+    _check_task,
+    open_sweep,
+    run_sweep,
+)
 
 __all__ = ["add_sparse_majority"]
 
 
 def add_sparse_majority(psub) -> None:
     """Register ``experiment sparse-majority`` (Part II)."""
-    from . import SparseMajorityConfig
 
     dflt = SparseMajorityConfig()
     sm = psub.add_parser(
@@ -158,14 +172,6 @@ def _verify_sparse_majority(args) -> int:
     """``--verify-saved`` / ``--verify-saved-rows``: every key is checked before anything is trained."""
     import torch
 
-    from . import (
-        parse_row_keys,
-        pick_rows,
-        read_sweep,
-        reproduction_case,
-        verify_rows,
-    )
-
     if args.verify_saved is not None and args.verify_saved_rows is not None:
         raise ParameterError("give --verify-saved or --verify-saved-rows, not both")
     check_ranges({"--verify-seed": args.verify_seed})  # --verify-saved: pick_rows names the rows
@@ -242,15 +248,6 @@ def _run_sparse_majority(args) -> int:
 
     if args.verify_saved is not None or args.verify_saved_rows is not None:
         return _verify_sparse_majority(args)
-
-    from ...device import resolve_device
-    from . import (
-        RESULT_KEYS,
-        SparseMajorityConfig,
-        _check_task,
-        open_sweep,
-        run_sweep,
-    )
 
     seq_lens = parse_int_list(args.seq_lens, "--seq-lens")
     check_ranges(

@@ -13,6 +13,7 @@ from ..bound_measures import (
     sample_size_needed,
     spectral_measures,
 )
+from ...nets import ModelNorms
 
 __all__ = [
     "M_STAR_TARGET",
@@ -29,7 +30,6 @@ __all__ = [
 
 def saved_norms(row: dict):
     """The :class:`~genbound.nets.ModelNorms` of a saved run (its ``norms_json`` column)."""
-    from ...nets import ModelNorms
 
     return ModelNorms.from_json(row["norms_json"])
 

@@ -8,6 +8,7 @@ from ..._validate import check_positive_int, check_real
 from ...device import resolve_dtype
 from ...errors import ParameterError
 from .task import D_HEAD, D_MODEL, N_HEADS, S_RELEVANT, _check_task
+from ..fullbatch import AdamProtocol
 
 __all__ = ["PROTOCOLS", "SparseMajorityConfig"]
 
@@ -108,7 +109,6 @@ class SparseMajorityConfig:
 
     def adam_protocol(self):
         """The :class:`~genbound.experiments.fullbatch.AdamProtocol` of the ``"adam"`` protocol."""
-        from ..fullbatch import AdamProtocol
 
         return AdamProtocol(
             lr=self.adam_lr, steps=self.steps, warmup=self.warmup, eval_every=self.eval_interval

@@ -9,6 +9,12 @@ from typing import Callable, Iterable
 
 from ..runtime.results import Schema, environment, git_commit, open_results, read_results
 from .config import SparseMajorityConfig
+from .runs import RunResult
+from ..runtime.results import merge_results
+from ..runtime.results import _atomic_create, _fmt, _header_text
+from ...errors import ResultsFileError
+from .bounds import row_bound_fields
+from .verify import config_of
 
 __all__ = [
     "merge_sweeps",
@@ -33,7 +39,6 @@ _TYPES = {"int": int, "float": float, "bool": bool, "str": str}
 
 
 def _schema() -> Schema:
-    from .runs import RunResult
 
     cols = tuple(
         (f.name, _TYPES[f.type if isinstance(f.type, str) else f.type.__name__])
@@ -84,8 +89,6 @@ def write_csv(
     existing one, which must record the same configuration): all records in one whole write."""
     path = Path(path)
     if not append and path.exists():
-        from ...errors import ResultsFileError
-
         raise ResultsFileError(
             f"{path}: exists; pass append=True to resume it, or write to a new file"
         )
@@ -112,7 +115,6 @@ def merge_sweeps(paths, out) -> Path:
     :func:`~genbound.experiments.runtime.results.merge_results` (the same header in every file, no
     ``(seq_len, seed)`` twice, rows sorted by key; ``out`` must not exist), then read back and checked
     as a sweep."""
-    from ..runtime.results import merge_results
 
     merge_results(paths, out, SCHEMA)
     read_sweep(out)  # the merged file reads back as a sweep
@@ -123,8 +125,6 @@ def _write_rows(out: Path, header: dict, columns, rows) -> None:
     """Create the results file ``out`` with ``header`` and ``rows`` (dicts) in one atomic write."""
     import csv as _csv
     import io
-
-    from ..runtime.results import _atomic_create, _fmt, _header_text
 
     buf = io.StringIO()
     w = _csv.writer(buf, lineterminator="\n")
@@ -140,9 +140,6 @@ def recompute_bound_columns(path, out, *, columns: Iterable[str], notes: str) ->
     were recomputed, with which commit, and why); the header's ``column_commits`` names this checkout's
     commit for each recomputed column (:func:`~genbound.experiments.runtime.results.column_commits`). For a change in how a bound column is defined that
     needs no retraining."""
-    from ...errors import ResultsFileError
-    from .bounds import row_bound_fields
-    from .verify import config_of
 
     out = Path(out)
     if out.exists():

@@ -13,6 +13,7 @@ import torch
 from ...device import resolve_device, resolve_dtype
 from .config import SparseMajorityConfig
 from .task import D_HEAD, D_MODEL, N_HEADS
+from ...nets import ReferenceTransformer
 
 __all__ = ["build_model", "keras_init_", "stack_parameters", "load_stacked", "cls_logits"]
 
@@ -35,7 +36,6 @@ def build_model(
     >>> net.n_heads, net.d_head, net.out_dim, net.bias, net.score_scale
     (2, 64, 2, True, 0.125)
     """
-    from ...nets import ReferenceTransformer
 
     cfg = (config or SparseMajorityConfig()).validated()
     net = ReferenceTransformer(
@@ -127,7 +127,6 @@ def _full_names(params: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
 def _architecture(score_scale: float):
     """A network of the experiment's architecture with score scale ``score_scale``: the model class
     whose stacked modes evaluate the stacks (its own parameter values are never used)."""
-    from ...nets import ReferenceTransformer
 
     return ReferenceTransformer(
         D_MODEL,

@@ -9,6 +9,8 @@ from ..._validate import check_positive_int
 from ...errors import ParameterError
 from .files import csv_columns
 from .runs import RunResult
+from ...bounds.radius_grid import prior, round_layer_radii, round_radii
+from ...bounds.trauger_tewari import layer_radii_from_model
 
 __all__ = [
     "to_frame",
@@ -309,8 +311,6 @@ def radius_prior_nats(net) -> list[float]:
     grid index of the radius, for every radius of
     :func:`~genbound.bounds.trauger_tewari.layer_radii_from_model` and the readout's ``B_w``, in the
     order :func:`~genbound.bounds.radius_grid.round_layer_radii` visits them."""
-    from ...bounds.radius_grid import prior, round_layer_radii, round_radii
-    from ...bounds.trauger_tewari import layer_radii_from_model
 
     _, idx = round_layer_radii(layer_radii_from_model(net))
     _, i_w = round_radii([float(net.weight_norms()["w"]["l11"])])

@@ -15,6 +15,7 @@ from .config import SparseMajorityConfig
 from .evaluation import bce_one_hot, evaluate_stack
 from .model import cls_logits
 from .task import SparseMajorityTask
+from ..fullbatch import fit_stack
 
 __all__ = ["TrainOutcome", "train_stack"]
 
@@ -150,7 +151,6 @@ def _select(params, data, E, pe, scale, cfg, best, ckpt, ckpt_epoch, active, epo
 def _train_adam(params, tasks, data, cfg, E, pe, scale, progress, desc):
     """Run the ``"adam"`` protocol; returns ``(stop, val_best, fitted, fit_step, steps, val_step,
     diverged, initial)``."""
-    from ..fullbatch import fit_stack
 
     bits_tr, y_tr = data["train"]
 

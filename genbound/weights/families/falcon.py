@@ -17,10 +17,10 @@ and feed-forward read the same input. Scores scaled by ``1/sqrt(dh)``; GELU feed
 """
 
 from .base import Family, Role, config_value
+from ...errors import ArchitectureError
 
 
 def _flag(config, key: str, default: bool) -> bool:
-    from ...errors import ArchitectureError
 
     v = config_value(config, key)
     if v is None:

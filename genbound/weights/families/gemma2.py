@@ -10,11 +10,11 @@ global attention (masks, no weight changes). The extra ``post_attention_layernor
 import math
 
 from .base import config_value, llama_like
+from ...errors import ArchitectureError
 
 
 def score_scale(config, layer: int, d_head: int) -> float:
     """Gemma 2's score factor: ``query_pre_attn_scalar ** -0.5``."""
-    from ...errors import ArchitectureError
 
     v = config_value(config, "query_pre_attn_scalar")
     if isinstance(v, bool) or not isinstance(v, (int, float)) or not v > 0:

@@ -19,10 +19,10 @@ loader transposes it, and the proxies are then formed exactly as for BERT. Confi
 import math
 
 from .base import Family, Role, config_value
+from ...errors import ArchitectureError
 
 
 def _flag(config, key: str, default: bool) -> bool:
-    from ...errors import ArchitectureError
 
     v = config_value(config, key)
     if v is None:
