@@ -1,9 +1,10 @@
 """Every value the book glues, read from the executed notebooks of a build, and a comparison of two builds.
 
 A restructure of the package must leave every number the book prints unchanged. ``make book`` leaves the
-executed notebooks in ``_build/.jupyter_cache`` and ``_build/jupyter_execute``; this script reads every
-``glue`` output there (MyST-NB records a glued value as a display output whose metadata has
-``scrapbook.name``) and writes ``name -> {mime type: text}`` per chapter as one JSON file. Figures are
+executed notebooks in ``_build/jupyter_execute``, each with its glued values beside it
+(``NAME.glue.json``, MyST-NB's record of every ``glue`` call, shown or not) and the shown ones also among
+the notebook's outputs (metadata ``scrapbook.name``); this script reads both and writes
+``name -> {mime type: text}`` per chapter as one JSON file. Figures are
 kept as the SHA-256 of their image bytes (a figure may differ by its renderer's metadata; the comparison
 reports them apart from the text values).
 
@@ -49,7 +50,15 @@ def snapshot(build: pathlib.Path) -> dict[str, dict]:
     found = sorted(root.rglob("*.ipynb"))
     if not found:
         sys.exit(f"glue_snapshot: no executed notebooks under {root}")
-    return {str(p.relative_to(root)): glued_values(json.loads(p.read_text())) for p in found}
+    out = {}
+    for p in found:
+        values = glued_values(json.loads(p.read_text()))
+        record = p.with_suffix(".glue.json")
+        if record.exists():
+            outputs = list(json.loads(record.read_text()).values())
+            values.update(glued_values({"cells": [{"outputs": outputs}]}))
+        out[str(p.relative_to(root))] = values
+    return out
 
 
 def compare(before: dict, after: dict) -> list[str]:
