@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+from ..errors import ParameterError
+from . import all_claims, check
+from .._validate import check_int_range
 
 
 def add_parser(sub) -> None:
@@ -30,11 +33,6 @@ def run(args) -> int:
     """Exit code 0 when every chosen claim passed (and, with ``--mutants``, every claim has a mutant and
     every mutant was killed); 1 otherwise."""
     from dataclasses import replace
-
-    from ..errors import ParameterError
-    from . import all_claims, check
-
-    from .._validate import check_int_range
 
     check_int_range(args.seed, "--seed", 0, 2**32 - 1, why="numpy and torch seeds are 32-bit")
     if args.mutants and not args.check:

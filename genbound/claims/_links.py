@@ -19,6 +19,7 @@ import pkgutil
 import posixpath
 import re
 from functools import lru_cache
+from ..errors import ParameterError
 
 __all__ = ["page_href", "statement_href", "api_href", "implementing_objects", "claims_index_html"]
 
@@ -160,7 +161,6 @@ def claims_index_html(
     >>> 'href="api.html#genbound.covering.allocate_scales"' in out, "<td>0.50</td>" in out
     (True, True)
     """
-    from ..errors import ParameterError
 
     missing = {"label", "chapter"} - set(table.columns)
     if missing:

@@ -19,6 +19,8 @@ from ..bounds import edelman as ed_mod
 from ..symbolic import allocation as sym_alloc
 from ..symbolic import rademacher as sym_rad
 from ._core import AllOf, FunctionCheck, register_cache
+from ..symbolic import trauger_tewari as sym_tt
+from . import _REGISTRY
 
 CH_RAD = "book/part1/rademacher.md"
 CH_COV = "book/part1/covering.md"
@@ -89,7 +91,6 @@ def part1_equalities(seed: int = 0, n: int = 60) -> dict[str, float]:
     f_sup = sp.lambdify(
         (sym_rad.B, Ka, Ke, Kn, sym_rad.d), (sp.floor(Ksym) + 1) * sp.log(2 * sym_rad.d), "math"
     )
-    from ..symbolic import trauger_tewari as sym_tt
 
     za, zb, ze, zn = sp.symbols("a b eta n", positive=True)
     f_zh = sp.lambdify((za, zb, ze, zn), sym_tt.zhang_log_cover(za, zb, ze, zn), "math")
@@ -216,8 +217,6 @@ def add_equalities(equalities: dict) -> None:
     functions it covers)``) one more numeric check: its published right side equals the statement (two-sided).
     Each chapter's module calls it, after registering its claims, for its own claims."""
     from dataclasses import replace as dc_replace
-
-    from . import _REGISTRY
 
     for label, (key, covers) in equalities.items():
         c = _REGISTRY[label]

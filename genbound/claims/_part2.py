@@ -21,6 +21,9 @@ from ..bounds.trauger_tewari import LayerRadii, layer_radii_from_model
 from ..nets import ReferenceTransformer, augment, forward_effective
 from ..symbolic import trauger_tewari as sym
 from . import Mutant, register_cache, replaced, scaled
+from . import InequalityCheck
+from ..symbolic import dudley as sd
+from ._core import _times
 
 F64 = torch.float64
 
@@ -370,7 +373,6 @@ def score_path_sample(gen, n, *, H, d, T, K, dense, bias, m=None):
 def score_path_check(sample, ratio, **search):
     """The :class:`~genbound.claims.InequalityCheck` of ``sample`` (a :func:`score_path_sample`) with the
     search held to moves of the query-key map alone."""
-    from . import InequalityCheck
 
     return InequalityCheck(sample, ratio, lambda x: _hold_still(x, "QK"), **search)
 
@@ -380,7 +382,6 @@ def one_matrix_checks(sample, ratio, kinds, project=None, **search):
     which only that kind moves (:func:`keep_one_moving`), with an adversarial search that keeps it so (every
     other hat is projected back onto its matrix after each step). Each sensitivity is tested where it is the
     whole right side, so a constant wrong in one term alone cannot hide behind the others."""
-    from . import InequalityCheck
 
     def check(kind):
         def smp(gen, n):
@@ -543,7 +544,6 @@ COVER_A_HALVED = scaled(
 def _capacity_fn():
     """``(capacity(A, Lambda, c), log_factor(A, m, c))`` lambdified from
     :func:`genbound.symbolic.dudley.capacity_derivation` (the log factor floored at 1)."""
-    from ..symbolic import dudley as sd
 
     cap, ell, _ = sd.capacity_derivation()
     fc = sym.sp.lambdify((sd.A, sd.Lam, sd.c), cap, modules="math")
@@ -557,7 +557,6 @@ def _rel(a, b):
 
 def _patch_both(name, factor):
     """Mutant patches: ``name`` scaled by ``factor`` where the bounds call it and where Part I defines it."""
-    from ._core import _times
 
     return tuple(
         (owner, name, lambda old: _times(old, factor)) for owner in (tt_mod, ed_mod, rad_mod)

@@ -45,6 +45,9 @@ from ._part2 import (
     score_path_check,
     score_path_sample,
 )
+from ..symbolic.allocation import ALLOCATION_EXPONENTS
+from ..symbolic import dudley as sd
+from ..symbolic import rademacher as srad
 
 CH = "book/part2/edelman_baseline.md"
 _THIS = sys.modules[__name__]  # mutants patch the right-hand-side functions defined here
@@ -99,7 +102,6 @@ def _edelman_reference_split(parts, zf, iterations):
     """``eps -> (split, total)``: the split ``eps_j`` the statement uses (the allocation lemma iterated, or the split at the
     ``m``-free constants when that gives a strictly smaller cover; the iterated one on a tie) and ``log N(eps)``
     there, built from the sympy parts only (no genbound cover code)."""
-    from ..symbolic.allocation import ALLOCATION_EXPONENTS
 
     p_cost = float(ALLOCATION_EXPONENTS[0])
     maps, zh = parts
@@ -149,8 +151,6 @@ def _dudley_reference(cover, alpha, m, c):
     """``4 alpha + 12/sqrt(m) int_alpha^{c/2} sqrt(log N)`` with the sympy constants, by ``mpmath.quad``."""
     import mpmath
 
-    from ..symbolic import dudley as sd
-
     k4, k12 = float(sd.DUDLEY_ALPHA_COEF), float(sd.DUDLEY_INTEGRAL_COEF)
     if alpha >= c / 2:
         return k4 * c / 2
@@ -169,8 +169,6 @@ def edelman_value_agreement(seed: int, n: int = 10) -> tuple[float, int, int]:
     from :func:`genbound.symbolic.rademacher.generalization_gap`; also the cover itself at three scales.
     Returns ``(worst, trials, non-trivial)``."""
     import random
-
-    from ..symbolic import rademacher as srad
 
     rng = random.Random(seed)
     gap = sym.sp.lambdify(
@@ -570,17 +568,18 @@ def _edelman_constructive_ratio(seed, *, n_models=4, m=16, H=2, d=4):
 def _edelman_allocation_check(seed):
     """The Edelman-type cover evaluates each part at a split ``eps_j`` with ``sum eps_j = eps``; check the split
     is valid (ratio ``sum eps_j / eps``) and that more tokens never give a smaller cover."""
-    from ..bounds.edelman import EdelmanLayerRadii, edelman_log_cover
 
     gen = torch.Generator().manual_seed(seed)
     worst, trials = 0.0, 0
     for _ in range(40):
         u = (10 ** (2 * torch.rand(6, generator=gen, dtype=F64) - 1)).tolist()
-        lay = EdelmanLayerRadii((u[0], u[1]), (u[2], u[3]), (u[2] / 2, u[3]), u[4], u[5])
+        lay = ed_mod.EdelmanLayerRadii((u[0], u[1]), (u[2], u[3]), (u[2] / 2, u[3]), u[4], u[5])
         eps = float(10 ** (2 * torch.rand(1, generator=gen) - 1))
         prev = 0.0
         for T in (1, 10, 1000):
-            cov = edelman_log_cover(lay, B_X=1.0, B_w21=1.0, S_w=1.0, d=8, m=100, T=T, bias=True)
+            cov = ed_mod.edelman_log_cover(
+                lay, B_X=1.0, B_w21=1.0, S_w=1.0, d=8, m=100, T=T, bias=True
+            )
             sc = cov.scales(eps)
             worst = max(worst, sum(sc.values()) / eps, prev / cov(eps))
             prev = cov(eps)
@@ -662,7 +661,6 @@ def _log_factor_parts_fn():
     :func:`genbound.symbolic.dudley.inverse_square_alpha` at ``Lambda = 0`` (the point where
     :func:`genbound.symbolic.dudley.capacity_derivation` evaluates the objective), and Zhang's logarithm
     ``l = eta^2 zhang_smooth_log_cover(a, b, eta, n) / (36 a^2 b^2)`` (:func:`genbound.symbolic.trauger_tewari.zhang_smooth_log_cover`)."""
-    from ..symbolic import dudley as sd
 
     a, b, eta, n = sym.sp.symbols("a b eta n", positive=True)
     ell = sym.sp.simplify(
@@ -680,7 +678,6 @@ def edelman_log_factor_reference(maps, zh, A0, m, c):
     ``max(1, max_h l_h(eps_h / rho_h))`` at the split ``eps_h = eps C_h^{2/3} / sum_j C_j^{2/3}`` (maps: ``C_j``;
     score classes: ``6 rho a b``), and the log factor ``sqrt(l(alpha_0)) max(1, 1 + log(c sqrt(m)/(6 sqrt(A0))))``
     with ``alpha_0 = min(3 sqrt(A0)/sqrt(m), c/2)`` (``1`` when ``A0 = 0``)."""
-    from ..symbolic.allocation import ALLOCATION_EXPONENTS
 
     a0f, zlog = _log_factor_parts_fn()
     _, fl = _capacity_fn()
@@ -712,8 +709,6 @@ def edelman_capacity_ratios(seed: int, n: int = 6) -> tuple[float, float, int]:
     and the log factor and ``l(eps)`` from :func:`edelman_log_factor_reference` (two-sided: a log factor taken at
     another cut-off or another split fails as surely as a smaller one)."""
     import random
-
-    from ..symbolic.allocation import ALLOCATION_EXPONENTS
 
     rng = random.Random(seed)
     fc, _ = _capacity_fn()

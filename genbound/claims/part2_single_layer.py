@@ -43,6 +43,8 @@ from ._part2 import (
     score_path_check,
     score_path_sample,
 )
+from ..symbolic import dudley as sd
+from ..bounds import _result
 
 CH = "book/part2/single_layer.md"
 
@@ -249,7 +251,6 @@ register(
 @lru_cache(maxsize=None)
 def _integral_fn():
     """``int_alpha^{c/2} (sqrt(A)/eps + sqrt(Lambda)) d eps`` (sympy), lambdified."""
-    from ..symbolic import dudley as sd
 
     expr = sym.sp.integrate(
         sym.sp.sqrt(sd.A) / sd.eps + sym.sp.sqrt(sd.Lam), (sd.eps, sd.alpha, sd.c / 2)
@@ -375,8 +376,6 @@ def samples_needed_contract(seed: int, n: int = 3) -> tuple[float, int]:
     (:func:`genbound.bounds._result.dudley_trivial_reason`) at and just below each of its thresholds. Ratio
     ``0`` when all hold (``inf`` otherwise)."""
     import random
-
-    from ..bounds import _result
 
     rng = random.Random(seed)
     bad, trials = False, 0

@@ -15,6 +15,9 @@ from . import register
 from ._core import AllOf, Claim, FunctionCheck, InequalityCheck, replaced, scaled, timed_check
 from ..bounds import radius_grid as _rg
 from .. import positional as _en
+from ..bounds import edelman as _ed
+from ..bounds import trauger_tewari as _tt
+from ..nets import ReferenceTransformer
 
 CH = "book/part2/sparse_majority.md"
 F64 = torch.float64
@@ -286,19 +289,18 @@ register(
 def _rounding_ratio(seed: int) -> tuple[float, int]:
     """Grid rounding covers the norm and costs less than a factor 2: max of ``N / r`` and ``r / (2N)``
     over log-uniform norms and exact powers of two (where ``N / r = 1``)."""
-    from ..bounds.radius_grid import GRID_BASE, grid_point
 
     gen = torch.Generator().manual_seed(seed)
     N = (10 ** (torch.rand(3000, generator=gen, dtype=F64) * 12 - 4)).tolist()
     N += [2.0**k for k in range(-30, 31)] + [2.0**k * (1 + 1e-15) for k in range(-30, 31)]
     worst = 0.0
     for v in N:
-        _, r = grid_point(v)
-        worst = max(worst, v / r, r / (GRID_BASE * v))
+        _, r = _rg.grid_point(v)
+        worst = max(worst, v / r, r / (_rg.GRID_BASE * v))
     # at an exact power of the base the grid point is the norm itself (r / N = 1, not the next point up,
     # where float log may round the index up)
     for k in range(-60, 61):
-        i, r = grid_point(2.0**k)
+        i, r = _rg.grid_point(2.0**k)
         worst = max(worst, r / 2.0**k, 2.0**k / r, 1.0 + abs(i - k))
     return worst, len(N) + 121
 
@@ -321,19 +323,19 @@ def _union_mass_ratio(seed: int) -> tuple[float, int]:
     ``union_delta`` with ``delta`` times the product of the exact rational priors."""
     from fractions import Fraction
 
-    from ..bounds.radius_grid import union_delta
-
     worst, trials = 0.0, 0
     delta = 0.05
-    one = {i: union_delta(delta, [i]) / delta for i in range(-2000, 2001)}
+    one = {i: _rg.union_delta(delta, [i]) / delta for i in range(-2000, 2001)}
     worst = max(worst, math.fsum(one.values()))
     trials += len(one)
     for M, k in ((60, 2), (12, 3)):
         rng = range(-M, M + 1)
         if k == 2:
-            tot = math.fsum(union_delta(delta, [a, b]) for a in rng for b in rng)
+            tot = math.fsum(_rg.union_delta(delta, [a, b]) for a in rng for b in rng)
         else:
-            tot = math.fsum(union_delta(delta, [a, b, c]) for a in rng for b in rng for c in rng)
+            tot = math.fsum(
+                _rg.union_delta(delta, [a, b, c]) for a in rng for b in rng for c in rng
+            )
         worst = max(worst, tot / delta)
         trials += len(rng) ** k
     gen = torch.Generator().manual_seed(seed)
@@ -344,7 +346,7 @@ def _union_mass_ratio(seed: int) -> tuple[float, int]:
         exact = Fraction(1)
         for i in idx:
             exact *= Fraction(2, 3 * (abs(i) + 1) * (abs(i) + 2))
-        worst = max(worst, union_delta(delta, idx) / (delta * float(exact)))
+        worst = max(worst, _rg.union_delta(delta, idx) / (delta * float(exact)))
         trials += 1
     return worst, trials
 
@@ -378,14 +380,6 @@ def _from_model_agreement(seed: int) -> tuple[float, int]:
     package's :func:`~genbound.bounds.trauger_tewari.trauger_tewari_bound` and
     :func:`~genbound.bounds.edelman.edelman_bound`, whose values other claims check against sympy."""
     import numpy as np
-
-    from ..bounds.edelman import EdelmanLayerRadii, edelman_bound, edelman_bound_from_model
-    from ..bounds.trauger_tewari import (
-        LayerRadii,
-        trauger_tewari_bound,
-        trauger_tewari_bound_from_model,
-    )
-    from ..nets import ReferenceTransformer
 
     rng = np.random.default_rng(seed)
     worst, trials = 1.0, 0
@@ -434,10 +428,10 @@ def _from_model_agreement(seed: int) -> tuple[float, int]:
                 B_V = tuple(rad(l11(V[h])) for h in range(H))
                 S_V = tuple(rad(op(V[h])) for h in range(H))
                 C = (rad(l11(arr(E.C[l]))), rad(op(arr(E.C[l])))) if dense else (None, None)
-                layers.append(LayerRadii(B_QK, S_QK, B_V, S_V, *C))
+                layers.append(_tt.LayerRadii(B_QK, S_QK, B_V, S_V, *C))
             B_w = rad(l11(arr(E.w)))
             d_ref = delta * _prior_product(idx) if grid else delta
-            ref = trauger_tewari_bound(
+            ref = _tt.trauger_tewari_bound(
                 layers,
                 B_X=B_X,
                 B_w=B_w,
@@ -449,7 +443,7 @@ def _from_model_agreement(seed: int) -> tuple[float, int]:
                 bias=net.bias,
                 row_norm=net.row_norm,
             ).value
-            got = trauger_tewari_bound_from_model(
+            got = _tt.trauger_tewari_bound_from_model(
                 net, m=m, delta=delta, B_X=B_X, radius_grid=grid
             ).value
             worst, trials = max(worst, got / ref, ref / got), trials + 1
@@ -457,7 +451,7 @@ def _from_model_agreement(seed: int) -> tuple[float, int]:
                 idx = []
                 QK, V = arr(E.QK[0]), arr(E.V[0])
                 H = QK.shape[0]
-                lay = EdelmanLayerRadii(
+                lay = _ed.EdelmanLayerRadii(
                     tuple(rad(fro(QK[h])) for h in range(H)),
                     tuple(rad(l21(V[h])) for h in range(H)),
                     tuple(rad(op(V[h])) for h in range(H)),
@@ -467,7 +461,7 @@ def _from_model_agreement(seed: int) -> tuple[float, int]:
                 B_w21, S_w = rad(l21(arr(E.w))), rad(op(arr(E.w)))
                 d_ref = delta * _prior_product(idx) if grid else delta
                 T = int(rng.integers(2, 200))
-                ref = edelman_bound(
+                ref = _ed.edelman_bound(
                     lay,
                     B_X=B_X,
                     B_w21=B_w21,
@@ -478,7 +472,7 @@ def _from_model_agreement(seed: int) -> tuple[float, int]:
                     delta=d_ref,
                     bias=net.bias,
                 ).value
-                got = edelman_bound_from_model(
+                got = _ed.edelman_bound_from_model(
                     net, m=m, T=T, delta=delta, B_X=B_X, radius_grid=grid
                 ).value
                 worst, trials = max(worst, got / ref, ref / got), trials + 1
@@ -486,39 +480,39 @@ def _from_model_agreement(seed: int) -> tuple[float, int]:
 
 
 def _union_symbolic() -> bool:
-    from ..bounds.radius_grid import PRIOR_NORMALISER
     from ..symbolic import radius_grid as srg
 
     return (
         srg.verify_prior_sums_to_one()
         and srg.verify_rounding_factor()
-        and abs(float(srg.prior_normaliser()) - PRIOR_NORMALISER) < 1e-15
+        and abs(float(srg.prior_normaliser()) - _rg.PRIOR_NORMALISER) < 1e-15
         and _grid_matches_derivation()
     )
 
 
 def _grid_matches_derivation() -> bool:
     """The numeric grid against the sympy derivation: ``N <= grid_point(N) < sup N`` with ``(1, sup)`` =
-    :func:`~genbound.symbolic.radius_grid.rounding_range` at :data:`GRID_BASE` (the ratio at a power of the
+    :func:`~genbound.symbolic.radius_grid.rounding_range` at :data:`~genbound.bounds.radius_grid.GRID_BASE` (the ratio at a power of the
     base is the infimum, 1), ``union_delta`` equal to ``delta exp(-sum confidence_cost)`` on grid tuples of
     one to four radii, and the union over all tuples of ``k`` radii summing to ``delta``."""
     import sympy as sp
 
-    from ..bounds.radius_grid import GRID_BASE, grid_point, union_delta
     from ..symbolic import radius_grid as srg
 
-    lo, hi = (float(v) for v in srg.rounding_range(GRID_BASE))
+    lo, hi = (float(v) for v in srg.rounding_range(_rg.GRID_BASE))
     gen = torch.Generator().manual_seed(11)
     N = (10 ** (torch.rand(500, generator=gen, dtype=F64) * 12 - 6)).tolist()
-    if not all(lo * v <= grid_point(v)[1] < hi * v for v in N):
+    if not all(lo * v <= _rg.grid_point(v)[1] < hi * v for v in N):
         return False
-    if not all(grid_point(GRID_BASE**k)[1] == lo * GRID_BASE**k for k in range(-20, 21)):
+    if not all(
+        _rg.grid_point(_rg.GRID_BASE**k)[1] == lo * _rg.GRID_BASE**k for k in range(-20, 21)
+    ):
         return False
     idx = torch.randint(-40, 41, (20, 4), generator=gen).tolist()
     for j, row in enumerate(idx):
         tup = row[: 1 + j % 4]
         want = float(srg.grid_confidence(sp.Rational(1, 20), tup))
-        if abs(union_delta(0.05, tup) / want - 1.0) > 1e-12:
+        if abs(_rg.union_delta(0.05, tup) / want - 1.0) > 1e-12:
             return False
     delta = sp.Symbol("delta", positive=True)
     return all(sp.simplify(srg.union_failure(k) - delta) == 0 for k in (1, 2, 4))

@@ -39,6 +39,7 @@ from ._part3 import (
     _sym_numeric,
     _u,
 )
+from ..symbolic import dudley as sd
 
 CH = "book/part3/deep.md"
 _THIS = sys.modules[__name__]  # mutants patch the right-hand-side functions defined here
@@ -999,7 +1000,6 @@ def _samples_boundary(ex) -> None:
 
 
 def _sym_dudley_12():
-    from ..symbolic import dudley as sd
 
     return sd.dudley_constants()[1]
 

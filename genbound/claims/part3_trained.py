@@ -23,6 +23,7 @@ import torch
 from . import register
 from ._core import AllOf, Claim, FunctionCheck, replaced
 from ..weights import model as _wmodel
+from ..weights import weights_from_state_dict
 
 _THIS = sys.modules[__name__]
 CH = "book/part3/trained.md"
@@ -100,7 +101,6 @@ def _qk_orientation_ratio(seed: int, n: int = 60) -> tuple[float, int]:
     ``q_s . k_t`` of the head, computed as BERT computes them (``q = x W_query^T`` per head block), with
     ``x_s QK x_t^T``. The ratio is ``1 + relative difference``; 1 means exact agreement.
     """
-    from ..weights import weights_from_state_dict
 
     gen = torch.Generator().manual_seed(seed)
     worst, trials = 1.0, 0
@@ -139,7 +139,6 @@ def _qk_rank_ratio(seed: int, n: int = 40) -> tuple[float, int]:
     product's singular values beyond ``d_head`` are round-off. Ratio ``1 + (sigma_{d_head+1} /
     sigma_1) / 1e-12`` (above 1 + 1e-9 only if a value beyond ``d_head`` is not round-off) and, for the
     count, infinite when the code keeps a number of values other than ``d_head``."""
-    from ..weights import weights_from_state_dict
 
     gen = torch.Generator().manual_seed(seed + 17)
     worst, trials = 1.0, 0
