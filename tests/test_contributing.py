@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import ast
 import re
-import sys
 from pathlib import Path
 
 import pytest
@@ -127,35 +126,3 @@ def test_family_modules_import_one_way():
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, ast.ImportFrom) and node.level == 1:
                 assert node.module == "base", f"{path.name} imports from its package: a cycle"
-
-
-#: Modules longer than this must say, in their docstring, which one concept they hold ("One concept: ...").
-MODULE_LINES = 600
-
-
-def long_modules() -> dict[str, str]:
-    """Every module of ``genbound`` over :data:`MODULE_LINES` lines, with its docstring."""
-    out = {}
-    for path in sorted((ROOT / "genbound").rglob("*.py")):
-        text = path.read_text(encoding="utf-8")
-        if text.count("\n") > MODULE_LINES:
-            out[path.relative_to(ROOT).as_posix()] = ast.get_docstring(ast.parse(text)) or ""
-    return out
-
-
-def test_long_modules_name_their_concept():
-    unnamed = [p for p, doc in long_modules().items() if "One concept:" not in doc]
-    assert not unnamed, (
-        f"modules over {MODULE_LINES} lines whose docstring does not say "
-        f"'One concept: ...': {unnamed}"
-    )
-
-
-def test_long_modules_sees_a_long_file(tmp_path, monkeypatch):
-    # the scan itself: a module of MODULE_LINES + 1 lines without the sentence is listed
-    pkg = tmp_path / "genbound"
-    pkg.mkdir()
-    (pkg / "big.py").write_text('"""Doc."""\n' + "x = 1\n" * MODULE_LINES, encoding="utf-8")
-    (pkg / "small.py").write_text('"""Doc."""\n', encoding="utf-8")
-    monkeypatch.setattr(sys.modules[__name__], "ROOT", tmp_path)
-    assert list(long_modules()) == ["genbound/big.py"]
