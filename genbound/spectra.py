@@ -354,7 +354,7 @@ def certified_singular_values(
       ``p(n) = c n`` with ``c = EIGH_BACKWARD_FACTOR = 2``, ``2 n`` times LAPACK's own estimate:
       ``delta_eig = c n eps max|lam| / (1 - c n eps)``. This constant is the one assumption that is not
       a proof; measured against 50-digit eigenvalues the error is at most about ``4 eps ||G||`` for
-      ``n`` up to 60 (``tests/test_certified_spectra.py``), against ``2 n eps ||G|| >= 48 eps ||G||``.
+      ``n`` up to 60 (``tests/core/test_certified_spectra.py``), against ``2 n eps ||G|| >= 48 eps ||G||``.
 
     Weyl's inequality for symmetric matrices, ``|lambda_i(X + E) - lambda_i(X)| <= ||E||_2``, then
     gives ``|lam_i - sigma_i^2| <= delta = delta_G + delta_eig`` for every ``i``, so

@@ -9,7 +9,7 @@ Findings, one line each:
 * ``lazy``: a function-level import of a genbound module that keeps no heavy dependency out of the
   importer (the imported module loads none that the importer does not already load at its top level).
 
-``python tools/floors.py`` prints them and exits 1 if there are any; ``tests/test_floors.py`` asserts none.
+``python tools/floors.py`` prints them and exits 1 if there are any; ``tests/house/test_floors.py`` asserts none.
 """
 
 from __future__ import annotations

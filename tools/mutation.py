@@ -8,7 +8,7 @@ operator swapped (``+`` <-> ``-``, ``*`` <-> ``/``, ``**`` -> ``*``), a float li
 out (statements that ``raise``, calls of ``check_*``/``_check_*``/``_validate`` helpers, strings,
 docstrings, ``__all__``, decorators and default arguments), and so are the conformance fixtures (the
 bodies of ``examples()`` and of ``_example*`` helpers, which build the instances
-``tests/test_bound_protocol.py`` draws and from which nothing is published).
+``tests/bounds/test_bound_protocol.py`` draws and from which nothing is published).
 
 Each mutant is written into a fresh copy of the ``genbound`` package in a temporary folder and checked
 by a subprocess that runs every claim's check (exactly what ``genbound claims --check`` runs, without
@@ -139,7 +139,7 @@ def _excluded_nodes(tree: ast.AST) -> set[int]:
         ):
             drop(
                 node
-            )  # a conformance fixture: instances for tests/test_bound_protocol.py, nothing published
+            )  # a conformance fixture: instances for tests/bounds/test_bound_protocol.py, nothing published
         elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             for d in node.decorator_list:
                 drop(d)

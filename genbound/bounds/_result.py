@@ -7,7 +7,7 @@ A bound result is what a bound function returns: the frozen dataclasses
 says the same things about itself, whatever proves it (Dudley's integral, a PAC-Bayes KL term, a test
 set): nothing in the protocol reads how the bound was proved.
 
-**What a result class provides** (``tests/test_bound_protocol.py`` discovers every public class of every
+**What a result class provides** (``tests/bounds/test_bound_protocol.py`` discovers every public class of every
 module of :mod:`genbound.bounds` and checks each one against this list on the instances of its
 :meth:`~BoundResult.examples`; a class named ``*Bound``, ``*Report`` or ``*Result`` that does not subclass
 :class:`BoundResult` fails that test):
@@ -37,7 +37,7 @@ module of :mod:`genbound.bounds` and checks each one against this list on the in
   bisection :func:`smallest_m`; ``math.inf`` when ``gap_at(limit) > target``. ``tol`` (decades): the
   result ``M`` meets the target and ``M / 10**tol`` does not. The default target is the loss range: the
   smallest sample size at which the bound stops being vacuous. A class may override
-  ``_smallest_n(target, tol, limit)`` with an exact closed form only if ``tests/test_bound_protocol.py``
+  ``_smallest_n(target, tol, limit)`` with an exact closed form only if ``tests/bounds/test_bound_protocol.py``
   checks it against the bisection (Sakai-Imaizumi does: :func:`~genbound.bounds.sakai_imaizumi.samples_needed`).
 * ``to_dict(*, target=None, tol=0.0) -> dict`` -- JSON-ready: ``bound`` (the class name), ``value``,
   ``trivial``, ``trivial_reason``, ``capacity``, ``n_samples``, the class's ``_dict_fields()``, and with
@@ -155,7 +155,7 @@ class BoundResult:
 
     @classmethod
     def examples(cls) -> list:
-        """Small instances for ``tests/test_bound_protocol.py``."""
+        """Small instances for ``tests/bounds/test_bound_protocol.py``."""
         raise NotImplementedError(f"{cls.__name__} must define the classmethod examples()")
 
     # -- what the protocol implements ------------------------------------------------------------------

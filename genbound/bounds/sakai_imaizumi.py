@@ -277,7 +277,7 @@ def _trivial_reason(log_capacity: float, n_samples) -> str | None:
 
 def _closed_form_n(log_capacity: float, target: float, limit: int) -> int | float:
     """The protocol's ``_smallest_n`` of both reports: :func:`samples_needed` (exact closed form; ``inf``
-    beyond ``limit``). ``tests/test_bound_protocol.py`` compares it with the shared bisection."""
+    beyond ``limit``). ``tests/bounds/test_bound_protocol.py`` compares it with the shared bisection."""
     n = samples_needed(log_capacity, target)
     return math.inf if n > limit else n
 

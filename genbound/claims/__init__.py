@@ -68,7 +68,7 @@ __all__ = [
 ]
 
 #: The numeric core, the modules (a package stands for all its modules) whose functions produce the numbers
-#: the book publishes. ``tests/test_claims_cover.py`` requires every core function a chapter or experiment
+#: the book publishes. ``tests/claims/test_claims_cover.py`` requires every core function a chapter or experiment
 #: calls to be covered by a claim, and ``tools/mutation.py`` draws its mutants from every module of it
 #: (:func:`numeric_core_files`).
 NUMERIC_CORE = (

@@ -1,7 +1,7 @@
 """Sympy derivations of the constants used by :mod:`genbound.bounds.sakai_imaizumi` (no torch here).
 
 Book: :ref:`ch-sakai-trained`. Each function returns a sympy expression or number, each ``verify_*``
-returns ``True`` when sympy proves the step. ``tests/test_symbolic_spectral_bound.py`` evaluates these and
+returns ``True`` when sympy proves the step. ``tests/symbolic/test_symbolic_spectral_bound.py`` evaluates these and
 asserts that the numeric code uses exactly the same constants:
 
 * ``L_phi = 1.13``: ``sup_x GELU'(x) = Phi(sqrt 2) + sqrt 2 phi(sqrt 2) = 1.12890...``, rounded up to two
