@@ -45,8 +45,15 @@ check-browser: install
 	@test -f _build/html/index.html || (echo "check-browser: no built book in _build/html; run make book first"; exit 2)
 	$(BIN)/python tools/check_browser.py --site _build/html --screens _build/screens
 
+# Two workers (pytest-xdist, one per core; a test file stays on one worker so its module fixtures are
+# built once); every test's duration goes to _build/test-results/junit.xml and the 30 slowest are printed.
+# PYTEST_WORKERS=0 runs in one process.
+PYTEST_WORKERS ?= 2
+PYTEST_PARALLEL = $(if $(filter 0,$(PYTEST_WORKERS)),,-n $(PYTEST_WORKERS) --dist loadfile)
 test: install
-	HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 $(BIN)/pytest -q --durations=15
+	mkdir -p _build/test-results
+	HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 $(BIN)/pytest -q $(PYTEST_PARALLEL) --durations=30 \
+	  --junitxml=_build/test-results/junit.xml
 
 # The wheel as a user installs it (pip install genbound-*.whl, no source tree): every data file inside,
 # the CLI and the tests that read shipped data pass against it (tools/wheel_check.py; CI runs it).
@@ -56,7 +63,8 @@ wheel-check: install
 # The quick loop while editing: everything but the tests marked slow (each over 15 s), the chapter
 # executions and the browser checks (make test runs them all).
 test-fast: install
-	HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 $(BIN)/pytest -q -m "not slow and not chapter and not browser"
+	HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 $(BIN)/pytest -q $(PYTEST_PARALLEL) --durations=15 \
+	  -m "not slow and not chapter and not browser"
 
 claims: install
 	$(BIN)/genbound claims --check

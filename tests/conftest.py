@@ -1,4 +1,6 @@
+import inspect
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -15,7 +17,40 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 
+#: What in a test's source starts an interpreter (a subprocess of Python, or of the genbound command).
+STARTS_A_PROCESS = re.compile(
+    r"\bsys\.executable\b|\bsubprocess\.(run|Popen|check_output|check_call)\b"
+)
+
+
+def starts_a_process(item) -> bool:
+    """Whether the test's function, or a function of its module it names, starts an interpreter (read from
+    the source; doctests and chapter notebooks never do)."""
+    fn = getattr(item, "function", None)
+    if fn is None:
+        return False
+    try:
+        source = inspect.getsource(fn)
+    except (OSError, TypeError):
+        return False
+    if STARTS_A_PROCESS.search(source):
+        return True
+    module = inspect.getmodule(fn)
+    for name in re.findall(r"\b(_?[a-z]\w*)\(", source):
+        helper = getattr(module, name, None)
+        if inspect.isfunction(helper) and getattr(helper, "__module__", None) == module.__name__:
+            try:
+                if STARTS_A_PROCESS.search(inspect.getsource(helper)):
+                    return True
+            except (OSError, TypeError):
+                continue
+    return False
+
+
 def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if starts_a_process(item):
+            item.add_marker(pytest.mark.process)
     if torch.cuda.is_available():
         return
     skip = pytest.mark.skip(reason="needs a CUDA device")

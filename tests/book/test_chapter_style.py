@@ -66,12 +66,15 @@ def _call_name(node: ast.Call) -> str:
 def shows_output(source: str) -> bool:
     """Does this cell show something on the page?
 
-    Yes if it calls ``display``/``print``/``show()`` of matplotlib, ``glue`` without ``display=False``,
+    Yes if it calls ``display``/``print``/``show()`` of matplotlib, ``glue`` with ``display=True``
+    (genbound.chapter's ``glue`` shows nothing by default),
     opens a figure without closing it, or ends with an expression (not silenced by ``;``) other than a
     call to a function that returns ``None`` (``glue``, ``plt.close``, ...).
 
-    >>> shows_output('glue("x", 1, display=False)')
+    >>> shows_output('glue("x", 1)')
     False
+    >>> shows_output('glue("x", 1, display=True)')
+    True
     >>> shows_output('x = 1\\nx')
     True
     >>> shows_output('show("lem-x");')
@@ -89,7 +92,9 @@ def shows_output(source: str) -> bool:
     for c in calls:
         if _call_name(c) == "glue":
             kw = {k.arg: k.value for k in c.keywords}
-            if not (isinstance(kw.get("display"), ast.Constant) and kw["display"].value is False):
+            if not (isinstance(kw.get("display", ast.Constant(False)), ast.Constant)) or (
+                kw.get("display", ast.Constant(False)).value is not False
+            ):
                 return True
     if FIGURE_CALLS & set(names) and not CLOSING_CALLS & set(names):
         return True
@@ -142,11 +147,12 @@ def test_cells_without_output_are_folded(chapter):
 @pytest.mark.parametrize(
     "source,expected",
     [
-        ("import math\nfrom myst_nb import glue\nglue('k', 1, display=False)", False),
+        ("import math\nglue('k', 1)", False),
+        ("glue('k', 1, display=True)", True),
         ("show('lem-a')\nshow('lem-b');", False),
         ("r = show('lem-a')", False),
         ("display(1)", True),
-        ("glue('fig', fig)", True),
+        ("glue('fig', fig, display=True)", True),
         (
             "fig, ax = plt.subplots()\nax.plot([1])\nglue('f', fig, display=False)\nplt.close(fig)",
             False,
@@ -161,6 +167,45 @@ def test_cells_without_output_are_folded(chapter):
 )
 def test_shows_output_matches_examples(source, expected):
     assert shows_output(source) is expected
+
+
+#: The first lines of every chapter's first code cell (its setup cell), in every chapter alike.
+SETUP_TEMPLATE = (
+    "from genbound.chapter import glue, glue_figure, glue_many\n"
+    "from genbound.chapter import show_claim as show, single_thread\n"
+)
+
+
+def setup_problems(text: str) -> list[str]:
+    """What keeps a chapter's setup from the template: a first code cell that does not open with
+    :data:`SETUP_TEMPLATE`, or another import of ``genbound.chapter`` or of MyST-NB's ``glue``."""
+    cells = list(code_cells(text))
+    if not cells:
+        return []
+    out = []
+    if not (cells[0][2] + "\n").startswith(SETUP_TEMPLATE):
+        out.append(f"line {cells[0][0]}: the setup cell does not open with the template")
+    for line, _, src in cells:
+        for k, ln in enumerate(src.splitlines()):
+            if re.match(r"\s*from (genbound\.chapter|myst_nb) import", ln) and not (
+                line == cells[0][0] and k < 2
+            ):
+                out.append(f"line {line + k}: {ln.strip()}")
+    return out
+
+
+@pytest.mark.parametrize("chapter", chapters() + ["book/claims_index.md"])
+def test_every_chapter_opens_with_the_setup_template(chapter):
+    problems = setup_problems((ROOT / chapter).read_text(encoding="utf-8"))
+    assert not problems, f"{chapter}:\n" + "\n".join(problems)
+
+
+def test_the_template_check_sees_a_stray_import():
+    cell = "```{code-cell} ipython3\n:tags: [hide-input]\n" + SETUP_TEMPLATE + "```\n"
+    assert setup_problems(cell) == []
+    stray = cell + "```{code-cell} ipython3\nfrom myst_nb import glue\n```\n"
+    assert setup_problems(stray) == ["line 7: from myst_nb import glue"]
+    assert setup_problems(cell.replace("glue_many", "glue_manyx"))
 
 
 def test_the_rule_is_written_down():

@@ -12,6 +12,8 @@ import types
 
 import pytest
 
+from genbound import chapter
+
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 CHAPTERS = sorted((ROOT / "book").glob("part*/*.md"))
 MIN_EXERCISES = {"part1": 2, "part2": 2, "part3": 2, "part4": 1, "part5": 1, "part6": 1, "part7": 1}
@@ -61,7 +63,9 @@ def _glued(name: str) -> dict:
     try:
         for m in CELL_RE.finditer(sec):
             src = "\n".join(l for l in m.group(1).splitlines() if not re.match(r"^:\w[\w-]*:", l))
-            exec(compile(src, str(path), "exec"), {"__name__": f"exercises_{name}"})
+            # the chapter's setup cell has imported glue (genbound.chapter's, which calls MyST-NB's)
+            scope = {"__name__": f"exercises_{name}", "glue": chapter.glue}
+            exec(compile(src, str(path), "exec"), scope)
     finally:
         if saved is None:
             sys.modules.pop("myst_nb", None)
