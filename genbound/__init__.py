@@ -10,7 +10,7 @@ matplotlib) and works without them; a name whose module needs a package that is 
 Every error genbound raises on purpose is a :class:`GenboundError`.
 
 ``genbound.analyze(model)`` evaluates both Part III proxies of a model (a checkpoint folder, a
-``torch.nn.Module``, a state dict with its config): :func:`genbound.analysis.analyze`.
+``torch.nn.Module``, a state dict with its config): :func:`genbound.analysis.api.analyze`.
 
 >>> import genbound
 >>> genbound.schatten_power([3.0, 4.0], 2).item()

@@ -3,14 +3,15 @@
 
 Book: :ref:`ch-sakai-trained`. Modules, from the bottom up:
 
-* :mod:`~genbound.analysis.report`: what a report says (console text, ``--json`` keys, per-matrix rows,
-  the verdict line);
-* :mod:`~genbound.analysis.api`: :func:`analyze` (a model object, a state dict with its config, or a
-  folder) and its results, :class:`Analysis` or, for a model the papers' bound does not cover,
-  :class:`SpectraOnly`;
+* :mod:`~genbound.analysis.report`: what a report says (console text, ``--json`` keys, per-matrix
+  rows, the verdict line);
+* :mod:`~genbound.analysis.api`: :func:`~genbound.analysis.api.analyze` (a model object, a state dict
+  with its config, or a folder) and its results, :class:`~genbound.analysis.api.Analysis` or, for a
+  model the papers' bound does not cover, :class:`~genbound.analysis.api.SpectraOnly`;
 * :mod:`~genbound.analysis.compare`: two checkpoints of one architecture, matrix by matrix;
 * :mod:`~genbound.analysis.figures`: the ``--plot`` figure;
-* :mod:`~genbound.analysis.cli`: the ``genbound analyze`` subcommand.
+* :mod:`~genbound.analysis.cli`: the ``genbound analyze`` subcommand (imported by the command line
+  only, not by this package).
 
 Importing the package loads neither torch nor matplotlib: they are imported where a model is read or
 a figure drawn.
@@ -24,7 +25,6 @@ True
 from __future__ import annotations
 
 from .api import Analysis, NoBoundError, SpectraOnly, analyze, weights_of
-from .cli import check_outputs, fix_heap_growth
 from .compare import COMPARED, check_same_architecture, compare_checkpoints, compare_table
 from .report import (
     DEFINED_IN,
@@ -47,8 +47,6 @@ __all__ = [
     "compare_checkpoints",
     "compare_table",
     "check_same_architecture",
-    "check_outputs",
-    "fix_heap_growth",
     "KINDS",
     "JSON_FIELDS",
     "MATRIX_FIELDS",

@@ -3,7 +3,7 @@
 Book: :ref:`ch-sakai-trained`. ``genbound analyze PATH`` loads a checkpoint folder (``config.json`` +
 ``model.safetensors``, a sharded ``model.safetensors.index.json`` or ``pytorch_model.bin``) of a
 supported family (``genbound.weights.families``) layer by layer, and prints the spectrum-adaptive
-proxy of Sakai & Imaizumi (2026) and their Edelman-style proxy (:func:`genbound.analysis.analyze`),
+proxy of Sakai & Imaizumi (2026) and their Edelman-style proxy (:func:`genbound.analysis.api.analyze`),
 or, for a model the bound does not cover, its spectra only. ``--json`` prints the object of
 :data:`~genbound.analysis.report.JSON_FIELDS`, ``--csv`` writes the per-matrix rows, ``--plot`` the
 figure (:mod:`genbound.analysis.figures`), ``--compare B`` compares two checkpoints matrix by matrix
@@ -188,7 +188,7 @@ def _add_report_options(p) -> None:
 
 
 def add_parser(sub) -> None:
-    """Register ``genbound analyze`` with the subparsers ``sub`` of :func:`genbound.cli.build_parser`."""
+    """Register ``genbound analyze`` with the subparsers ``sub`` of ``genbound.cli.build_parser``."""
     p = sub.add_parser(
         "analyze",
         help="spectrum-adaptive and Edelman-style proxies of a checkpoint",
@@ -293,7 +293,7 @@ def fix_heap_growth(threshold: int = 128 * 1024) -> bool:
 
 # ---------------------------------------------------------------------------------------------- run
 def _analyze_kwargs(args) -> dict:
-    """The keywords of :func:`~genbound.analysis.analyze` that the options give."""
+    """The keywords of :func:`~genbound.analysis.api.analyze` that the options give."""
     return dict(
         device=args.device,
         attention_scale=args.attention_scale,

@@ -2,7 +2,7 @@
 
 One concept: the comparison (architectures checked first, then each matrix's spectral quantities in A
 and B with their ratio B / A and difference, and both bounds side by side where both exist). Each side
-is :func:`genbound.analysis.analyze` of its checkpoint: nothing here computes a spectrum or a bound.
+is :func:`genbound.analysis.api.analyze` of its checkpoint: nothing here computes a spectrum or a bound.
 """
 
 from __future__ import annotations
@@ -91,8 +91,8 @@ def _matched_tables(a, b):
 
 
 def compare_table(a, b) -> "pd.DataFrame":
-    """Two reports of one architecture (:class:`~genbound.analysis.Analysis` or
-    :class:`~genbound.analysis.SpectraOnly`), matrix by matrix:
+    """Two reports of one architecture (:class:`~genbound.analysis.api.Analysis` or
+    :class:`~genbound.analysis.api.SpectraOnly`), matrix by matrix:
     columns ``kind, layer, head, expert, rows, cols``, then for each quantity ``q`` of
     :data:`COMPARED` (``contribution`` only when both have a bound) ``q_a, q_b, q_ratio`` (``B / A``,
     exactly 1 where equal) and ``q_diff`` (``B - A``). Rows whose identity or shape differ raise
@@ -204,7 +204,7 @@ def comparison_report(d: dict, table) -> str:
 def compare_checkpoints(path_a, path_b, *, layers=None, attention_scale: bool = False, **kwargs):
     """``(a, b, table)``: both checkpoints' architectures checked first (one
     :class:`~genbound.errors.ArchitectureError` naming the difference, before any spectrum), then
-    both analysed (:func:`~genbound.analysis.analyze` with ``layers``, ``attention_scale`` and
+    both analysed (:func:`~genbound.analysis.api.analyze` with ``layers``, ``attention_scale`` and
     ``kwargs``) and compared (:func:`compare_table`)."""
     ws = [weights_of(p, layers=layers, attention_scale=attention_scale) for p in (path_a, path_b)]
     check_same_architecture(*ws, a=f"A ({path_a})", b=f"B ({path_b})")

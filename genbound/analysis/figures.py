@@ -1,7 +1,7 @@
 """The figure of ``genbound analyze --plot FILE``: each matrix's contribution to the spectrum-adaptive proxy.
 
 One concept: the analysis figure (which file names it can be written to, and writing it with the
-book's style, :func:`genbound.plotting.plot_contributions`). matplotlib is imported only here, and only
+book's style, ``genbound.plotting.plot_contributions``). matplotlib is imported only here, and only
 when a figure is asked for.
 """
 

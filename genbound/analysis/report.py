@@ -299,7 +299,7 @@ def _bound_dict(r, e) -> dict:
 
 
 def analysis_dict(a) -> dict:
-    """The ``--json`` object of a report with a bound (:class:`~genbound.analysis.Analysis`; keys
+    """The ``--json`` object of a report with a bound (:class:`~genbound.analysis.api.Analysis`; keys
     :data:`JSON_FIELDS`)."""
     w, r, e = a.weights, a.spectral, a.edelman
     mt = a.matrices()
@@ -335,7 +335,7 @@ def analysis_dict(a) -> dict:
 
 
 def spectra_only_dict(a) -> dict:
-    """The ``--json`` object of a spectra-only report (:class:`~genbound.analysis.SpectraOnly`): the keys
+    """The ``--json`` object of a spectra-only report (:class:`~genbound.analysis.api.SpectraOnly`): the keys
     of :data:`JSON_FIELDS` (those of a bound ``null``), rows with the keys of :data:`SPECTRA_FIELDS`, and
     ``spectra_only``, ``bound``, ``uncovered``, ``kv_heads``, ``experts``."""
     w, t = a.weights, a.table
@@ -431,7 +431,7 @@ def _per_layer_lines(a) -> list[str]:
 
 def console_report(a, d: dict, table, *, top: int = 5) -> str:
     """The text ``genbound analyze`` prints without ``--json`` (``a``: an
-    :class:`~genbound.analysis.Analysis`, ``d``: its ``to_dict()``, ``table``: its ``matrices()``)."""
+    :class:`~genbound.analysis.api.Analysis`, ``d``: its ``to_dict()``, ``table``: its ``matrices()``)."""
     lines = _summary_lines(a, d) + _p_opt_lines(d)
     lines += _top_lines(a, table, top, d["n_matrices"]) + _per_layer_lines(a)
     return "\n".join(lines)
