@@ -257,7 +257,7 @@ def _check_numbers(args) -> None:
 def _check_plot(args) -> None:
     """Refuse ``--plot`` with ``--compare``, and ``--plot`` of a model without a bound (the figure
     draws the bound's contributions), before any spectrum."""
-    if args.plot and args.compare is not None:
+    if args.plot and getattr(args, "compare", None) is not None:
         raise ParameterError("--plot and --compare together: draw each model's figure on its own")
     if not args.plot:
         return
@@ -342,6 +342,6 @@ def run(args) -> int:
     fix_heap_growth()
     _check_plot(args)
     kwargs = _analyze_kwargs(args)
-    if args.compare is not None:
+    if getattr(args, "compare", None) is not None:
         return _run_compare(args, kwargs)
     return _run_one(args, kwargs)
