@@ -6,7 +6,7 @@ A single prepared script for the GPU machine. It
    feed-forward 16384 (6.4e9 encoder parameters), stored in bfloat16 as one safetensors shard per layer
    plus ``model.safetensors.index.json`` (about 13 GB on disk; the numbers are drawn on the GPU, and
    only one layer is ever in host memory while writing);
-2. runs :func:`genbound.analyze.analyze` on it (the code behind ``genbound analyze``), which reads the
+2. runs :func:`genbound.analysis.analyze` on it (the code behind ``genbound analyze``), which reads the
    checkpoint layer by layer and computes every spectrum in float64 on the device;
 3. prints one JSON object: the shape, the time to write and to analyse, the seconds per layer, the
    peak GPU memory (``torch.cuda.max_memory_allocated``), the peak host RSS, both proxies, and the
@@ -105,7 +105,7 @@ def main(argv=None) -> int:
     if rest:
         ap.error(f"unrecognized arguments: {' '.join(rest)}")
 
-    from genbound.analyze import analyze
+    from genbound.analysis import analyze
     from genbound.device import resolve_device
     from genbound.testing import make_bert_checkpoint
 

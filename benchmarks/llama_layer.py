@@ -113,7 +113,7 @@ def measure(folder, device: str) -> dict:
     """Load ``folder`` and time every layer's :meth:`matrix_spectra` (run in the child process)."""
     import torch
 
-    from genbound.analyze import fix_heap_growth
+    from genbound.analysis.cli import fix_heap_growth
     from genbound.device import resolve_device
     from genbound.weights import load_weights
 

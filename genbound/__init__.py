@@ -10,8 +10,7 @@ matplotlib) and works without them; a name whose module needs a package that is 
 Every error genbound raises on purpose is a :class:`GenboundError`.
 
 ``genbound.analyze(model)`` evaluates both Part III proxies of a model (a checkpoint folder, a
-``torch.nn.Module``, a state dict with its config): :func:`genbound.analyze.analyze`, which the module
-``genbound.analyze`` also answers when called.
+``torch.nn.Module``, a state dict with its config): :func:`genbound.analysis.api.analyze`.
 
 >>> import genbound
 >>> genbound.schatten_power([3.0, 4.0], 2).item()
@@ -83,6 +82,8 @@ _LAZY = {
     "make_bert_checkpoint": "genbound.testing",
     "per_matrix_term": "genbound.schatten_entropy",
     "spectral_count_minimum": "genbound.schatten_entropy",
+    # the app floor: a model's two Part III proxies (the ``genbound analyze`` command's library entry)
+    "analyze": "genbound.analysis.api",
 }
 
 _SUBMODULES = {
@@ -99,7 +100,7 @@ _SUBMODULES = {
     "experiments",
     "plotting",
     "cli",
-    "analyze",
+    "analysis",
 }
 
 __all__ = [
@@ -112,7 +113,6 @@ __all__ = [
     "CheckpointError",
     "DeviceError",
     "__version__",
-    "analyze",
     *_LAZY,
 ]
 

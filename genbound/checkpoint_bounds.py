@@ -5,7 +5,7 @@
 :class:`~genbound.weights.TransformerWeights` or :class:`~genbound.weights.Spectra` and never read a file.
 The two functions here, exported as ``genbound.spectral_adaptive_bound`` and ``genbound.edelman_proxy``, also
 accept anything :func:`genbound.weights.load_weights` reads (a checkpoint folder, a ``torch.nn.Module``),
-load it, and pass it on with the same keyword arguments. ``genbound analyze`` (:mod:`genbound.analyze`) is
+load it, and pass it on with the same keyword arguments. ``genbound analyze`` (:mod:`genbound.analysis`) is
 the command-line form.
 
 >>> import tempfile

@@ -36,7 +36,10 @@ from .errors import GenboundError, Interrupted, MissingDependencyError, Paramete
 #: Subcommand -> (module that registers it with ``add_parser``, the one-line help of ``genbound --help``).
 COMMANDS = {
     "claims": ("genbound.claims._cli", "list the book's executable claims, or check them"),
-    "analyze": ("genbound.analyze", "spectrum-adaptive and Edelman-style proxies of a checkpoint"),
+    "analyze": (
+        "genbound.analysis.cli",
+        "spectrum-adaptive and Edelman-style proxies of a checkpoint",
+    ),
     "experiment": ("genbound.experiments._cli", "run an experiment of the book"),
 }
 

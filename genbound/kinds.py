@@ -1,7 +1,7 @@
 """The four kinds of proxy matrix of a transformer layer: the one definition of :data:`KINDS`.
 
 Imported by :mod:`genbound.weights` (the :class:`~genbound.weights.Spectra` record and every table),
-:mod:`genbound.analyze` (the ``kind`` key of its JSON and CSV) and the claims. Free of torch, so that the
+:mod:`genbound.analysis` (the ``kind`` key of its JSON and CSV) and the claims. Free of torch, so that the
 command line's help can name the kinds without loading it.
 
 >>> KINDS

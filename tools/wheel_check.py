@@ -22,7 +22,10 @@ import zipfile
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 #: Test files that read the shipped data files (Part II's sweep, Part V's family, Part VI's certificates).
-SAMPLE_TESTS = ["tests/experiments/test_certify.py", "tests/experiments/test_sparse_majority_saved.py"]
+SAMPLE_TESTS = [
+    "tests/experiments/test_certify.py",
+    "tests/experiments/test_sparse_majority_saved.py",
+]
 
 
 def _run(cmd: list[str], **kw) -> subprocess.CompletedProcess:

@@ -299,9 +299,9 @@ class CompressionBound(BoundResult):
         ]
 
 
-def lm_certificates(emp_bits, errors, V, alpha, m, M, code_bits, delta) -> dict:
+def lm_certificates(emp_bits, errors, V, alpha, n_samples, M, code_bits, delta) -> dict:
     """The four certificates of one language model: smoothed log-loss (bits per character) and top-1
-    error, document-level and token-level (the theorems above with the smoothed range of
+    error, document-level (``n_samples`` documents) and token-level (``M`` positions; the theorems above with the smoothed range of
     :func:`smoothed_range`, and with the 0-1 loss: ``lo = 0``, ``width = 1``).
 
     Book: :prf:ref:`cor-lm-top1`.
@@ -313,7 +313,11 @@ def lm_certificates(emp_bits, errors, V, alpha, m, M, code_bits, delta) -> dict:
         "lo": lo,
         "width": width,
         "token": CompressionBound.of("token", emp_bits, lo, width, M, code_bits, delta, chance),
-        "doc": CompressionBound.of("document", emp_bits, lo, width, m, code_bits, delta, chance),
+        "doc": CompressionBound.of(
+            "document", emp_bits, lo, width, n_samples, code_bits, delta, chance
+        ),
         "token_err": CompressionBound.of("token", err, 0.0, 1.0, M, code_bits, delta, 1 - 1 / V),
-        "doc_err": CompressionBound.of("document", err, 0.0, 1.0, m, code_bits, delta, 1 - 1 / V),
+        "doc_err": CompressionBound.of(
+            "document", err, 0.0, 1.0, n_samples, code_bits, delta, 1 - 1 / V
+        ),
     }

@@ -181,7 +181,7 @@ def test_bench_spectral_at_tiny_size():
 
 
 def test_json_matrices_equal_the_csv_table(ckpt, tmp_path, capsys):
-    from genbound.analyze import JSON_FIELDS, MATRIX_FIELDS
+    from genbound.analysis import JSON_FIELDS, MATRIX_FIELDS
 
     csv = tmp_path / "t.csv"
     assert (

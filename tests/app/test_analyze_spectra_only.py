@@ -143,7 +143,7 @@ def test_plot_is_refused_before_any_spectrum(saved, tmp_path, capsys, monkeypatc
 
 def test_api_says_there_is_no_bound(saved):
     import genbound
-    from genbound.analyze import NoBoundError
+    from genbound.analysis import NoBoundError
 
     arch, path = saved
     a = genbound.analyze(path, device="cpu")

@@ -3,7 +3,7 @@
 Each row of the glossary in ``book/api.md`` gives a quantity's name, where other names are still allowed,
 and names that must not appear. This test reads the table and every public function, method and dataclass
 field of the numeric core (``genbound.claims.NUMERIC_CORE``), ``genbound.checkpoint_bounds``,
-``genbound.analyze`` and the experiments' configurations: every chosen name is used somewhere, no forbidden
+``genbound.analysis`` and the experiments' configurations: every chosen name is used somewhere, no forbidden
 name is used anywhere, and the sample size is called ``m`` in exactly the functions listed below (a
 ratchet: renaming one to ``n_samples`` means deleting it here; a new function with ``m`` fails).
 """
@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parents[2]
 API = (ROOT / "book" / "api.md").read_text(encoding="utf-8")
 EXTRA = (
     "genbound.checkpoint_bounds",
-    "genbound.analyze",
+    "genbound.analysis",
     "genbound.experiments.fullbatch",
     "genbound.experiments.bert_grid",
     "genbound.experiments.sparse_majority.config",

@@ -64,7 +64,7 @@ def test_no_page_or_docstring_names_the_transposed_product():
 
 
 def test_notation_and_help_name_the_row_vector_product(capsys):
-    from genbound.analyze import KINDS
+    from genbound.analysis import KINDS
     from genbound.cli import main
 
     notation = (ROOT / "book" / "notation.md").read_text()

@@ -23,8 +23,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
-import torch
-
 from ... import __version__
 
 __all__ = [
@@ -247,6 +245,8 @@ def cpu_kind() -> dict:
     :data:`KERNEL_FLAGS` it has, sorted) and ``cpu_capability`` (torch's ATen CPU capability, e.g.
     ``AVX512``, which also follows ``ATEN_CPU_CAPABILITY``). Read from ``/proc/cpuinfo`` on Linux; elsewhere
     the model from ``platform`` and the flags ``None`` (unknown)."""
+    import torch  # heavy: loaded only when a record is made
+
     model = flags = None
     try:
         model, flags = _cpuinfo(Path("/proc/cpuinfo").read_text(errors="replace"))
@@ -269,6 +269,8 @@ def _build_field(config: str, name: str) -> str | None:
 def math_libraries() -> dict:
     """torch's ``blas`` and ``lapack`` (``BLAS_INFO`` / ``LAPACK_INFO`` of its build, e.g. ``mkl``) and
     ``math_library``: the versions of MKL and oneDNN (MKL-DNN) that torch reports, ``;``-joined."""
+    import torch  # heavy: loaded only when a record is made
+
     config = torch.__config__.show()
     libs = []
     for ln in config.splitlines():
@@ -290,6 +292,8 @@ def environment(*, device: Any = "cpu") -> dict:
     (:func:`git_commit`, ``None`` when unknown), torch's version, torch's CPU threads, the device, the
     CPU kind (:func:`cpu_kind`), torch's BLAS and LAPACK (:func:`math_libraries`) and the kernel-selecting
     environment variables that are set (``kernel_env``, see :data:`KERNEL_ENV`)."""
+    import torch  # heavy: loaded only when a record is made
+
     env = {
         "genbound": __version__,
         "commit": git_commit(),

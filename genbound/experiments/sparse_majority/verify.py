@@ -30,6 +30,8 @@ from dataclasses import dataclass, field, fields
 from typing import Callable, Sequence
 
 from ...errors import ParameterError
+from ..runtime.machine import _show as show
+from ..runtime.results import commit_mismatches, environment, same_machine_kind
 
 __all__ = [
     "NOT_COMPARED",
@@ -179,7 +181,6 @@ class ReproductionCase:
 
 
 def _show(value) -> str:
-    from ..runtime.machine import _show as show
 
     return show(value)
 
@@ -187,7 +188,6 @@ def _show(value) -> str:
 def reproduction_case(table, *, device="cpu", here: dict | None = None) -> ReproductionCase:
     """The :class:`ReproductionCase` of rerunning rows of the results ``table`` here on ``device``
     with the current torch thread count (``here``: an environment dict to compare with instead)."""
-    from ..runtime.results import commit_mismatches, environment, same_machine_kind
 
     here = environment(device=device) if here is None else here
     same, machine = same_machine_kind(table.environment, here)

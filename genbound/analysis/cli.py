@@ -1,0 +1,347 @@
+"""``genbound analyze``: both Part III proxies for a checkpoint folder, from the command line.
+
+Book: :ref:`ch-sakai-trained`. ``genbound analyze PATH`` loads a checkpoint folder (``config.json`` +
+``model.safetensors``, a sharded ``model.safetensors.index.json`` or ``pytorch_model.bin``) of a
+supported family (``genbound.weights.families``) layer by layer, and prints the spectrum-adaptive
+proxy of Sakai & Imaizumi (2026) and their Edelman-style proxy (:func:`genbound.analysis.api.analyze`),
+or, for a model the bound does not cover, its spectra only. ``--json`` prints the object of
+:data:`~genbound.analysis.report.JSON_FIELDS`, ``--csv`` writes the per-matrix rows, ``--plot`` the
+figure (:mod:`genbound.analysis.figures`), ``--compare B`` compares two checkpoints matrix by matrix
+(:mod:`genbound.analysis.compare`).
+
+Every bad file, config or option ends in one line ``genbound: error: ...`` on stderr and exit code 2
+(``genbound.weights.files``), before any spectrum is computed and before anything is written:
+``--csv`` and ``--plot`` paths (existing folder, known figure format) and ``--layers`` (each layer
+once, all in range) are checked first; a ``config.json`` whose ``model_type`` disagrees with the
+tensor names is refused (``genbound.weights.loading.check_model_type``). A progress bar over layers
+goes to stderr when stderr is a terminal (``--quiet`` turns it off).
+
+One concept: the ``genbound analyze`` subcommand (its options, the checks of its options and output
+paths before any work, and which report it prints or writes).
+
+>>> import tempfile, json, io, contextlib
+>>> from genbound.testing import make_bert_checkpoint
+>>> from genbound.cli import main
+>>> with tempfile.TemporaryDirectory() as d:
+...     _ = make_bert_checkpoint(d, layers=2, heads=2, hidden=8, d_ff=16, seed=0)
+...     buf = io.StringIO()
+...     with contextlib.redirect_stdout(buf):
+...         rc = main(["analyze", d, "--json", "--device", "cpu"])
+>>> out = json.loads(buf.getvalue())
+>>> rc, out["layers"], out["hidden"], out["heads"], out["n_matrices"], len(out["matrices"])
+(0, 2, 8, 2, 12, 12)
+>>> sorted(out["matrices"][0])
+['contribution', 'frobenius', 'head', 'kind', 'layer', 'p_opt', 'rank', 'shape', 'sigma_max', 'stable_rank']
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import textwrap
+from pathlib import Path
+
+from ..errors import ParameterError, require
+from ..experiments.runtime.results import results_file_kind
+from .api import analyze, weights_of
+from .compare import compare_checkpoints, comparison_dict, comparison_report
+from .figures import check_plot_format, write_plot
+from .report import JSON_FIELDS, KINDS, MATRIX_FIELDS, console_report, spectra_only_report
+
+__all__ = ["add_parser", "run", "check_outputs", "fix_heap_growth", "MAX_GRID_M"]
+
+#: The largest grid resolution ``--grid-m`` (the default, ``ceil(L + ln N)``, is a few tens).
+MAX_GRID_M = 1000
+
+
+# ---------------------------------------------------------------------------------------------- options
+def _fill(text: str) -> str:
+    return textwrap.fill(text, 78, break_on_hyphens=False)
+
+
+def _description() -> str:
+    """What ``genbound analyze --help`` says first: what it evaluates, and the four kinds of matrix."""
+    return (
+        _fill(
+            "Evaluate the Sakai & Imaizumi (2026) spectrum-adaptive proxy and the Edelman-style "
+            "proxy on a checkpoint folder (config.json + model.safetensors) of a family the "
+            "papers' bound covers (BERT, RoBERTa, ELECTRA, DistilBERT, GPT-2, OPT, ViT), layer by "
+            "layer. For a family it does not cover (Llama, Mistral, Qwen, Gemma, Phi-3, Mixtral, "
+            "GPT-NeoX, Falcon, GPT-J) the report is labelled SPECTRA ONLY, NO BOUND: why, per "
+            "matrix kind, then every matrix's spectra. --compare B: two checkpoints of one "
+            "architecture, matrix by matrix."
+        )
+        + "\n\n"
+        + _fill("The proxies sum over products of weights, not over raw weights. Per layer:")
+        + "\n"
+        + "\n".join(f"  {k:6s} {v}" for k, v in KINDS.items())
+    )
+
+
+def _epilog() -> str:
+    """The end of ``genbound analyze --help``: the JSON keys and the per-matrix columns."""
+    return (
+        _fill("--json keys: " + ", ".join(JSON_FIELDS) + ".")
+        + "\n"
+        + _fill(
+            "Per-matrix rows (JSON 'matrices', --csv columns): "
+            + ", ".join(MATRIX_FIELDS)
+            + " (CSV: shape as rows, cols). Descriptions: genbound.analysis.JSON_FIELDS."
+        )
+    )
+
+
+def _add_output_options(p) -> None:
+    """``--json``, ``--csv``, ``--plot``: what the command prints or writes."""
+    p.add_argument(
+        "--json",
+        action="store_true",
+        help="print one JSON object (totals, and 'matrices': one row per QK/V/M_in/M_out matrix)",
+    )
+    p.add_argument(
+        "--csv",
+        metavar="FILE",
+        help="write the per-matrix table (kind, layer, head, rows, cols, rank, "
+        "sigma_max, frobenius, stable_rank, p_opt, contribution) as CSV",
+    )
+    p.add_argument(
+        "--plot",
+        metavar="FILE",
+        help="write a figure of the per-matrix contributions (format from the "
+        "extension: png, pdf, svg, ...)",
+    )
+
+
+def _add_bound_options(p) -> None:
+    """The options of the computation: device, attention scale, mode, ``L_phi``, grid, rank, layers."""
+    p.add_argument(
+        "--device", default="auto", help="auto (CUDA when available), cpu or cuda (default auto)"
+    )
+    p.add_argument(
+        "--attention-scale",
+        action="store_true",
+        help="put the model's score scale (1/sqrt(d_head)) into every QK = W_Q W_K^T",
+    )
+    p.add_argument(
+        "--mode",
+        choices=["exact", "authors"],
+        default="exact",
+        help="exact: thin-QR cores, sub-threshold values are zeros (default); authors: dense SVD, "
+        "threshold only at p = 0",
+    )
+    p.add_argument(
+        "--L-phi", type=float, default=1.13, dest="L_phi", help="activation Lipschitz constant"
+    )
+    p.add_argument(
+        "--grid-m",
+        type=int,
+        default=None,
+        help="grid resolution m, 1 .. 1000 (default ceil(L + ln N))",
+    )
+    p.add_argument(
+        "--rank-tol", type=float, default=1e-10, help="relative rank tolerance (default 1e-10)"
+    )
+    p.add_argument(
+        "--layers",
+        type=int,
+        nargs="+",
+        default=None,
+        help="analyse only these layer indices (0-based, each once; treated as the whole network)",
+    )
+
+
+def _add_report_options(p) -> None:
+    """``--top``, ``--n-samples``, ``--compare``, ``--quiet``, ``--overwrite``."""
+    p.add_argument(
+        "--top",
+        type=int,
+        default=5,
+        help="matrices with the largest contributions shown (default 5)",
+    )
+    p.add_argument(
+        "--n-samples",
+        type=int,
+        default=None,
+        dest="n_samples",
+        metavar="N",
+        help="training-set size: report each estimate of the gap at N (capacity / sqrt(N)), "
+        "whether it is vacuous there, and the sample size from which it would not be",
+    )
+    p.add_argument(
+        "--compare",
+        metavar="B",
+        default=None,
+        help="a second checkpoint of the same architecture (for example the fine-tuned model of "
+        "a base PATH): a table of each matrix's sigma_max, frobenius, stable_rank, rank (and "
+        "contribution, where a bound exists) in PATH and B with their ratio B / PATH and "
+        "difference, and the two bound values side by side",
+    )
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="let --csv or --plot replace a file that is a genbound results file of an experiment "
+        "(refused without it, so that a trained sweep is not lost to a typo)",
+    )
+
+
+def add_parser(sub) -> None:
+    """Register ``genbound analyze`` with the subparsers ``sub`` of ``genbound.cli.build_parser``."""
+    p = sub.add_parser(
+        "analyze",
+        help="spectrum-adaptive and Edelman-style proxies of a checkpoint",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description=_description(),
+        epilog=_epilog(),
+    )
+    p.add_argument(
+        "path", help="checkpoint folder (config.json + model.safetensors or pytorch_model.bin)"
+    )
+    _add_output_options(p)
+    _add_bound_options(p)
+    _add_report_options(p)
+    p.set_defaults(func=run)
+
+
+# ---------------------------------------------------------------------------------------------- checks
+def _check_path(path, option: str) -> None:
+    """Refuse an output path that is a folder, or whose folder is missing or not writable."""
+    f = Path(path)
+    if f.is_dir():
+        raise ParameterError(f"{option} {path}: is a folder; expected a file name")
+    parent = f.parent if str(f.parent) else Path(".")
+    if not parent.is_dir():
+        raise ParameterError(f"{option} {path}: folder {str(parent)!r} does not exist")
+    if not os.access(parent, os.W_OK):
+        raise ParameterError(f"{option} {path}: folder {str(parent)!r} is not writable")
+
+
+def check_outputs(csv=None, plot=None, *, overwrite: bool = False) -> None:
+    """Refuse output paths that could not be written, before any work: ``csv``/``plot`` must name a file in an
+    existing, writable folder, must not be a genbound results file of an experiment (unless
+    ``overwrite``), and ``plot`` must end in a format matplotlib writes (``.png``, ``.pdf``,
+    ``.svg``, ...). Raises :class:`~genbound.errors.ParameterError` naming the option."""
+    for option, path in (("--csv", csv), ("--plot", plot)):
+        if path is None:
+            continue
+        _check_path(path, option)
+        kind = results_file_kind(path)
+        if kind is not None and not overwrite:
+            raise ParameterError(
+                f"{option} {path}: is a genbound results file of experiment {kind!r}; writing "
+                f"the analysis there would replace its rows; choose another file, or pass "
+                f"--overwrite to replace it"
+            )
+    if plot is not None:
+        check_plot_format(plot)
+
+
+def _check_numbers(args) -> None:
+    """Refuse ``--top``, ``--n-samples``, ``--grid-m`` and ``--rank-tol`` out of range."""
+    if args.top < 0:
+        raise ParameterError(f"--top must be >= 0, got {args.top}")
+    if args.n_samples is not None and args.n_samples < 1:
+        raise ParameterError(f"--n-samples must be >= 1, got {args.n_samples}")
+    if args.grid_m is not None:
+        from .._validate import check_int_range
+
+        check_int_range(args.grid_m, "--grid-m", 1, MAX_GRID_M, why="MAX_GRID_M")
+    if not 0.0 <= args.rank_tol < 1.0:  # NaN fails this too
+        raise ParameterError(
+            f"--rank-tol must lie in [0, 1) (relative to sigma_max), got {args.rank_tol}"
+        )
+
+
+def _check_plot(args) -> None:
+    """Refuse ``--plot`` with ``--compare``, and ``--plot`` of a model without a bound (the figure
+    draws the bound's contributions), before any spectrum."""
+    if args.plot and getattr(args, "compare", None) is not None:
+        raise ParameterError("--plot and --compare together: draw each model's figure on its own")
+    if not args.plot:
+        return
+    w = weights_of(args.path, layers=args.layers)
+    if not w.covered:
+        raise ParameterError(
+            f"--plot {args.plot}: the figure draws each matrix's contribution to the bound, and "
+            f"this {w.family} model has none (the papers' bound does not cover "
+            f"{', '.join(k for k, c in w.coverage.items() if not c.covered)}); drop --plot for "
+            f"its spectra-only report"
+        )
+
+
+def fix_heap_growth(threshold: int = 128 * 1024) -> bool:
+    """Pin glibc's mmap threshold (``mallopt(M_MMAP_THRESHOLD, 128 KiB)``) for this process.
+
+    glibc raises the threshold after a large block is freed, so later layer-sized temporaries come
+    from the heap, which fragments and keeps several layers' worth of memory resident. The
+    ``analyze`` command owns its process and pins the threshold, so every layer-sized temporary is
+    mapped and unmapped on its own and the peak stays near one layer (measured in
+    ``benchmarks/RESULTS.md``). The library never changes allocator settings. Returns whether the
+    setting was applied (False where glibc is not available).
+    """
+    try:
+        import ctypes
+        import ctypes.util
+
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        return bool(libc.mallopt(-3, int(threshold)))  # -3 = M_MMAP_THRESHOLD (malloc.h)
+    except (OSError, AttributeError):
+        return False
+
+
+# ---------------------------------------------------------------------------------------------- run
+def _analyze_kwargs(args) -> dict:
+    """The keywords of :func:`~genbound.analysis.api.analyze` that the options give."""
+    return dict(
+        device=args.device,
+        attention_scale=args.attention_scale,
+        mode=args.mode,
+        L_phi=args.L_phi,
+        grid_m=args.grid_m,
+        rank_tol=args.rank_tol,
+        layers=args.layers,
+        progress=(not args.quiet) and sys.stderr.isatty(),
+        n_samples=args.n_samples,
+    )
+
+
+def _run_compare(args, kwargs: dict) -> int:
+    """``genbound analyze A --compare B``: the comparison's CSV, then its JSON or its text."""
+    a, b, table = compare_checkpoints(args.path, args.compare, **kwargs)
+    if args.csv:
+        table.to_csv(args.csv, index=False)
+    d = comparison_dict(a, b, table, path_a=str(args.path), path_b=str(args.compare))
+    print(json.dumps(d) if args.json else comparison_report(d, table))
+    return 0
+
+
+def _run_one(args, kwargs: dict) -> int:
+    """``genbound analyze PATH``: the per-matrix CSV and the figure, then the JSON or the text."""
+    a = analyze(args.path, **kwargs)
+    table = a.matrices()
+    if args.csv:
+        table.to_csv(args.csv, index=False)
+    if a.spectra_only:
+        d = a.to_dict()
+        print(json.dumps(d) if args.json else spectra_only_report(a, d, table))
+        return 0
+    if args.plot:
+        write_plot(a.spectral, args.plot)
+    d = a.to_dict()
+    print(json.dumps(d) if args.json else console_report(a, d, table, top=args.top))
+    return 0
+
+
+def run(args) -> int:
+    """The handler of ``genbound analyze``: every option and output path checked, then one report."""
+    require("torch", "genbound analyze")
+    check_outputs(csv=args.csv, plot=args.plot, overwrite=getattr(args, "overwrite", False))
+    _check_numbers(args)
+    fix_heap_growth()
+    _check_plot(args)
+    kwargs = _analyze_kwargs(args)
+    if getattr(args, "compare", None) is not None:
+        return _run_compare(args, kwargs)
+    return _run_one(args, kwargs)
