@@ -2,8 +2,8 @@
 
 Each experiment package registers its own subcommand (its ``_cli`` module): ``sparse-majority``
 (:mod:`genbound.experiments.sparse_majority`), ``predict-gap`` (:mod:`genbound.experiments.predict_gap`),
-``certify`` (:mod:`genbound.experiments.certify`) and ``certify-lm``
-(:mod:`genbound.experiments.certify_lm`); what their options share (ranges, lists, shards, the line an
+``certify`` (:mod:`genbound.experiments.certify`), ``certify-lm``
+(:mod:`genbound.experiments.certify_lm`) and ``bert-grid`` (:mod:`genbound.experiments.bert_grid`); what their options share (ranges, lists, shards, the line an
 interrupted run prints) is :mod:`genbound.experiments.runtime.cli`.
 
 One concept: the ``experiment`` command, the list of its subcommands.
@@ -11,6 +11,7 @@ One concept: the ``experiment`` command, the list of its subcommands.
 
 from __future__ import annotations
 
+from .bert_grid._cli import add_bert_grid
 from .certify._cli import add_certify
 from .certify_lm._cli import add_certify_lm
 from .predict_gap._cli import add_predict_gap
@@ -32,3 +33,4 @@ def add_parser(sub) -> None:
     add_predict_gap(psub)
     add_certify(psub)
     add_certify_lm(psub)
+    add_bert_grid(psub)

@@ -359,7 +359,9 @@ def test_grid_attention_scale_scales_qk():
 def test_train_extract_roundtrip(tmp_path, monkeypatch):
     from genbound.experiments import bert_grid
 
-    monkeypatch.setattr(bert_grid, "MIN_TEST_ACC", 0.0)  # two steps learn nothing: no retries here
+    monkeypatch.setattr(
+        bert_grid.train, "MIN_TEST_ACC", 0.0
+    )  # two steps learn nothing: no retries here
     cfg = bert_grid.GridConfig(steps=2, batch=4, n_test=8, seq_len=8)
     assert bert_grid.train_grid(
         tmp_path, depths=(1,), widths=(64,), cfg=cfg, seeds=(0, 3), log=lambda m: None
@@ -419,7 +421,7 @@ def test_train_extract_roundtrip(tmp_path, monkeypatch):
 def test_train_grid_budget_stops_between_models(tmp_path, monkeypatch):
     from genbound.experiments import bert_grid
 
-    monkeypatch.setattr(bert_grid, "MIN_TEST_ACC", 0.0)
+    monkeypatch.setattr(bert_grid.train, "MIN_TEST_ACC", 0.0)
     cfg = bert_grid.GridConfig(steps=1, batch=2, n_test=4, seq_len=6)
     said = []
     done = bert_grid.train_grid(
@@ -435,7 +437,8 @@ def test_train_grid_budget_stops_between_models(tmp_path, monkeypatch):
     assert (tmp_path / "s0" / "L1_N64" / "metrics.json").exists()
     assert not (tmp_path / "s0" / "L2_N64").exists()
     meta = __import__("json").loads((tmp_path / "s0" / "L1_N64" / "metrics.json").read_text())
-    assert meta["seed"] == 0 and meta["cpu"] and meta["torch"] == torch.__version__
+    # the one machine record (genbound.experiments.runtime.machine.environment)
+    assert meta["seed"] == 0 and "cpu_model" in meta and meta["torch"] == torch.__version__
 
 
 def test_grid_errors():
@@ -619,3 +622,30 @@ def test_part3_claims_declare_what_they_cover():
         "genbound.spectra.certified_singular_values",
     ):
         assert name in covered, name
+
+
+@pytest.mark.parametrize(
+    "args, said",
+    [
+        (
+            ["train", "--work", "W", "--widths", "100"],
+            "--widths must be multiples of the head width",
+        ),
+        (["train", "--work", "W", "--seeds", "-1"], "--seeds must lie in 0 .. 2147483647"),
+        (["train", "--work", "W", "--depths", "0"], "--depths must lie in 1 .. 64"),
+        (["train", "--work", "W", "--budget-s", "0"], "--budget-s must be a positive number"),
+        (["extract", "--work", "W", "--widths", "64", "65"], "--widths must be multiples"),
+    ],
+)
+def test_grid_command_refuses_bad_arguments(args, said, tmp_path, capsys):
+    """``genbound experiment bert-grid`` and ``python -m genbound.experiments.bert_grid`` share one
+    parser: a bad argument is one ``genbound: error:`` line, exit 2, before anything is written."""
+    from genbound.cli import main
+    from genbound.experiments.bert_grid.__main__ import main as module_main
+
+    args = [str(tmp_path / "w") if a == "W" else a for a in args]
+    for run in (lambda: main(["experiment", "bert-grid", *args]), lambda: module_main(args)):
+        assert run() == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and err[0].startswith("genbound: error: ") and said in err[0], err
+    assert not (tmp_path / "w").exists()
