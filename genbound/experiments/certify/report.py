@@ -8,11 +8,11 @@ e.g. the shards of one run) and returns plain pandas objects; the chapter only f
 from __future__ import annotations
 
 import math
-from pathlib import Path
 
 import numpy as np
 
 from ...errors import ParameterError
+from ..runtime.paths import data_path
 from . import certify_config_of, read_certificates
 from .family import read_family_certificates
 from ...bounds import pac_bayes as pb
@@ -39,7 +39,7 @@ __all__ = [
 ]
 
 #: Where the saved certificate files live (``genbound/data``; their notes: ``certify.md``).
-DATA = Path(__file__).resolve().parents[2] / "data"
+DATA = data_path()
 #: The Part V family's certificate files (the largest training sets; the smaller ones).
 FAMILY_FILES = ("certify_family.csv", "certify_family_small.csv")
 #: Rows of the sparse-majority sweep certified at their own training-set size (T = 16, 64, 256 and 1024,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ..runtime.results import Schema, open_results, read_results, environment
+from ..runtime.paths import data_path
 
 __all__ = ["SCHEMA", "SWEEP_FILE", "SAVED_FILES", "open_sweep", "read_sweep", "saved_rows"]
 
@@ -64,10 +65,7 @@ SAVED_FILES = (SWEEP_FILE, "certify_lm_xxl.csv")
 
 def saved_rows() -> list[dict]:
     """The rows of every file of :data:`SAVED_FILES`, in that order."""
-    from pathlib import Path
-
-    data = Path(__file__).resolve().parents[2] / "data"
-    return [r for name in SAVED_FILES for r in read_results(data / name, SCHEMA).rows]
+    return [r for name in SAVED_FILES for r in read_results(data_path(name), SCHEMA).rows]
 
 
 def open_sweep(path, config: dict, notes: str | None = None):
@@ -81,7 +79,5 @@ def open_sweep(path, config: dict, notes: str | None = None):
 def read_sweep(path=None):
     """Read a certify-lm results file (default: the saved sweep)."""
     if path is None:
-        from pathlib import Path
-
-        path = Path(__file__).resolve().parents[2] / "data" / SWEEP_FILE
+        path = data_path(SWEEP_FILE)
     return read_results(path, SCHEMA)

@@ -23,6 +23,7 @@ import torch
 from ...errors import GenboundError, ParameterError
 from ..fullbatch import AdamProtocol, fit_stack
 from ..runtime.results import Schema, environment, open_results, read_results
+from ..runtime.paths import data_path
 from .family import (
     AXES,
     TASKS,
@@ -66,7 +67,7 @@ __all__ = [
 ]
 
 #: The saved family (CSV) and its notes (command, machine, wall time) beside it.
-SAVED_FAMILY = Path(__file__).resolve().parents[2] / "data" / "predict_gap_family.csv"
+SAVED_FAMILY = data_path("predict_gap_family.csv")
 
 
 @dataclass(frozen=True)
@@ -404,13 +405,11 @@ def merge_family(paths, out) -> Path:
 
 
 #: The pilots that chose the family's axes (issue 27): one results file per task and candidate pair.
-PILOTS = Path(__file__).resolve().parents[2] / "data" / "predict_gap_pilots"
+PILOTS = data_path("predict_gap_pilots")
 
 #: The paired gap changes of the first family (initialisation scale instead of input corruption), kept
 #: after it was replaced (``tools/predict_gap_notes.py OLD.csv --moves``; the notes beside the file).
-EARLIER_FAMILY_MOVES = (
-    Path(__file__).resolve().parents[2] / "data" / "predict_gap_earlier_family_moves.csv"
-)
+EARLIER_FAMILY_MOVES = data_path("predict_gap_earlier_family_moves.csv")
 
 #: The value every axis had in a pilot written before that axis existed (full batch, no weight
 #: decay, unit initialisation scale, clean labels).

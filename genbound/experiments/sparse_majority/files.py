@@ -11,6 +11,7 @@ from ..runtime.results import Schema, environment, git_commit, open_results, rea
 from .config import SparseMajorityConfig
 from .runs import RunResult
 from ..runtime.results import merge_results
+from ..runtime.paths import data_path
 from ..runtime.results import _atomic_create, _fmt, _header_text
 from ...errors import ResultsFileError
 from .bounds import row_bound_fields
@@ -30,7 +31,7 @@ __all__ = [
 ]
 
 #: The saved larger sweep (a results file) and its notes (command, machine, wall time) beside it.
-SAVED_SWEEP = Path(__file__).resolve().parents[2] / "data" / "sparse_majority_sweep.csv"
+SAVED_SWEEP = data_path("sparse_majority_sweep.csv")
 #: The same sweep (configuration and protocol) trained on another machine kind (an Intel Xeon): another
 #: float32 draw, kept to measure how far two machine kinds are apart (its notes: ``sparse_majority_sweep.md``).
 OTHER_KIND_SWEEP = SAVED_SWEEP.with_name("sparse_majority_sweep_intel.csv")
