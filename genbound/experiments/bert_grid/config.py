@@ -13,8 +13,9 @@ __all__ = ["PAD", "CLS", "TOKEN_A", "TOKEN_B", "DEPTHS", "WIDTHS", "GridConfig",
 
 #: Special token ids of the synthetic task (padding, the classification token, and the two counted tokens).
 PAD, CLS, TOKEN_A, TOKEN_B = 0, 1, 2, 3
-#: Default depths and widths of the grid.
+#: Default depths of the grid (numbers of layers ``L``).
 DEPTHS = (2, 4, 6, 8)
+#: Default widths of the grid (hidden widths ``N``, multiples of the head width 64).
 WIDTHS = (64, 128, 256)
 #: The two stages stored per (cell, seed), the trained model and its initialisation.
 STAGES = ("trained", "init")
