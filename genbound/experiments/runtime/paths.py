@@ -1,5 +1,5 @@
 """Where the saved data of the experiments live: ``genbound/data/`` inside the installed package, found
-through :mod:`importlib.resources` (so a wheel, an editable install and a source checkout all answer the
+through ``importlib.resources`` (so a wheel, an editable install and a source checkout all answer the
 same way, never by counting parent folders from a module's file).
 
 One concept: the path of a saved data file.
