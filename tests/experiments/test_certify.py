@@ -172,10 +172,10 @@ def test_a_family_setting_finds_its_saved_certificate_by_key():
     assert FAMILY_SCHEMA.key_of(dict(settings[0], seed=99)) not in saved
     # and the family file's own rows (whose test accuracy the certificate rows carry) by the family's key
     from genbound.experiments.predict_gap import read_family
-    from genbound.experiments.predict_gap.training import _key
+    from genbound.experiments.predict_gap.training import family_key
 
-    family = {_key(r) for r in read_family().to_dict("records")}
-    assert all(_key(dict(st, seed=s)) in family for st in settings for s in (0, 23))
+    family = {family_key(r) for r in read_family().to_dict("records")}
+    assert all(family_key(dict(st, seed=s)) in family for st in settings for s in (0, 23))
 
 
 def test_a_tiny_family_certificate_end_to_end(tmp_path):

@@ -313,8 +313,6 @@ KNOWN_FAILURES = {
     "(metrics.json per model with environment()), not a results file; it must stay byte-identical",
     ("sparse_majority", "check_no_private_imports"): "files.py imports _atomic_create, _fmt, "
     "_header_text of runtime.results; verify.py _show of runtime.machine",
-    ("certify", "check_no_private_imports"): "imports _tensors_for, _train_adam of "
-    "sparse_majority.training and _key of predict_gap.training",
     ("predict_gap", "check_saved_data_noted"): "predict_gap_pilots/ has no note and "
     "predict_gap_earlier_family_moves.md (made by a tools script) names no machine; files under "
     "genbound/data/ are not edited here",

@@ -35,7 +35,7 @@ from .gibbs import flat, unflat
 from ..runtime.results import Schema
 from ..sparse_majority import cls_logits
 from ..sparse_majority import initial_model, regenerate_data, run_seq_len, stack_parameters
-from ..sparse_majority.training import _tensors_for, _train_adam
+from ..sparse_majority.training import tensors_for, train_adam
 from ..runtime.results import environment, open_results
 from ..runtime.results import read_results
 
@@ -240,10 +240,10 @@ def certify_sparse_majority(
         "val": tuple(x.unsqueeze(0) for x in data["val"]),
         "test": tuple(x.unsqueeze(0) for x in data["test"]),
     }
-    E, pe = _tensors_for([task], sub, "cpu")
+    E, pe = tensors_for([task], sub, "cpu")
     E, pe = E.to(params["W_Q"].dtype), pe.to(params["W_Q"].dtype)
     scale = 1.0 / math.sqrt(cfg.d_head)
-    stop, _, fitted0, *_ = _train_adam(params, [task], sub, cfg, E, pe, scale, False, "prior")
+    stop, _, fitted0, *_ = train_adam(params, [task], sub, cfg, E, pe, scale, False, "prior")
     P_prior = {k: v.detach().double() for k, v in stop.items()}
     (bits_tr, y_tr), (bits_te, y_te) = data["train"], data["test"]
     logits = _sm_logits(

@@ -26,7 +26,7 @@ from . import certify_sparse_majority, open_certificates
 from ..sparse_majority import config_of, parse_row_keys, read_sweep
 from .family import FAMILY_SCHEMA, certify_family_setting, open_family_certificates
 from ..predict_gap import family_config, read_family
-from ..predict_gap.training import _key
+from ..predict_gap.training import family_key
 from ...jsonsafe import json_tree
 
 __all__ = ["add_certify"]
@@ -182,7 +182,7 @@ def _run_family(args, cc) -> int:
             raise ParameterError(
                 f"--prior-fraction {cc.prior_fraction} leaves no prior or no bound set at m = {m}"
             )
-    saved = {_key(r): float(r["test_acc"]) for r in df.to_dict("records")}
+    saved = {family_key(r): float(r["test_acc"]) for r in df.to_dict("records")}
     source = path or "the saved family"
     writer = open_family_certificates(args.csv, source, fc, cc) if args.csv else None
     torch.set_num_threads(1)
@@ -194,7 +194,7 @@ def _run_family(args, cc) -> int:
         ]
         if not todo:
             continue
-        acc = {s: saved.get(_key(dict(st, seed=s)), math.nan) for s in todo}
+        acc = {s: saved.get(family_key(dict(st, seed=s)), math.nan) for s in todo}
         rows = certify_family_setting(st, todo, fc, cc, saved_test_acc=acc)
         if writer is not None:
             writer.append(rows)

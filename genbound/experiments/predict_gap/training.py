@@ -57,6 +57,7 @@ __all__ = [
     "SCHEMA",
     "open_family",
     "read_family",
+    "family_key",
     "undefined_allowed",
     "merge_family",
     "recompute_measures",
@@ -275,7 +276,9 @@ def train_setting(setting: dict, seeds: Sequence[int], config: FamilyConfig) -> 
     return records
 
 
-def _key(r: dict) -> tuple:
+def family_key(r: dict) -> tuple:
+    """The tuple that identifies a family row: its task, the values of its axes and its seed (typed, so
+    that a row read from a file and a setting built in code compare equal)."""
     return (
         str(r["task"]),
         int(r["depth"]),
@@ -327,7 +330,7 @@ def run_family(
         disable=not (progress if progress is not None else sys.stderr.isatty()),
     )
     for block, setting in bar:
-        seeds = [s for s in block if _key({**setting, "seed": s}) not in done]
+        seeds = [s for s in block if family_key({**setting, "seed": s}) not in done]
         if not seeds:
             continue
         recs = train_setting(setting, seeds, cfg)

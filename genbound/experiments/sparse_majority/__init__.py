@@ -134,7 +134,7 @@ from .task import (
     make_task,
     token_embeddings,
 )
-from .training import TrainOutcome, _tensors_for, _train_adam, train_stack
+from .training import TrainOutcome, tensors_for, train_adam, train_stack
 
 __all__ = [
     "D_MODEL",

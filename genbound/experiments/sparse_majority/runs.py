@@ -23,7 +23,7 @@ from ...positional import uniform_input_radius
 from ..runtime.seeds import sparse_majority_seed
 from .data import regenerate_data
 from .task import _check_task
-from .training import _tensors_for, _train_adam, train_stack
+from .training import tensors_for, train_adam, train_stack
 
 __all__ = ["RESULT_KEYS", "RunResult", "initial_model", "run_seq_len", "run_sweep"]
 
@@ -185,13 +185,13 @@ def run_seq_len(
         nm: p.detach() for nm, p in stack_parameters(nets, dtype=torch.float64, device=dev).items()
     }
     params = stack_parameters(nets, dtype=cfg.dtype, device=dev)
-    E, pe = _tensors_for(tasks, data, dev)
+    E, pe = tensors_for(tasks, data, dev)
     E, pe = E.to(params["W_Q"].dtype), pe.to(params["W_Q"].dtype)
     scale = 1.0 / math.sqrt(cfg.d_head)
     K = len(seeds)
     orig = None
     if cfg.protocol == "adam":
-        stop, val_best, _, fit_step, steps, val_step, diverged, _ = _train_adam(
+        stop, val_best, _, fit_step, steps, val_step, diverged, _ = train_adam(
             params, tasks, data, cfg, E, pe, scale, progress, f"T={seq_len}"
         )
     else:

@@ -17,7 +17,7 @@ from .model import cls_logits
 from .task import SparseMajorityTask
 from ..fullbatch import fit_stack
 
-__all__ = ["TrainOutcome", "train_stack"]
+__all__ = ["TrainOutcome", "train_stack", "tensors_for", "train_adam"]
 
 
 @dataclass
@@ -33,7 +33,8 @@ class TrainOutcome:
     history: list[dict] = field(default_factory=list)
 
 
-def _tensors_for(tasks, data, device):
+def tensors_for(tasks, data, device):
+    """The stacked token embeddings of ``tasks`` and their shared positional encoding, on ``device``."""
     E = torch.stack([t.embeddings for t in tasks]).to(device)
     return E, tasks[0].encoding.to(device)
 
@@ -60,7 +61,7 @@ def train_stack(
     cfg = config.validated()
     K = len(tasks)
     dev = params["W_Q"].device
-    E, pe = _tensors_for(tasks, data, dev)
+    E, pe = tensors_for(tasks, data, dev)
     scale = 1.0 / math.sqrt(cfg.d_head)
     bits_tr, y_tr = data["train"]
     n = bits_tr.shape[1]
@@ -148,7 +149,7 @@ def _select(params, data, E, pe, scale, cfg, best, ckpt, ckpt_epoch, active, epo
             ckpt_epoch[kind][k] = epoch
 
 
-def _train_adam(params, tasks, data, cfg, E, pe, scale, progress, desc):
+def train_adam(params, tasks, data, cfg, E, pe, scale, progress, desc):
     """Run the ``"adam"`` protocol; returns ``(stop, val_best, fitted, fit_step, steps, val_step,
     diverged, initial)``."""
 
