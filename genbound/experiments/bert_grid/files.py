@@ -1,5 +1,5 @@
-"""The BERT grid's saved data: the compressed spectra file (:func:`~genbound.experiments.bert_grid.save_spectra`,
-:func:`~genbound.experiments.bert_grid.load_spectra`,
+"""The BERT grid's saved data: the compressed spectra file
+(:func:`~genbound.experiments.bert_grid.save_spectra`, :func:`~genbound.experiments.bert_grid.load_spectra`,
 :data:`DEFAULT_SPECTRA_FILE`), the arrays of one model in it (:func:`model_spectra`,
 :func:`spectra_from_arrays`, :func:`point_key`) and the training times it records
 (:func:`expected_seconds`).
