@@ -18,7 +18,8 @@ subcommand). Two steps, so that the slow part runs once and the book only reads 
    :func:`genbound.weights.load_weights` and store **only** what the proxies need (the exact nonzero
    singular values and the ``(2,1)`` norm of every matrix, as :class:`genbound.weights.Spectra` arrays,
    the training metrics and the machine record) into a small compressed ``.npz`` file
-   (:func:`save_spectra`, :data:`~genbound.experiments.bert_grid.files.DEFAULT_SPECTRA_FILE`), together with the same arrays at each model's
+   (:func:`save_spectra`, :data:`~genbound.experiments.bert_grid.files.DEFAULT_SPECTRA_FILE`), together with the same
+   arrays at each model's
    initialisation (:func:`initial_model`). ``--merge`` carries over rows of an earlier file whose
    weights were not kept. The chapter recomputes every proxy from that file (:func:`load_spectra`
    returns ``Spectra`` objects, which :func:`genbound.bounds.sakai_imaizumi.spectral_adaptive_bound` and

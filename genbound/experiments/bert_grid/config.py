@@ -1,5 +1,6 @@
 """The BERT grid's configuration: the token ids of the counting task, the grid's depths and widths, the
-hyper-parameters every model shares (:class:`~genbound.experiments.bert_grid.GridConfig`) and the stages stored per model.
+hyper-parameters every model shares (:class:`~genbound.experiments.bert_grid.GridConfig`) and the stages stored per
+model.
 
 >>> GridConfig().steps, DEPTHS, WIDTHS
 (300, (2, 4, 6, 8), (64, 128, 256))

@@ -139,7 +139,8 @@ def save_spectra(
     weights were not kept carry over unchanged; otherwise it is an :class:`~genbound.errors.InputError`,
     or, with ``skip_missing``, left out (logged), together with the rest of that seed at that width, so
     that every seed kept at a width has all its depths. With ``init`` the file also holds, per ``(L, N, seed)``,
-    the spectra of the model's initialisation (:func:`~genbound.experiments.bert_grid.initial_model`, recomputed: it needs no training).
+    the spectra of the model's initialisation (:func:`~genbound.experiments.bert_grid.initial_model`, recomputed: it
+    needs no training).
     ``reuse``: a row (trained or initial) present in a merged file is taken from there even when its
     model is under ``work`` (the same code computed it; this saves recomputing every row).
     """
@@ -255,7 +256,8 @@ def load_spectra(path=None, *, attention_scale: bool = False) -> dict:
     """Read a spectra file written by :func:`~genbound.experiments.bert_grid.save_spectra`.
 
     Returns ``{key: {"L", "N", "heads", "seed", "stage", metrics..., "spectra": Spectra}}`` with keys
-    :func:`~genbound.experiments.bert_grid.files.point_key` (``"L{L}_N{N}_s{seed}"``, ``"init_L{L}_N{N}_s{seed}"``), plus ``"_config"`` (the
+    :func:`~genbound.experiments.bert_grid.files.point_key` (``"L{L}_N{N}_s{seed}"``, ``"init_L{L}_N{N}_s{seed}"``),
+    plus ``"_config"`` (the
     training configuration shared by every seed). A file written before seeds were stored reads as
     seed 0, trained.
     """
@@ -282,7 +284,8 @@ def load_spectra(path=None, *, attention_scale: bool = False) -> dict:
 
 def expected_seconds(path=None):
     """``(L, N) -> seconds``: 1.3 times the longest training time of that cell stored in the spectra
-    file ``path`` (default :data:`~genbound.experiments.bert_grid.files.DEFAULT_SPECTRA_FILE`; 0 when none)."""
+    file ``path`` (default :data:`~genbound.experiments.bert_grid.files.DEFAULT_SPECTRA_FILE`; 0 when
+    none)."""
     path = DEFAULT_SPECTRA_FILE if path is None else Path(path)
     best: dict = {}
     if path.exists():

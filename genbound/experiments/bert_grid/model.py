@@ -1,5 +1,6 @@
 """The BERT grid's models: the ``transformers.BertConfig`` of a grid point (:func:`bert_config`) and
-its seeded initialisation (:func:`~genbound.experiments.bert_grid.initial_model`), the starting point of every trained model.
+its seeded initialisation (:func:`~genbound.experiments.bert_grid.initial_model`), the starting point of every trained
+model.
 
 ``transformers`` is imported inside the functions (a heavy dependency the package's import does not need).
 """

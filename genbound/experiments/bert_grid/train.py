@@ -1,5 +1,6 @@
-"""The BERT grid's training: one model (:func:`~genbound.experiments.bert_grid.train_bert`, AdamW, float32, CPU) and the whole grid,
-resumable per (cell, seed) and in chunks under a time budget (:func:`~genbound.experiments.bert_grid.train_grid`), with its retry rule
+"""The BERT grid's training: one model (:func:`~genbound.experiments.bert_grid.train_bert`, AdamW, float32, CPU) and
+the whole grid, resumable per (cell, seed) and in chunks under a time budget
+(:func:`~genbound.experiments.bert_grid.train_grid`), with its retry rule
 (:data:`MIN_TEST_ACC`, :data:`MAX_RETRIES`).
 """
 
