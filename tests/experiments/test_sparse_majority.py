@@ -274,10 +274,10 @@ def test_adam_protocol_fits_and_stops_at_the_first_fitting_step():
     (An earlier version re-ran the seed with a budget one step shorter; that changes the cosine
     schedule, and training a seed alone instead of in a stack changes its float32 trajectory, so that
     run was a different trajectory and the test depended on the machine.)"""
-    from genbound.experiments import fullbatch
+    from genbound.experiments.sparse_majority import training  # the Adam protocol calls fit_stack
 
     verdicts = []  # per step: {model index: fits on the whole training set}
-    real = fullbatch.fit_stack
+    real = training.fit_stack
 
     def spy_fit_stack(params, loss_logits, train_labels, protocol, **kw):
         def spy(P, idx):
@@ -291,11 +291,11 @@ def test_adam_protocol_fits_and_stops_at_the_first_fitting_step():
     cfg = sm.SparseMajorityConfig(
         n_train=60, n_val=50, n_test=200, steps=3000, adam_lr=1e-2, m_star=False
     )
-    fullbatch.fit_stack = spy_fit_stack
+    training.fit_stack = spy_fit_stack
     try:
         res = sm.run_seq_len(11, [0, 1], cfg, device="cpu", progress=False)
     finally:
-        fullbatch.fit_stack = real
+        training.fit_stack = real
     for k, r in enumerate(res):
         assert r.fitted and r.train_acc == 1.0 and 0 < r.fit_step == r.steps < cfg.steps
         seen = [v[k] for v in verdicts if k in v]

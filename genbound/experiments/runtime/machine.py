@@ -184,7 +184,7 @@ def machine_of(recorded: dict) -> tuple[dict, tuple[str, ...]]:
     ...        "blas": "BLAS_INFO=mkl LAPACK_INFO=mkl", "torch": "2", "threads": 1, "device": "cpu"}
     >>> fields, compared = machine_of(rec)
     >>> fields["cpu_flags"], fields["cpu_capability"], fields["lapack"], len(compared)
-    (['avx2', 'fma'], 'AVX2', 'mkl', 7)
+    (['avx2', 'fma'], 'AVX2', 'mkl', 8)
     """
     rec = dict(recorded)
     if isinstance(rec.get("cpu_flags"), str):  # the Part V family's record
