@@ -32,7 +32,6 @@ from dataclasses import dataclass
 from .._validate import check_positive_int, check_real
 from ..errors import ArchitectureError, ParameterError
 from ..covering import ZHANG_CONSTANT, allocation_split, allocation_value
-from ..covering import zhang_log_cover as _zhang_part1
 from ..rademacher import (
     DudleyResult,
     dudley_bound,
@@ -50,7 +49,6 @@ __all__ = [
     "ZhangTerm",
     "EdelmanCover",
     "EdelmanBound",
-    "zhang_log_cover",
     "edelman_sensitivities",
     "edelman_sensitivities_raw",
     "edelman_log_cover",
@@ -58,19 +56,6 @@ __all__ = [
     "edelman_bound_from_model",
     "ZHANG_CONSTANT",
 ]
-
-
-def zhang_log_cover(a: float, b: float, eta: float, n: int) -> float:
-    """``36 a^2 b^2/eta^2 * log(2 ceil(4ab/eta + 2) n + 1)``: natural-log ``l_inf`` cover on ``n`` points of
-    norm ``<= a`` of linear functionals of norm ``<= b`` (Zhang 2002, Thm 4, recalled). This is
-    :func:`genbound.covering.zhang_log_cover` (Part I) with the arguments in the order of this chapter.
-
-    >>> round(zhang_log_cover(1.0, 1.0, 1.0, 10), 4)
-    172.6485
-    """
-    a = check_real(a, "a", lo=0.0)
-    b = check_real(b, "b", lo=0.0)
-    return _zhang_part1(b, a, eta, n)
 
 
 @dataclass(frozen=True)
@@ -123,7 +108,7 @@ class ZhangTerm:
 
     def log_cover(self, eps_j: float) -> float:
         """Zhang's bound at ``eta = eps_j / rho``, with ``ceil(x) <= x + 1`` so that it is smooth in ``eps_j``
-        (Dudley's integral is then computed accurately); still an upper bound on :func:`zhang_log_cover`."""
+        (Dudley's integral is then computed accurately); still an upper bound on :func:`genbound.covering.zhang_log_cover`."""
         if self.rho == 0 or self.a * self.b == 0:
             return 0.0
         eta = eps_j / self.rho

@@ -376,7 +376,7 @@ _EQUALITIES = {
     "lem-sup-norm-maurey": ("sup_norm", ("genbound.covering.sup_norm_maurey_log_cover",)),
     "lem-zhang-cover": (
         "zhang",
-        ("genbound.covering.zhang_log_cover", "genbound.bounds.edelman.zhang_log_cover"),
+        ("genbound.covering.zhang_log_cover",),
     ),
     "lem-allocation": (
         "allocation",

@@ -12,7 +12,7 @@ expression built here; the tests lambdify these expressions and compare them wit
 * :func:`single_layer_C1` and :func:`verify_single_layer_factorisation`: the complexity ``C_1`` of the
   single-layer theorem in its 2/3-power and factored forms.
 * :func:`verify_bias_absorption`: biases are an extra constant input coordinate.
-* :func:`zhang_log_cover` and :func:`edelman_single_layer_sensitivities`: the Edelman-type baseline.
+* :func:`zhang_log_cover_expr` and :func:`edelman_single_layer_sensitivities`: the Edelman-type baseline.
 * The head terms of :func:`layer_lipschitz` and :func:`unrolled_sensitivities` are the sensitivities that
   :func:`genbound.symbolic.softmax.attention_sensitivity` derives from the head's derivative (a test
   compares them).
@@ -45,7 +45,7 @@ __all__ = [
     "single_layer_C1_factored",
     "verify_single_layer_factorisation",
     "verify_bias_absorption",
-    "zhang_log_cover",
+    "zhang_log_cover_expr",
     "edelman_single_layer_sensitivities",
     "edelman_chain_sensitivities",
     "verify_edelman_sensitivities",
@@ -66,7 +66,7 @@ T, m = sp.symbols("T m", positive=True, integer=True)
 #: Cost of making a cover proper (its elements inside the class); cover at eps/2, then move each centre
 #: to a class member within eps/2 of it.
 PROPER_FACTOR = sp.Integer(2)
-#: The leading constant of Zhang's cover as recalled (:func:`zhang_log_cover`); ``sqrt`` of it multiplies
+#: The leading constant of Zhang's cover as recalled (:func:`zhang_log_cover_expr`); ``sqrt`` of it multiplies
 #: ``rho a b`` in the ``m``-free constant of a score class.
 ZHANG_LEADING = sp.Integer(36)
 #: The multiclass margin v_y - max_{i != y} v_i is 2-Lipschitz in the l_inf norm.
@@ -232,7 +232,7 @@ def verify_bias_absorption() -> bool:
     return sp.expand(lhs - rhs) == 0
 
 
-def zhang_log_cover(a, b, eta, n):
+def zhang_log_cover_expr(a, b, eta, n):
     """Zhang (2002, Thm 4, ``p = q = 2``), natural logs: ``36 a^2 b^2/eta^2 log(2 ceil(4ab/eta + 2) n + 1)``
     for linear functionals of ``l2``-norm ``<= b`` on ``n`` points of ``l2``-norm ``<= a``, in ``l_inf``
     over the points. (Recalled form; the constants are not verified against the paper.)"""
@@ -411,9 +411,9 @@ def tt_loss_cover(
 
 
 def zhang_smooth_log_cover(a, b, eta, n):
-    """:func:`zhang_log_cover` with ``ceil(x) <= x + 1``: ``36 a^2 b^2/eta^2 log(2 (4ab/eta + 3) n + 1)``, smooth
+    """:func:`zhang_log_cover_expr` with ``ceil(x) <= x + 1``: ``36 a^2 b^2/eta^2 log(2 (4ab/eta + 3) n + 1)``, smooth
     in ``eta`` (the form the Edelman-type bound integrates)."""
-    expr = zhang_log_cover(a, b, eta, n)
+    expr = zhang_log_cover_expr(a, b, eta, n)
     return expr.replace(sp.ceiling, lambda x: x + 1)
 
 

@@ -7,6 +7,7 @@ import pytest
 import sympy as sp
 import torch
 
+from genbound import covering as cov
 from genbound.bounds import edelman as ed
 from genbound.bounds import trauger_tewari as tt
 from genbound.bounds.trauger_tewari import LayerRadii
@@ -114,9 +115,11 @@ def test_edelman_constants_equal_sympy():
         name = {"QK1": "QK[1]", "QK2": "QK[2]", "V1": "V[1]", "V2": "V[2]"}.get(k, k)
         assert num[name] == pytest.approx(float(sp.sympify(v).subs(vals)), rel=1e-12)
     a, b, eta, n = sp.symbols("a b eta n", positive=True)
-    z = sp.lambdify([a, b, eta, n], st.zhang_log_cover(a, b, eta, n), modules=["math"])
+    z = sp.lambdify([a, b, eta, n], st.zhang_log_cover_expr(a, b, eta, n), modules=["math"])
     for args in [(1.0, 2.0, 0.3, 10), (0.5, 1.5, 0.01, 10**6)]:
-        assert ed.zhang_log_cover(*args) == pytest.approx(z(*args), rel=1e-12)
+        assert cov.zhang_log_cover(args[1], args[0], *args[2:]) == pytest.approx(
+            z(*args), rel=1e-12
+        )
         assert ed.ZHANG_CONSTANT == 36
 
 
