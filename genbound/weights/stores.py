@@ -29,7 +29,7 @@ class TensorStore:
     layer_ids: tuple[int, ...]
     config: Mapping | object
     d_head: int
-    dims: Mapping[str, int] = None  # H, KV, dh, F: how fused tensors split
+    dims: Mapping[str, int] | None = None  # H, KV, dh, F: how fused tensors split
 
     def name(self, layer: int, role: str, expert: int | None = None) -> str:
         """The checkpoint's name of a role's tensor in (store) layer ``layer``."""
@@ -66,7 +66,7 @@ class TensorStore:
 class DictStore(TensorStore):
     """Tensors held in a mapping (a state dict, a module's parameters, a memory-mapped ``.bin``)."""
 
-    tensors: Mapping[str, torch.Tensor] = None
+    tensors: Mapping[str, torch.Tensor] | None = None
     #: Called before every read (e.g. :meth:`~genbound.weights.files.CheckpointFile.check` of the
     #: memory-mapped ``.bin`` files, so that a file changed on disk mid-run is an error).
     guard: Callable[[], None] | None = None
@@ -83,7 +83,7 @@ class SafetensorsStore(TensorStore):
     its :class:`~genbound.weights.files.TensorInfo` (read through the file opened once for the run,
     checked unchanged before and after each read) or to a path (read with a fresh ``safe_open``)."""
 
-    files: Mapping[str, "Path | object"] = None
+    files: Mapping[str, "Path | object"] | None = None
 
     def read(self, name):
 
