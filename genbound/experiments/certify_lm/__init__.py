@@ -20,10 +20,10 @@ from __future__ import annotations
 import math
 import time
 
-
+from ...errors import ParameterError
 from ...bounds import compression as cb
-from .config import SIZE_STEPS, SIZES, CertifyLMConfig
-from .data import Corpus, load_corpus, split_documents
+from .config import N_CERTIFICATES, SIZE_STEPS, SIZES, CertifyLMConfig
+from .data import Corpus, corpus_of, load_corpus, split_documents
 from .evaluate import document_losses, quantize, symbol_counts
 from .model import n_params
 from .train import train_model
@@ -72,8 +72,12 @@ def certify_size(
 ) -> dict:
     """Train, quantize and certify one model; the row of ``certify_lm.files.SCHEMA``."""
     cfg = cfg.validated()
-    corpus = corpus or load_corpus(cfg.corpus)
-    train, held = split_documents(corpus, cfg.doc_len, cfg.train_fraction, cfg.split_seed)
+    corpus = corpus or corpus_of(cfg)
+    if cfg.vocab == "ascii" and corpus.V != 128:
+        raise ParameterError(f"vocab 'ascii' needs a corpus read with the 128 ASCII codes, got V={corpus.V}")
+    train, held = split_documents(
+        corpus, cfg.doc_len, cfg.train_fraction, cfg.split_seed, cfg.pilot_docs
+    )
     d, layers = SIZES[size]
     steps = cfg.steps_of(size)
     model, info = train_model(
@@ -86,7 +90,9 @@ def certify_size(
         lr=cfg.lr,
         seed=seed,
         progress=progress,
-        log_every=max(1, steps // 10) if progress else 0,
+        log_every=max(1, steps // 10),
+        qat_bits=int(cfg.qat_bits),
+        qat_start=float(cfg.qat_start),
     )
     t0 = time.perf_counter()
     grid_sizes = (len(SIZES), len(cfg.bits_grid), len(cfg.alpha_grid))
@@ -95,13 +101,19 @@ def certify_size(
     q, syms, _ = quantize(model, bits)
     counts = symbol_counts(syms, bits)
     code = cb.code_length(counts, len(syms), grid_sizes)
-    full_tr = document_losses(model, train, [alpha])
-    q_tr = document_losses(q, train, [alpha])
-    full_ho = document_losses(model, held, [alpha])
-    q_ho = document_losses(q, held, [alpha])
+    eb = int(cfg.eval_batch)
+    sub = train[: int(cfg.unquant_docs)] if cfg.unquant_docs else train
+    full_tr = document_losses(model, sub, [alpha], batch=eb)
+    q_sub = document_losses(q, sub, [alpha], batch=eb)
+    q_tr = document_losses(q, train, [alpha], batch=eb)
+    full_ho = document_losses(model, held, [alpha], batch=eb)
+    q_ho = document_losses(q, held, [alpha], batch=eb)
     emp = q_tr["smoothed"][alpha] / M
-    b = bounds_of(emp, q_tr["errors"], corpus.V, alpha, m, M, code.total, cfg.delta)
-    raw, smooth = full_tr["raw"] / M, full_tr["smoothed"][alpha] / M
+    delta_each = cfg.delta / N_CERTIFICATES
+    b = bounds_of(emp, q_tr["errors"], corpus.V, alpha, m, M, code.total, delta_each)
+    n_sub = int(sub.size)
+    raw, smooth = full_tr["raw"] / n_sub, full_tr["smoothed"][alpha] / n_sub
+    curve = info["curve"]
     return {
         "size": size,
         "seed": int(seed),
@@ -137,11 +149,21 @@ def certify_size(
         "heldout_quant_bits": q_ho["smoothed"][alpha] / held.size,
         "heldout_errors": q_ho["errors"],
         "smoothing_cost": smooth - raw,
-        "quant_cost": emp - smooth,
+        "quant_cost": q_sub["smoothed"][alpha] / n_sub - smooth,
         "chance_bits": math.log2(corpus.V),
         "token_bound_bits": b["token"].bound,
         "doc_bound_bits": b["doc"].bound,
         "token_error_bound": b["token_err"].bound,
         "doc_error_bound": b["doc_err"].bound,
         "delta": cfg.delta,
+        "vocab": cfg.vocab,
+        "pilot_docs": int(cfg.pilot_docs),
+        "qat_bits": int(cfg.qat_bits),
+        "unquant_chars": n_sub,
+        "train_last_bits": float(curve[-1][1]) if curve else float("nan"),
+        "train_quant_sumsq": q_tr["smoothed_sq"][alpha],
+        "heldout_quant_sum": q_ho["smoothed"][alpha],
+        "heldout_quant_sumsq": q_ho["smoothed_sq"][alpha],
+        "heldout_docs": int(held.shape[0]),
+        "delta_each": delta_each,
     }
