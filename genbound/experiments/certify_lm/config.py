@@ -86,7 +86,7 @@ class CertifyLMConfig:
     vocab: str = "ascii"  # see VOCABS
     pilot_docs: int = 4000  # documents at the front of the permutation, used by a pilot, then discarded
     eval_batch: int = 256  # documents per forward pass in evaluation (part of the hypothesis h)
-    qat_bits: int = 3  # quantization-aware training at this many bits (0: none)
+    qat_bits: int = 4  # quantization-aware training at this many bits (0: none)
     qat_start: float = 0.3  # the fraction of the steps after which training is quantization-aware
     unquant_docs: int = 8000  # training documents for the unquantized model's loss (0: all)
 
