@@ -72,7 +72,13 @@ __all__ = [
     "EB_LAMBDAS",
     "EB_CENTRES",
     "CompressionBound",
+    "FAMILY_BITS",
+    "lm_certificates",
 ]
+
+#: The bits of the flag that names a model's family (quantized transformer or n-gram count table) in the
+#: one prefix code that covers both, so that the certificates of both families hold together.
+FAMILY_BITS = 1
 
 #: The ``lambda`` grid of the kl form of the martingale bound: ``2**(k/8)``, ``k = -64 .. 32``.
 KL_LAMBDAS = tuple(2.0 ** (k / 8) for k in range(-64, 33))
@@ -421,3 +427,42 @@ class CompressionBound(BoundResult):
             cls.of("token-eb", 2.3, lo, w, 4_000_000, 2.0e5, 0.05, math.log2(84), 4_000_000 * 9.0),
             cls.of("test", 2.3, lo, w, 8_000, 0.0, 0.05, math.log2(84)),
         ]
+
+
+def lm_certificates(
+    emp, sumsq, errors, V, alpha, m, M, code_bits, delta, *, heldout=None, n_held=None,
+    heldout_errors=None,
+) -> dict:
+    """The certificates of one language model reported together, each at ``delta`` (split a total
+    confidence over them before calling): the smoothed log-loss (mean ``emp`` bits per character, sum of
+    squares ``sumsq``, over ``M`` training characters in ``m`` documents) at the token level (Azuma
+    ``"token"``, kl form ``"token-kl"``, empirical Bernstein ``"token-eb"``) and the document level
+    (``"document"``); the top-1 error rate ``errors / M`` at the token level (kl form, ``"token_err"``)
+    and the document level (``"doc_err"``); with ``heldout`` (the held-out mean loss over ``n_held``
+    documents) the test-set bound ``"test"`` (and ``"test_err"`` from ``heldout_errors``, a rate).
+    ``code_bits``: the model's whole code (the family flag included, :data:`FAMILY_BITS`).
+
+    Book: :prf:ref:`cor-lm-top1`.
+    """
+    lo, width = smoothed_range(V, alpha)
+    chance, err_chance = math.log2(V), 1 - 1 / V
+    err = errors / M
+    out = {
+        "lo": lo,
+        "width": width,
+        "token": CompressionBound.of("token", emp, lo, width, M, code_bits, delta, chance),
+        "token-kl": CompressionBound.of("token-kl", emp, lo, width, M, code_bits, delta, chance),
+        "token-eb": CompressionBound.of(
+            "token-eb", emp, lo, width, M, code_bits, delta, chance, sumsq
+        ),
+        "document": CompressionBound.of("document", emp, lo, width, m, code_bits, delta, chance),
+        "token_err": CompressionBound.of("token-kl", err, 0.0, 1.0, M, code_bits, delta, err_chance),
+        "doc_err": CompressionBound.of("document", err, 0.0, 1.0, m, code_bits, delta, err_chance),
+    }
+    if heldout is not None:
+        out["test"] = CompressionBound.of("test", heldout, lo, width, n_held, 0.0, delta, chance)
+        if heldout_errors is not None:
+            out["test_err"] = CompressionBound.of(
+                "test", heldout_errors, 0.0, 1.0, n_held, 0.0, delta, err_chance
+            )
+    return out
