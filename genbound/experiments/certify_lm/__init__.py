@@ -7,8 +7,9 @@ For one model size and seed (:func:`certify_size`):
    seeded permutation fixed before training into training and held-out documents.
 2. **Training** (``certify_lm.train``): a ``CharTransformer`` (``certify_lm.model``) of the size's width and depth.
 3. **Choice** of the quantization level ``bits`` and the smoothing weight ``alpha`` on the first
-   ``select_docs`` training documents: the pair with the least token-level bound estimate (each pair is
-   named by the code, so the choice is paid for whatever it looks at).
+   ``select_docs`` training documents: the pair with the least token-level empirical-Bernstein bound
+   estimate (each pair is named by the code, so the choice is paid for whatever it looks at; the first
+   run used the Azuma bound's estimate).
 4. **Certificate** (:mod:`genbound.bounds.compression`): the code length of the quantized model, its
    smoothed log-loss and top-1 errors on all training documents, the document-level and token-level
    bounds on both; beside them the unquantized model's losses (for the smoothing and quantization
@@ -53,15 +54,19 @@ def bounds_of(emp_bits, errors, V, alpha, m, M, code_bits, delta) -> dict:
 
 
 def _choose(model, select, cfg, grid_sizes, m, M):
-    """``(bits, alpha)`` with the least token-level bound estimate on the selection documents."""
+    """``(bits, alpha)`` with the least token-level empirical-Bernstein bound estimate: the bound at the
+    selection documents' mean and second moment, as if over ``M`` characters (every pair is named by
+    the code, so the choice is paid for whatever it looks at)."""
     best = None
     for bits in cfg.bits_grid:
         q, syms, _ = quantize(model, int(bits))
         code = cb.code_length(symbol_counts(syms, int(bits)), len(syms), grid_sizes).total
-        ev = document_losses(q, select, cfg.alpha_grid)
+        ev = document_losses(q, select, cfg.alpha_grid, batch=int(cfg.eval_batch))
         for a, s in ev["smoothed"].items():
             lo, w = cb.smoothed_range(model.V, a)
-            est = s / ev["chars"] + w * math.sqrt(code * math.log(2) / (2 * M))
+            mean = min(max(s / ev["chars"], lo), lo + w)
+            sq = ev["smoothed_sq"][a] / ev["chars"] * M
+            est = cb.token_bound_bernstein(mean, sq, lo, w, M, code, cfg.delta)
             if best is None or est < best[0]:
                 best = (est, int(bits), float(a))
     return best[1], best[2]
