@@ -35,6 +35,7 @@ from .compression import (
     iv,
     lm_certificates,
     smoothed_range,
+    token_bound_bernstein,
 )
 
 __all__ = [
@@ -50,8 +51,8 @@ __all__ = [
 
 #: The orders the baseline chooses among (unigram to 4-gram).
 NGRAM_ORDERS = (1, 2, 3, 4)
-#: The additive smoothing ``beta`` of the count table the baseline chooses among.
-NGRAM_BETAS = (1 / 1024, 1 / 256, 1 / 64, 1 / 16, 1 / 4, 1.0)
+#: The additive smoothing ``beta`` of the count table the baseline chooses among: ``4**-k``, ``k = 0 .. 7``.
+NGRAM_BETAS = tuple(2.0**-k for k in (14, 12, 10, 8, 6, 4, 2, 0))
 
 
 def elias_delta_bits_array(n) -> np.ndarray:
@@ -120,14 +121,14 @@ def table_code_bits(table: NgramTable, grid_sizes) -> float:
 
 def ngram_losses(table: NgramTable, docs: np.ndarray, alphas, betas) -> dict:
     """Sums over the positions of ``docs``: ``{(alpha, beta): (sum of bits, sum of squared bits)}``
-    under ``"smoothed"``, the top-1 ``"errors"``, ``"chars"``."""
+    under ``"smoothed"``, the top-1 ``"errors"``, ``"chars"``. (The loss of a position depends only on
+    its cell ``(x, y)``: each distinct cell is evaluated once and weighted by its number of positions.)"""
     V, order = table.V, table.order
-    ctx = _contexts(docs, order, V).ravel()
-    y = docs.astype(np.int64).ravel()
-    keys = ctx * V + y
-    i = np.searchsorted(table.keys, keys)
-    i = np.minimum(i, table.n_cells - 1)
-    n_xy = np.where(table.keys[i] == keys, table.counts[i], 0).astype(np.float64)
+    u, n_pos = np.unique((_contexts(docs, order, V) * V + docs.astype(np.int64)).ravel(),
+                         return_counts=True)
+    ctx, y = u // V, u % V
+    i = np.minimum(np.searchsorted(table.keys, u), table.n_cells - 1)
+    n_xy = np.where(table.keys[i] == u, table.counts[i], 0).astype(np.float64)
     cx = table.keys // V
     uctx, first = np.unique(cx, return_index=True)
     tot = np.add.reduceat(table.counts, first)
@@ -139,12 +140,16 @@ def ngram_losses(table: NgramTable, docs: np.ndarray, alphas, betas) -> dict:
     starts = np.searchsorted(cx[order_], uctx)
     best = (table.keys % V)[order_][starts]
     pred = np.where(seen, best[j], 0)
-    out = {"smoothed": {}, "errors": int((pred != y).sum()), "chars": int(y.size)}
+    wts = n_pos.astype(np.float64)
+    out = {"smoothed": {}, "errors": int(n_pos[pred != y].sum()), "chars": int(n_pos.sum())}
     for b in betas:
         p = np.where(seen, (n_xy + b) / (n_x + b * V), 1.0 / V)
         for a in alphas:
             loss = -np.log2((1 - a) * p + a / V)
-            out["smoothed"][(float(a), float(b))] = (math.fsum(loss), math.fsum(loss * loss))
+            out["smoothed"][(float(a), float(b))] = (
+                math.fsum(wts * loss),
+                math.fsum(wts * loss * loss),
+            )
     return out
 
 
@@ -163,13 +168,17 @@ def ngram_certificate(
     M, m = int(train_docs.size), int(train_docs.shape[0])
     best = None
     for (a, b), (s, s2) in tr["smoothed"].items():
-        cert = lm_certificates(
-            s / M, s2, tr["errors"], V, a, m, M, C, delta,
-            heldout=ho["smoothed"][(a, b)][0] / ho["chars"], n_held=int(held_docs.shape[0]),
-            heldout_errors=ho["errors"] / ho["chars"],
-        )
-        if best is None or cert["token-eb"].bound < best[0]["token-eb"].bound:
-            best = (cert, a, b, s, s2)
+        lo, w = smoothed_range(V, a)
+        eb = token_bound_bernstein(s / M, s2, lo, w, M, C, delta)
+        if best is None or eb < best[0]:
+            best = (eb, a, b, s, s2)
+    _, a, b, s, s2 = best
+    cert = lm_certificates(
+        s / M, s2, tr["errors"], V, a, m, M, C, delta,
+        heldout=ho["smoothed"][(a, b)][0] / ho["chars"], n_held=int(held_docs.shape[0]),
+        heldout_errors=ho["errors"] / ho["chars"],
+    )
+    best = (cert, a, b, s, s2)
     cert, a, b, s, s2 = best
     lo, w = smoothed_range(V, a)
     return {
