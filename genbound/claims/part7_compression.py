@@ -25,7 +25,7 @@ import torch
 from scipy.optimize import brentq
 
 from . import register
-from ._core import Claim, FunctionCheck, replaced
+from ._core import AllOf, Claim, FunctionCheck, replaced
 from ..bounds import compression as cb
 from ..bounds import ngram as ng
 from ..experiments.certify_lm import evaluate as ev
@@ -767,6 +767,66 @@ def _ngram_code_check(seed: int) -> tuple[float, int]:
     return worst, trials
 
 
+def _dict_losses(train, docs, order, V, alpha, beta):
+    """The smoothed losses (sum, sum of squares) and top-1 errors on ``docs`` of the count table of
+    ``train``, with Python dictionaries."""
+    cells, ctxs = {}, {}
+    for doc in train.tolist():
+        padded = [V] * (order - 1) + doc
+        for t, y in enumerate(doc):
+            x = tuple(padded[t : t + order - 1])
+            cells[(x, y)] = cells.get((x, y), 0) + 1
+            ctxs[x] = ctxs.get(x, 0) + 1
+    s = s2 = 0.0
+    err = 0
+    for doc in docs.tolist():
+        padded = [V] * (order - 1) + doc
+        for t, y in enumerate(doc):
+            x = tuple(padded[t : t + order - 1])
+            if x in ctxs:
+                p = (cells.get((x, y), 0) + beta) / (ctxs[x] + beta * V)
+                best = max(range(V), key=lambda z: (cells.get((x, z), 0), -z))
+            else:
+                p, best = 1 / V, 0
+            loss = -math.log2((1 - alpha) * p + alpha / V)
+            s, s2, err = s + loss, s2 + loss * loss, err + (best != y)
+    return s, s2, err
+
+
+def _ngram_cert_check(seed: int) -> tuple[float, int]:
+    """``ngram_certificate``: its code is the table's, its losses and errors on the training and
+    held-out documents are those of a dictionary count at its (alpha, beta), its certificates are
+    ``lm_certificates`` of those numbers, and no other (alpha, beta) of the grids has a smaller
+    empirical-Bernstein bound (two-sided)."""
+    rng = np.random.default_rng(seed)
+    worst, trials = 0.0, 0
+    for _ in range(4):
+        V, order = int(rng.integers(2, 7)), int(rng.integers(1, 4))
+        L = int(rng.integers(4, 12))
+        train = rng.integers(0, V, size=(int(rng.integers(20, 60)), L))
+        held = rng.integers(0, V, size=(int(rng.integers(5, 20)), L))
+        alphas, d = (0.05, 0.2), 0.01
+        r = ng.ngram_certificate(order, train, held, V, alphas, d)
+        a, b, M = r["alpha"], r["beta"], train.size
+        s, s2, err = _dict_losses(train, train, order, V, a, b)
+        hs, _, herr = _dict_losses(train, held, order, V, a, b)
+        C = ng.table_code_bits(ng.ngram_table(train, order, V), (4, 2, len(ng.NGRAM_BETAS)))
+        lo, w = cb.smoothed_range(V, a)
+        worst = max(worst, _two_sided(r["code_bits"], C), _two_sided(r["train_bits"], s / M))
+        worst = max(worst, _two_sided(r["heldout_bits"], hs / held.size))
+        worst = max(worst, 1.0 if (err, herr) == (r["train_errors"], r["heldout_errors"]) else math.inf)
+        eb = cb.token_bound_bernstein(s / M, s2, lo, w, M, C, d)
+        worst = max(worst, _two_sided(r["certificates"]["token-eb"].bound, eb))
+        for a2 in alphas:
+            for b2 in ng.NGRAM_BETAS:
+                t2, t22, _ = _dict_losses(train, train, order, V, a2, b2)
+                lo2, w2 = cb.smoothed_range(V, a2)
+                other = cb.token_bound_bernstein(t2 / M, t22, lo2, w2, M, C, d)
+                worst = max(worst, 1.0 if other >= eb * (1 - 1e-12) else math.inf)
+        trials += 1
+    return worst, trials
+
+
 register(
     Claim(
         label="lem-lm-ngram-code",
@@ -775,8 +835,13 @@ register(
         "1 + sum_g log2|g| + |delta(K + 1)| + sum_i |delta(gap_i)| + sum_i |delta(N_i)| bits",
         chapter=CH,
         provenance="standard",
-        numeric=FunctionCheck(_ngram_code_check),
-        covers=("genbound.bounds.ngram.table_code_bits", "genbound.bounds.ngram.ngram_table"),
+        numeric=AllOf((FunctionCheck(_ngram_code_check), FunctionCheck(_ngram_cert_check))),
+        covers=(
+            "genbound.bounds.ngram.table_code_bits",
+            "genbound.bounds.ngram.ngram_table",
+            "genbound.bounds.ngram.ngram_losses",
+            "genbound.bounds.ngram.ngram_certificate",
+        ),
         mutants=(
             replaced(
                 ng,
@@ -791,6 +856,18 @@ register(
                 lambda old: 0,
                 name="no-family-flag",
                 what="the family flag not paid",
+            ),
+            replaced(
+                ng,
+                "ngram_losses",
+                lambda old: lambda t, docs, a, b: {
+                    **old(t, docs, a, b),
+                    "smoothed": {
+                        k: (0.98 * x, y) for k, (x, y) in old(t, docs, a, b)["smoothed"].items()
+                    },
+                },
+                name="losses-low",
+                what="the table's smoothed loss sums two per cent low",
             ),
         ),
     )
