@@ -107,7 +107,11 @@ def _up(x) -> float:
 
 def elias_delta_bits(n: int) -> int:
     """The length of Elias's delta code of the integer ``n >= 1``:
-    ``floor(log2 n) + 2 floor(log2(floor(log2 n) + 1)) + 1``."""
+    ``floor(log2 n) + 2 floor(log2(floor(log2 n) + 1)) + 1`` (it codes the counts of a quantized model
+    and the cells of an n-gram table, :mod:`genbound.bounds.ngram`).
+
+    Book: :prf:ref:`lem-lm-ngram-code`.
+    """
     n = check_positive_int(n, "n")
     L = n.bit_length() - 1
     return L + 2 * ((L + 1).bit_length() - 1) + 1
@@ -315,6 +319,9 @@ def test_set_bound(emp: float, lo: float, width: float, n_docs: int, delta: floa
     Book: :prf:ref:`thm-lm-test-set`.
     """
     return document_bound(emp, lo, width, n_docs, 0.0, delta)
+
+
+test_set_bound.__test__ = False  # a bound, not a pytest test (its name starts with "test")
 
 
 @dataclass(frozen=True)

@@ -107,10 +107,8 @@ def ngram_table(docs: np.ndarray, order: int, V: int) -> NgramTable:
 
 
 def table_code_bits(table: NgramTable, grid_sizes) -> float:
-    """The code length of the table (see the module), the family flag and the grid indices included.
-
-    Book: :prf:ref:`lem-lm-ngram-code`.
-    """
+    """The code length of the table (see the module), the family flag and the grid indices included
+    (the book's lemma ``lem-lm-ngram-code``)."""
     sizes = [check_positive_int(g, "grid size") for g in grid_sizes]
     header = sum((iv.log(_iv(g)) for g in sizes), _iv(0)) / iv.log(_iv(2))
     gaps = np.diff(np.concatenate([[-1], table.keys]))
