@@ -6,7 +6,7 @@ from pathlib import Path
 
 from ..results import Schema, open_results, read_results, environment
 
-__all__ = ["SCHEMA", "SWEEP_FILE", "SAVED_FILES", "FIRST_RUN_FILES", "open_sweep", "read_sweep", "saved_rows"]
+__all__ = ["SCHEMA", "SWEEP_FILE", "LONG_FILE", "SAVED_FILES", "FIRST_RUN_FILES", "open_sweep", "read_sweep", "saved_rows"]
 
 _F, _I, _S = float, int, str
 SCHEMA = Schema(
@@ -83,8 +83,11 @@ SCHEMA = Schema(
 
 #: The saved sweep (relative to genbound/data): the rerun with the vocabulary fixed a priori.
 SWEEP_FILE = "certify_lm_ascii.csv"
+#: A longer training of the best size of the sweep (the same configuration but ``steps``), a file of
+#: its own.
+LONG_FILE = "certify_lm_ascii_long.csv"
 #: Every saved run the chapter reads.
-SAVED_FILES = (SWEEP_FILE,)
+SAVED_FILES = (SWEEP_FILE, LONG_FILE)
 #: The first run (vocabulary read off the text; superseded, kept for comparison): the sweep and the
 #: largest size, run afterwards at a later commit, each a results file of its own.
 FIRST_RUN_FILES = ("certify_lm.csv", "certify_lm_xxl.csv")
