@@ -168,6 +168,9 @@ def test_small_run_row_matches_schema_and_its_own_bounds():
         (["--alphas", "0,0.1"], "smoothing weight 0.0 lies outside (0, 1)"),
         (["--alphas", "1.0"], "smoothing weight 1.0 lies outside (0, 1)"),
         (["--sizes", "huge"], "--sizes 'huge'"),
+        (["--vocab", "latin1"], "vocab must be one of"),
+        (["--qat-bits", "1"], "qat_bits must be 0 or in"),
+        (["--pilot-docs", "-1"], "pilot_docs must be non-negative"),
     ],
 )
 def test_bad_input_is_one_error_line_and_nothing_written(tmp_path, capsys, args, msg):
