@@ -54,13 +54,17 @@ def symbol_counts(symbols: list[np.ndarray], bits: int) -> np.ndarray:
 
 def document_losses(model: CharTransformer, docs: np.ndarray, alphas, *, batch: int = 256) -> dict:
     """Sums over ``docs`` ``(n, L)``: ``{"raw": bits of -log2 p(y), "smoothed": {alpha: bits of
-    -log2 p_alpha(y)}, "errors": top-1 mistakes, "chars": n L, "docs": n}``.
+    -log2 p_alpha(y)}, "smoothed_sq": {alpha: sum of the squares of those bits}, "errors": top-1
+    mistakes, "chars": n L, "docs": n}``. The documents are read ``batch`` at a time, in their order;
+    the float32 logits may depend on ``batch`` (the kernels block differently), so the hypothesis is
+    the function this code computes with that ``batch``.
 
     Book: :prf:ref:`lem-lm-smoothing-cost`.
     """
     V = model.V
     raw, errors = [], 0
     sm = {float(a): [] for a in alphas}
+    sq = {float(a): [] for a in alphas}
     with torch.no_grad():
         for i in range(0, docs.shape[0], batch):
             y = torch.from_numpy(docs[i : i + batch].astype(np.int64))
@@ -70,11 +74,14 @@ def document_losses(model: CharTransformer, docs: np.ndarray, alphas, *, batch: 
             raw.append(float((-lp).sum()) / math.log(2))
             p = lp.exp()
             for a in sm:
-                sm[a].append(float(-torch.log2((1 - a) * p + a / V).sum()))
+                la = -torch.log2((1 - a) * p + a / V)
+                sm[a].append(float(la.sum()))
+                sq[a].append(float((la * la).sum()))
             errors += int((logits.argmax(-1) != y).sum())
     return {
         "raw": math.fsum(raw),
         "smoothed": {a: math.fsum(v) for a, v in sm.items()},
+        "smoothed_sq": {a: math.fsum(v) for a, v in sq.items()},
         "errors": errors,
         "chars": int(docs.size),
         "docs": int(docs.shape[0]),

@@ -1,6 +1,7 @@
 """Claims of :ref:`ch-compression` (Part VII): the smoothed log-loss's range and the smoothing's cost,
-the quantization's rounding, the code length, the token-level (Azuma) and document-level (Maurer-kl)
-Occam bounds and the top-1 error bound.
+the quantization's rounding, the code length, the token-level (Azuma, kl form, empirical Bernstein) and
+document-level (Maurer-kl) Occam bounds, the test-set bound, the n-gram table's code and the top-1 error
+bound.
 
 Every check evaluates the functions that produce the chapter's numbers (looked up on their modules at
 call time, so that a mutant's patch is seen) against references computed here independently: sympy's
@@ -13,17 +14,20 @@ One concept: the claims of one chapter (the naming scheme of ``genbound.claims``
 
 from __future__ import annotations
 
+import functools
 import math
 import random
 
+import mpmath
 import numpy as np
 import sympy as sp
 import torch
 from scipy.optimize import brentq
 
 from . import register
-from ._core import Claim, FunctionCheck, replaced
+from ._core import AllOf, Claim, FunctionCheck, replaced
 from ..bounds import compression as cb
+from ..bounds import ngram as ng
 from ..char_lm import evaluate as ev
 from ..char_lm.model import CharTransformer, inputs_of
 from ..symbolic import compression as sc
@@ -270,8 +274,6 @@ def _code_check(seed: int) -> tuple[float, int]:
     """``elias_delta_bits(n)`` against the length of the explicit word (whose set is prefix-free, checked
     on 1..300), and ``code_length(...).total`` against ``sum log2 g + 32 T + sum |delta(c + 1)| +
     sum c log2(n / c)`` in 50-digit mpmath (two-sided, and the total at or above it)."""
-    import mpmath
-
     rng = random.Random(seed)
     words = [_elias_delta_word(n) for n in range(1, 301)]
     prefix_ok = not any(a != b and b.startswith(a) for a in words for b in words)
@@ -335,8 +337,6 @@ register(
 def _token_check(seed: int) -> tuple[float, int]:
     """``token_bound`` against ``emp + w sqrt((C ln 2 + ln(1/delta)) / (2M))`` from sympy's solution of
     Azuma's tail (two-sided; 40-digit mpmath)."""
-    import mpmath
-
     mpmath.mp.dps = 40
     dev = _sym(sc.azuma_occam_deviation(), "w", "C", "delta", "M")
     rng = random.Random(seed)
@@ -474,36 +474,40 @@ register(
 # cor-lm-top1
 # ---------------------------------------------------------------------------------------------------
 def _top1_check(seed: int) -> tuple[float, int]:
-    """``lm_certificates``: the top-1 error bounds are the two theorems with the 0-1 loss (``lo = 0, w = 1``),
-    the log-loss bounds with the smoothed range; all four against the references above (two-sided)."""
+    """``lm_certificates``: the top-1 error bounds are the kl-form token bound and the document bound with
+    the 0-1 loss (``lo = 0, w = 1``), the log-loss bounds with the smoothed range; against the
+    references of this module (two-sided)."""
     rng = random.Random(seed)
     dev = _sym(sc.azuma_occam_deviation(), "w", "C", "delta", "M")
     rhs = _sym(sc.maurer_occam_rhs(), "C", "m", "delta")
     worst, trials = 0.0, 0
-    for _ in range(60):
+    for _ in range(40):
         V, a = rng.randint(2, 300), 10 ** rng.uniform(-3, -0.3)
         m, L = rng.randint(8, 10**5), rng.randint(1, 128)
         M, C, d = m * L, 10 ** rng.uniform(1, 6), 10 ** rng.uniform(-4, -0.5)
         lo, w = cb.smoothed_range(V, a)
         emp = rng.uniform(lo, lo + 0.5 * w)
         errors = rng.randint(0, M)
-        b = cb.lm_certificates(emp, errors, V, a, m, M, C, d)
+        b = cb.lm_certificates(emp, M * (emp * emp + 0.1), errors, V, a, m, M, C, d)
         e = errors / M
-        worst = max(worst, _two_sided(b["token_err"].bound, min(e + float(dev(1, C, d, M)), 1e300)))
+        worst = max(worst, _two_sided(b["token_err"].bound, min(1.0, _kl_grid_ref(e, M, C, d))))
         worst = max(worst, _two_sided(b["doc_err"].bound, _kl_inv(e, float(rhs(C, m, d)))))
         worst = max(worst, _two_sided(b["token"].bound, emp + float(dev(w, C, d, M))))
         worst = max(
-            worst, _two_sided(b["doc"].bound, lo + w * _kl_inv((emp - lo) / w, float(rhs(C, m, d))))
+            worst,
+            _two_sided(b["document"].bound, lo + w * _kl_inv((emp - lo) / w, float(rhs(C, m, d)))),
         )
         trials += 1
     return worst, trials
 
 
 def _swap_range(old):
-    def f(emp, errors, V, alpha, m, M, C, d):
-        out = old(emp, errors, V, alpha, m, M, C, d)
+    def f(emp, sumsq, errors, V, alpha, m, M, C, d, **kw):
+        out = old(emp, sumsq, errors, V, alpha, m, M, C, d, **kw)
         w = out["width"]
-        out["token_err"] = cb.CompressionBound.of("token", errors / M, 0.0, w, M, C, d, 1 - 1 / V)
+        out["token_err"] = cb.CompressionBound.of(
+            "token-kl", errors / M, 0.0, w, M, C, d, 1 - 1 / V
+        )
         return out
 
     return f
@@ -512,11 +516,12 @@ def _swap_range(old):
 register(
     Claim(
         label="cor-lm-top1",
-        statement="the top-1 error of every model h obeys both theorems with the 0-1 loss (lo = 0, width = 1)",
+        statement="the top-1 error of every model h obeys the token-level (kl form) and document-level "
+        "theorems with the 0-1 loss (lo = 0, width = 1)",
         chapter=CH,
         provenance="standard",
         numeric=FunctionCheck(_top1_check),
-        covers=("genbound.bounds.compression.lm_certificates",),
+        covers=(_COV + "lm_certificates",),
         mutants=(
             replaced(
                 cb,
@@ -524,6 +529,357 @@ register(
                 _swap_range,
                 name="error-with-log-loss-width",
                 what="the error bound with the smoothed log-loss's width",
+            ),
+        ),
+    )
+)
+
+
+# ---------------------------------------------------------------------------------------------------
+# thm-lm-token-kl
+# ---------------------------------------------------------------------------------------------------
+@functools.lru_cache(maxsize=None)
+def _lambdified(which: str):
+    """sympy's solutions as 40-digit mpmath functions (derived once)."""
+    if which == "cramer":
+        return _sym(sc.cramer_bernoulli_bound(), "lam", "q", "eps")
+    return _sym(sc.bernstein_occam_bound(), "q", "v", "lam", "C", "M", "K", "delta")
+
+
+def _kl_grid_ref(q: float, M: int, C: float, d: float) -> float:
+    """The rescaled kl-form bound: the least over the grid ``2**(k/8)``, ``k = -64 .. 32`` (97 points,
+    written out here), of sympy's solution, in 40-digit mpmath."""
+    mpmath.mp.dps = 40
+    f = _lambdified("cramer")
+    lams = [mpmath.mpf(2) ** (mpmath.mpf(k) / 8) for k in range(-64, 33)]
+    e = (mpmath.mpf(C) * mpmath.log(2) + mpmath.log(mpmath.mpf(len(lams)) / mpmath.mpf(d))) / M
+    return float(min(f(a, mpmath.mpf(q), e) for a in lams))
+
+
+def _token_kl_check(seed: int) -> tuple[float, int]:
+    """``token_bound_kl`` against ``lo + w min_lambda r(lambda)`` (``_kl_grid_ref``, two-sided), and at or
+    above ``lo + w kl^-1(q, (C ln 2 + ln(K / delta)) / M)`` (the supremum over every ``lambda``)."""
+    rng = random.Random(seed)
+    worst, trials = 0.0, 0
+    for _ in range(60):
+        w, lo = 10 ** rng.uniform(-1, 1.5), rng.uniform(0, 0.5)
+        q = rng.choice([0.0, rng.uniform(0, 0.95)])
+        emp = lo + w * q
+        M, C, d = rng.randint(100, 10**8), 10 ** rng.uniform(0, 6.5), 10 ** rng.uniform(-6, -0.1)
+        got = cb.token_bound_kl(emp, lo, w, M, C, d)
+        r = min(1.0, _kl_grid_ref(q, M, C, d))
+        want = lo + w * r
+        eps = (C * math.log(2) + math.log(97 / d)) / M
+        floor = lo + w * _kl_inv(q, eps)
+        worst = max(worst, _two_sided(got, want), 1.0 if got >= floor * (1 - 1e-9) else math.inf)
+        trials += 1
+    return worst, trials
+
+
+register(
+    Claim(
+        label="thm-lm-token-kl",
+        statement="with probability >= 1 - delta, for every model h and every lambda of a grid of K: "
+        "-ln(1 - r + r e^-lambda) <= lambda q + (C(h) ln 2 + ln(K/delta)) / M, r the mean conditional "
+        "risk and q the empirical mean rescaled to [0, 1]",
+        chapter=CH,
+        provenance="standard",
+        numeric=FunctionCheck(_token_kl_check),
+        symbolic=sc.verify_cramer_sup_is_kl,
+        covers=(_COV + "token_bound_kl",),
+        mutants=(
+            replaced(
+                cb,
+                "token_bound_kl",
+                _token_mutant(
+                    lambda old, e, lo, w, M, C, d: old(e, lo, w, M, C, min(0.999, d * 97))
+                ),
+                name="grid-unpaid",
+                what="the union over the lambda grid not paid (ln(1/delta) for ln(K/delta))",
+            ),
+            replaced(
+                cb,
+                "token_bound_kl",
+                _token_mutant(lambda old, e, lo, w, M, C, d: old(e, lo, w, 2 * M, C, d)),
+                name="two-M",
+                what="2M in place of M",
+            ),
+        ),
+    )
+)
+
+
+# ---------------------------------------------------------------------------------------------------
+# thm-lm-token-bernstein
+# ---------------------------------------------------------------------------------------------------
+def _eb_ref(emp, sumsq, lo, w, M, C, d) -> float:
+    """The empirical-Bernstein bound in the loss's units: the least over the grids (written out here:
+    ``lambda = k/64``, ``k = 1..63``; ``c = j/32``, ``j = 0..32``) of sympy's solution, 40-digit mpmath."""
+    mpmath.mp.dps = 40
+    f = _lambdified("bernstein")
+    mp = mpmath.mpf
+    q = (mp(emp) - mp(lo)) / mp(w)
+    q2 = (mp(sumsq) / M - 2 * mp(lo) * mp(emp) + mp(lo) ** 2) / mp(w) ** 2
+    best = None
+    for k in range(1, 64):
+        for j in range(33):
+            c = mp(j) / 32
+            val = f(q, q2 - 2 * c * q + c * c, mp(k) / 64, mp(C), mp(M), mp(63 * 33), mp(d))
+            best = val if best is None or val < best else best
+    return float(mp(lo) + mp(w) * min(best, mp(1)))
+
+
+def _token_eb_check(seed: int) -> tuple[float, int]:
+    """``token_bound_bernstein`` against ``_eb_ref`` (two-sided) on random means and second moments
+    (every second moment between the mean's square and the loss range allows)."""
+    rng = random.Random(seed)
+    worst, trials = 0.0, 0
+    for _ in range(12):
+        w, lo = 10 ** rng.uniform(-0.5, 1.5), rng.uniform(0, 0.5)
+        q = rng.uniform(0.01, 0.9)
+        s2 = rng.uniform(q * q, q)  # the rescaled second moment of a [0, 1]-valued loss
+        emp = lo + w * q
+        M, C, d = rng.randint(10**4, 10**8), 10 ** rng.uniform(0, 6), 10 ** rng.uniform(-6, -0.1)
+        sumsq = M * (w * w * s2 + 2 * lo * emp - lo * lo)
+        got = cb.token_bound_bernstein(emp, sumsq, lo, w, M, C, d)
+        worst = max(worst, _two_sided(got, _eb_ref(emp, sumsq, lo, w, M, C, d)))
+        trials += 1
+    return worst, trials
+
+
+def _eb_mutant(fn):
+    return lambda old: lambda emp, s2, lo, w, M, C, d: fn(old, emp, s2, lo, w, M, C, d)
+
+
+register(
+    Claim(
+        label="thm-lm-token-bernstein",
+        statement="with probability >= 1 - delta, for every model h, lambda of a grid in (0, 1) and centre "
+        "c of a grid (K pairs): r <= q + [psi(lambda) sum_k (x_k - c)^2 / M + (C(h) ln 2 + ln(K/delta)) "
+        "/ M] / lambda, psi(lambda) = -ln(1 - lambda) - lambda, x_k the rescaled losses",
+        chapter=CH,
+        provenance="reconstructed",
+        numeric=FunctionCheck(_token_eb_check),
+        symbolic=sc.verify_fan_inequality,
+        covers=(_COV + "token_bound_bernstein", _COV + "rescaled_moments"),
+        mutants=(
+            replaced(
+                cb,
+                "token_bound_bernstein",
+                _eb_mutant(
+                    lambda old, e, s2, lo, w, M, C, d: old(
+                        e, s2, lo, w, M, C, min(0.999, d * 63 * 33)
+                    )
+                ),
+                name="grid-unpaid",
+                what="the union over the (lambda, c) grid not paid",
+            ),
+            replaced(
+                cb,
+                "token_bound_bernstein",
+                _eb_mutant(
+                    lambda old, e, s2, lo, w, M, C, d: old(
+                        e, max(0.0, s2 - M * (e - lo) ** 2 / 2), lo, w, M, C, d
+                    )
+                ),
+                name="variance-halved",
+                what="part of the spread left out of the variance term",
+            ),
+        ),
+    )
+)
+
+
+# ---------------------------------------------------------------------------------------------------
+# thm-lm-test-set
+# ---------------------------------------------------------------------------------------------------
+def _test_check(seed: int) -> tuple[float, int]:
+    """``test_set_bound`` against ``lo + w kl^-1(q, ln(2 sqrt(n)/delta) / n)`` (scipy's brentq; two-sided)."""
+    rng = random.Random(seed)
+    worst, trials = 0.0, 0
+    for _ in range(200):
+        w, lo = 10 ** rng.uniform(-1, 1.5), rng.uniform(0, 0.5)
+        q = rng.choice([0.0, rng.uniform(0, 0.95)])
+        n, d = rng.randint(8, 10**6), 10 ** rng.uniform(-6, -0.1)
+        got = cb.test_set_bound(lo + w * q, lo, w, n, d)
+        want = lo + w * _kl_inv(q, math.log(2 * math.sqrt(n) / d) / n)
+        worst = max(worst, _two_sided(got, want), 1.0 if got >= want * (1 - 1e-12) else math.inf)
+        trials += 1
+    return worst, trials
+
+
+register(
+    Claim(
+        label="thm-lm-test-set",
+        statement="for one model fixed before n i.i.d. held-out documents, with probability >= 1 - delta: "
+        "kl(q || r) <= ln(2 sqrt(n) / delta) / n, q and r the held-out and expected mean loss rescaled",
+        chapter=CH,
+        provenance="standard",
+        numeric=FunctionCheck(_test_check),
+        covers=(_COV + "test_set_bound",),
+        mutants=(
+            replaced(
+                cb,
+                "test_set_bound",
+                lambda old: (
+                    lambda e, lo, w, n, d: old(e, lo, w, n, min(0.99, 2 * math.sqrt(n) * d))
+                ),
+                name="no-maurer-xi",
+                what="ln(1/delta) in place of ln(2 sqrt(n)/delta)",
+            ),
+        ),
+    )
+)
+
+
+# ---------------------------------------------------------------------------------------------------
+# lem-lm-ngram-code
+# ---------------------------------------------------------------------------------------------------
+def _ngram_code_check(seed: int) -> tuple[float, int]:
+    """``table_code_bits`` against the length of the explicit code word: the family flag, the grid bits,
+    then Elias-delta words of ``K``, of every gap and of every count, concatenated and decoded back
+    (the decoder recovers the table: the code is uniquely decodable, and prefix-free as a
+    concatenation of prefix-free words), on count tables of random documents (two-sided)."""
+    rng = np.random.default_rng(seed)
+    worst, trials = 0.0, 0
+    for _ in range(20):
+        V, order = int(rng.integers(2, 12)), int(rng.integers(1, 4))
+        docs = rng.integers(0, V, size=(int(rng.integers(1, 30)), int(rng.integers(1, 20))))
+        t = ng.ngram_table(docs, order, V)
+        grids = tuple(int(g) for g in rng.integers(1, 9, size=3))
+        gaps = np.diff(np.concatenate([[-1], t.keys])).tolist()
+        bits = "".join(
+            _elias_delta_word(int(x)) for x in [t.n_cells + 1] + gaps + t.counts.tolist()
+        )
+        # decode: K, then K gaps, then K counts
+        pos, vals = 0, []
+        while pos < len(bits):
+            z = 0
+            while bits[pos + z] == "0":
+                z += 1
+            ln = int(bits[pos + z : pos + 2 * z + 1], 2)
+            pos += 2 * z + 1
+            vals.append(int("1" + bits[pos : pos + ln - 1], 2))
+            pos += ln - 1
+        K = vals[0] - 1
+        keys = np.cumsum(vals[1 : 1 + K]) - 1
+        ok = K == t.n_cells and keys.tolist() == t.keys.tolist()
+        ok = ok and vals[1 + K :] == t.counts.tolist()
+        want = 1 + sum(math.log2(g) for g in grids) + len(bits)
+        got = ng.table_code_bits(t, grids)
+        worst = max(worst, _two_sided(got, want) if ok else math.inf)
+        # the counts are those of the documents
+        n_pos = int(docs.size)
+        worst = max(worst, 1.0 if int(t.counts.sum()) == n_pos else math.inf)
+        trials += 1
+    return worst, trials
+
+
+def _dict_losses(train, docs, order, V, alpha, beta):
+    """The smoothed losses (sum, sum of squares) and top-1 errors on ``docs`` of the count table of
+    ``train``, with Python dictionaries."""
+    cells, ctxs = {}, {}
+    for doc in train.tolist():
+        padded = [V] * (order - 1) + doc
+        for t, y in enumerate(doc):
+            x = tuple(padded[t : t + order - 1])
+            cells[(x, y)] = cells.get((x, y), 0) + 1
+            ctxs[x] = ctxs.get(x, 0) + 1
+    s = s2 = 0.0
+    err = 0
+    for doc in docs.tolist():
+        padded = [V] * (order - 1) + doc
+        for t, y in enumerate(doc):
+            x = tuple(padded[t : t + order - 1])
+            if x in ctxs:
+                p = (cells.get((x, y), 0) + beta) / (ctxs[x] + beta * V)
+                best = max(range(V), key=lambda z: (cells.get((x, z), 0), -z))
+            else:
+                p, best = 1 / V, 0
+            loss = -math.log2((1 - alpha) * p + alpha / V)
+            s, s2, err = s + loss, s2 + loss * loss, err + (best != y)
+    return s, s2, err
+
+
+def _ngram_cert_check(seed: int) -> tuple[float, int]:
+    """``ngram_certificate``: its code is the table's, its losses and errors on the training and
+    held-out documents are those of a dictionary count at its (alpha, beta), its certificates are
+    ``lm_certificates`` of those numbers, and no other (alpha, beta) of the grids has a smaller
+    empirical-Bernstein bound (two-sided)."""
+    rng = np.random.default_rng(seed)
+    worst, trials = 0.0, 0
+    for _ in range(4):
+        V, order = int(rng.integers(2, 7)), int(rng.integers(1, 4))
+        L = int(rng.integers(4, 12))
+        train = rng.integers(0, V, size=(int(rng.integers(20, 60)), L))
+        held = rng.integers(0, V, size=(int(rng.integers(5, 20)), L))
+        alphas, d = (0.05, 0.2), 0.01
+        r = ng.ngram_certificate(order, train, held, V, alphas, d)
+        a, b, M = r["alpha"], r["beta"], train.size
+        s, s2, err = _dict_losses(train, train, order, V, a, b)
+        hs, _, herr = _dict_losses(train, held, order, V, a, b)
+        C = ng.table_code_bits(ng.ngram_table(train, order, V), (4, 2, len(ng.NGRAM_BETAS)))
+        lo, w = cb.smoothed_range(V, a)
+        worst = max(worst, _two_sided(r["code_bits"], C), _two_sided(r["train_bits"], s / M))
+        worst = max(worst, _two_sided(r["heldout_bits"], hs / held.size))
+        worst = max(
+            worst, 1.0 if (err, herr) == (r["train_errors"], r["heldout_errors"]) else math.inf
+        )
+        eb = cb.token_bound_bernstein(s / M, s2, lo, w, M, C, d)
+        worst = max(worst, _two_sided(r["certificates"]["token-eb"].bound, eb))
+        for a2 in alphas:
+            for b2 in ng.NGRAM_BETAS:
+                t2, t22, _ = _dict_losses(train, train, order, V, a2, b2)
+                lo2, w2 = cb.smoothed_range(V, a2)
+                other = cb.token_bound_bernstein(t2 / M, t22, lo2, w2, M, C, d)
+                worst = max(worst, 1.0 if other >= eb * (1 - 1e-12) else math.inf)
+        trials += 1
+    return worst, trials
+
+
+register(
+    Claim(
+        label="lem-lm-ngram-code",
+        statement="the family flag, the grid indices, Elias-delta codes of the number of cells, of each "
+        "cell's index gap and of its count describe every n-gram count table in "
+        "1 + sum_g log2|g| + |delta(K + 1)| + sum_i |delta(gap_i)| + sum_i |delta(N_i)| bits",
+        chapter=CH,
+        provenance="standard",
+        numeric=AllOf((FunctionCheck(_ngram_code_check), FunctionCheck(_ngram_cert_check))),
+        covers=(
+            "genbound.bounds.ngram.table_code_bits",
+            "genbound.bounds.ngram.ngram_table",
+            "genbound.bounds.ngram.ngram_losses",
+            "genbound.bounds.ngram.ngram_certificate",
+        ),
+        mutants=(
+            replaced(
+                ng,
+                "elias_delta_bits_array",
+                lambda old: lambda n: 2 * (np.frexp(np.asarray(n, dtype=np.float64))[1] - 1) + 1,
+                name="gamma-lengths",
+                what="Elias-gamma lengths for the gaps and counts",
+            ),
+            replaced(
+                ng,
+                "FAMILY_BITS",
+                lambda old: 0,
+                name="no-family-flag",
+                what="the family flag not paid",
+            ),
+            replaced(
+                ng,
+                "ngram_losses",
+                lambda old: (
+                    lambda t, docs, a, b: {
+                        **old(t, docs, a, b),
+                        "smoothed": {
+                            k: (0.98 * x, y) for k, (x, y) in old(t, docs, a, b)["smoothed"].items()
+                        },
+                    }
+                ),
+                name="losses-low",
+                what="the table's smoothed loss sums two per cent low",
             ),
         ),
     )

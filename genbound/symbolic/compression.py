@@ -16,6 +16,7 @@ sqrt(2)*w*sqrt(C*log(2) + log(1/delta))/(2*sqrt(M))
 
 from __future__ import annotations
 
+import mpmath
 import sympy as sp
 
 __all__ = [
@@ -28,10 +29,15 @@ __all__ = [
     "maurer_occam_rhs",
     "verify_entropy_code_bits",
     "verify_kraft_union",
+    "cramer_bernoulli_bound",
+    "verify_cramer_sup_is_kl",
+    "bernstein_occam_bound",
+    "verify_fan_inequality",
 ]
 
 alpha, V, p = sp.symbols("alpha V p", positive=True)
 C, M, m, w, t, delta = sp.symbols("C M m w t delta", positive=True)
+lam, q, r, eps, v, K = sp.symbols("lambda q r epsilon v K", positive=True)
 
 
 def smoothed_loss(pp=p) -> sp.Expr:
@@ -116,3 +122,59 @@ def verify_kraft_union() -> bool:
     k = 12
     lengths = list(range(1, k + 1)) + [k]
     return sum(sp.Rational(1, 2**L) for L in lengths) == 1
+
+
+def cramer_bernoulli_bound() -> sp.Expr:
+    """Solve ``-ln(1 - r + r e^-lambda) = lambda q + eps`` for ``r``: the kl form of the martingale bound
+    at one ``lambda`` (Cramér-Chernoff for ``[0, 1]``-valued increments, whose conditional log-Laplace
+    transform at ``-lambda`` is at most that of a Bernoulli of the same mean; concave in the mean, so
+    Jensen's inequality moves the mean inside)."""
+    (sol,) = sp.solve(sp.Eq(-sp.log(1 - r + r * sp.exp(-lam)), lam * q + eps), r)
+    want = (1 - sp.exp(-(lam * q + eps))) / (1 - sp.exp(-lam))
+    ok = sp.simplify(sol - want) == 0
+    return want if ok else sol
+
+
+def verify_cramer_sup_is_kl() -> bool:
+    """At ``lambda* = ln(r (1 - q) / (q (1 - r)))`` (``q < r``) the exponent ``-lambda q - ln(1 - r +
+    r e^-lambda)`` equals ``kl(q || r)``, and ``lambda*`` is a stationary point: the grid of ``lambda``
+    approaches the kl bound from above."""
+    ls = sp.log(r * (1 - q) / (q * (1 - r)))
+    f = -lam * q - sp.log(1 - r + r * sp.exp(-lam))
+    kl = q * sp.log(q / r) + (1 - q) * sp.log((1 - q) / (1 - r))
+    vals = [(sp.Rational(1, 5), sp.Rational(1, 3)), (sp.Rational(1, 10), sp.Rational(7, 10))]
+    ok = all(
+        abs(sp.N((f.subs(lam, ls) - kl).subs({q: a, r: b}), 40)) < 1e-35
+        and abs(sp.N(sp.diff(f, lam).subs(lam, ls).subs({q: a, r: b}), 40)) < 1e-35
+        for a, b in vals
+    )
+    return bool(ok)
+
+
+def bernstein_occam_bound() -> sp.Expr:
+    """Solve ``lambda M (r - q) - psi(lambda) v M = C ln 2 + ln(K / delta)`` for ``r``, ``psi(lambda) =
+    -ln(1 - lambda) - lambda``, ``v = V_c / M``: Markov's inequality applied to the empirical-Bernstein
+    supermartingale ``exp(lambda sum_k (mu_k - x_k) - psi(lambda) sum_k (x_k - c)^2)`` at one model,
+    one ``lambda`` and one centre ``c`` (confidence ``delta 2**-C / K``)."""
+    psi = -sp.log(1 - lam) - lam
+    (sol,) = sp.solve(sp.Eq(lam * M * (r - q) - psi * v * M, C * sp.log(2) + sp.log(K / delta)), r)
+    want = q + (psi * v * M + C * sp.log(2) + sp.log(K / delta)) / (lam * M)
+    ok = sp.simplify(sol - want) == 0
+    return want if ok else sol
+
+
+def verify_fan_inequality(n: int = 400) -> bool:
+    """Fan, Grama and Liu's (2015) inequality ``exp(lambda xi - psi(lambda) xi^2) <= 1 + lambda xi`` for
+    ``xi >= -1``, ``lambda in [0, 1)``, on a grid of ``n`` points in ``xi in [-1, 3]`` and 9 values of
+    ``lambda`` (30-digit arithmetic): the step that makes each factor of the supermartingale have
+    conditional mean at most 1 (taking the mean of ``1 + lambda (c - x_k)`` gives ``1 + lambda (c -
+    mu_k) <= exp(lambda (c - mu_k))``)."""
+    mpmath.mp.dps = 30
+    for j in range(1, 10):
+        a = mpmath.mpf(j) / 10
+        psi = -mpmath.log(1 - a) - a
+        for i in range(n + 1):
+            xi = -1 + mpmath.mpf(4) * i / n
+            if mpmath.exp(a * xi - psi * xi * xi) > 1 + a * xi + mpmath.mpf(10) ** -25:
+                return False
+    return True

@@ -17,9 +17,16 @@ from scipy.optimize import brentq
 from genbound.cli import main
 from genbound.errors import InputError, ParameterError
 from genbound.experiments import certify_lm as clm
-from genbound.experiments.certify_lm.config import CertifyLMConfig
-from genbound.experiments.certify_lm.data import Corpus, load_corpus, split_documents
-from genbound.experiments.certify_lm.files import SCHEMA, read_sweep, saved_rows
+from genbound.experiments.certify_lm.config import SIZE_STEPS, CertifyLMConfig
+from genbound.experiments.certify_lm.data import (
+    ASCII,
+    Corpus,
+    corpus_of,
+    load_corpus,
+    pilot_documents,
+    split_documents,
+)
+from genbound.experiments.certify_lm.files import FIRST_RUN_FILES, SCHEMA, read_sweep, saved_rows
 
 
 def _delta_len(n: int) -> int:
@@ -50,7 +57,10 @@ def _recompute(r: dict) -> dict:
         + sum(_delta_len(c + 1) for c in counts)
         + H
     )
-    V, a, M, m, d = r["V"], r["alpha"], r["M_chars"], r["m_docs"], r["delta"]
+    V, a, M, m = r["V"], r["alpha"], r["M_chars"], r["m_docs"]
+    # the rerun evaluates each certificate at delta / N_CERTIFICATES (saved as delta_each)
+    d = r.get("delta_each")
+    d = r["delta"] if d is None or (isinstance(d, float) and math.isnan(d)) else d
     lo = -math.log2(1 - a + a / V)
     w = math.log2(1 + (1 - a) * V / a)
     emp = r["train_quant_sum"] / M
@@ -72,7 +82,8 @@ def _recompute(r: dict) -> dict:
 
 
 SAVED = read_sweep()
-ROWS = saved_rows()
+FIRST = saved_rows(FIRST_RUN_FILES)
+ROWS = saved_rows() + FIRST
 
 
 @pytest.mark.parametrize("row", ROWS, ids=[f"{r['size']}:{r['seed']}" for r in ROWS])
@@ -82,12 +93,21 @@ def test_saved_row_recomputes_from_its_counts_and_sizes(row):
         assert row[k] == pytest.approx(v, rel=1e-9, abs=1e-12), k
     for k in ("token_bound_bits", "doc_bound_bits", "token_error_bound", "doc_error_bound"):
         assert row[k] >= want[k] * (1 - 1e-12), k  # rounding never lowered a bound
-    assert row["quant_cost"] == pytest.approx(row["train_quant_bits"] - row["train_smooth_bits"])
+    if row in FIRST:  # the first run measured both costs on every training character
+        assert row["quant_cost"] == pytest.approx(
+            row["train_quant_bits"] - row["train_smooth_bits"]
+        )
+    else:  # the rerun: on the first unquant_docs training documents; sums of squares saved
+        assert (
+            row["vocab"] == "ascii" and row["V"] == 128 and row["unquant_chars"] <= row["M_chars"]
+        )
+        mean2 = row["train_quant_sumsq"] / row["M_chars"]
+        assert row["train_quant_bits"] ** 2 <= mean2 <= (row["lo"] + row["width"]) ** 2
     assert 0 <= row["smoothing_cost"] <= -math.log2(1 - row["alpha"]) + 1e-12
 
 
-def test_saved_sweep_has_a_certificate_a_bit_below_chance_and_a_vacuous_size():
-    rows = ROWS
+def test_first_run_has_a_certificate_a_bit_below_chance_and_a_vacuous_size():
+    rows = FIRST
     assert min(r["token_bound_bits"] for r in rows) <= rows[0]["chance_bits"] - 1.0
     # the document-level bound is vacuous at every saved size (the chapter's point)
     assert all(r["doc_bound_bits"] >= r["chance_bits"] for r in rows)
@@ -108,12 +128,37 @@ def test_split_is_fixed_disjoint_and_covers_the_documents():
 def test_corpus_is_the_package_text():
     c = load_corpus()
     assert c.V == 84 and len(c.codes) == 5_057_198 and len(c.files) == 42
+    a = corpus_of(CertifyLMConfig())  # the vocabulary fixed a priori: codes are byte values
+    assert (
+        a.V == 128
+        and a.vocab == ASCII
+        and np.array_equal(a.codes, np.array([ord(ch) for ch in c.vocab], dtype=np.uint8)[c.codes])
+    )
+
+
+def test_pilot_documents_are_left_out_of_the_split():
+    codes = np.random.default_rng(0).integers(0, 128, 2000).astype(np.uint8)
+    c = Corpus(codes=codes, vocab=ASCII, files=("x",))
+    pil = pilot_documents(c, 10, 4, 30)
+    tr, ho = split_documents(c, 10, 0.9, 4, pilot_docs=30)
+    assert pil.shape == (30, 10) and tr.shape[0] + ho.shape[0] == 170
+    rows = {r.tobytes() for r in np.concatenate([tr, ho])}
+    assert not rows & {r.tobytes() for r in pil} and len(rows) == 170
+    tr0, ho0 = split_documents(c, 10, 0.9, 4)
+    assert tr0.shape[0] + ho0.shape[0] == 200
 
 
 def test_small_run_row_matches_schema_and_its_own_bounds():
-    full = load_corpus()
+    cfg = CertifyLMConfig(
+        steps=30,
+        select_docs=20,
+        bits_grid=(4, 6),
+        alpha_grid=(0.05, 0.2),
+        pilot_docs=20,
+        unquant_docs=50,
+    )
+    full = corpus_of(cfg)
     small = Corpus(codes=full.codes[: 64 * 400], vocab=full.vocab, files=full.files)
-    cfg = CertifyLMConfig(steps=30, select_docs=20, bits_grid=(4, 6), alpha_grid=(0.05, 0.2))
     row = clm.certify_size("xs", 0, cfg, small)
     assert set(row) == {name for name, _ in SCHEMA.columns}
     want = _recompute(row)
@@ -134,6 +179,9 @@ def test_small_run_row_matches_schema_and_its_own_bounds():
         (["--alphas", "0,0.1"], "smoothing weight 0.0 lies outside (0, 1)"),
         (["--alphas", "1.0"], "smoothing weight 1.0 lies outside (0, 1)"),
         (["--sizes", "huge"], "--sizes 'huge'"),
+        (["--vocab", "latin1"], "vocab must be one of"),
+        (["--qat-bits", "1"], "qat_bits must be 0 or in"),
+        (["--pilot-docs", "-1"], "pilot_docs must be non-negative"),
     ],
 )
 def test_bad_input_is_one_error_line_and_nothing_written(tmp_path, capsys, args, msg):
@@ -151,7 +199,8 @@ def test_vocabulary_mismatch_is_refused_and_the_file_untouched(tmp_path, capsys)
     out = tmp_path / "lm.csv"
     shutil.copy(SAVED.path, out)
     before = out.read_bytes()
-    assert main(["experiment", "certify-lm", "--corpus", str(corpus), "--csv", str(out)]) == 2
+    args = ["experiment", "certify-lm", "--corpus", str(corpus), "--vocab", "corpus"]
+    assert main([*args, "--csv", str(out)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("genbound: error: vocabulary mismatch")
     assert out.read_bytes() == before
@@ -164,10 +213,14 @@ def test_config_checks():
         CertifyLMConfig(train_fraction=1.0).validated()
     with pytest.raises(ParameterError):
         CertifyLMConfig(doc_len=1).validated()
-    assert CertifyLMConfig().steps_of("xs") == 3000
+    assert CertifyLMConfig().steps_of("xs") == SIZE_STEPS["xs"]
+    with pytest.raises(ParameterError):
+        CertifyLMConfig(vocab="latin1").validated()
+    with pytest.raises(ParameterError):
+        CertifyLMConfig(qat_bits=1).validated()
 
 
 def test_saved_command_prints_every_row(capsys):
     assert main(["experiment", "certify-lm", "--saved", "--json"]) == 0
     lines = capsys.readouterr().out.strip().splitlines()
-    assert len(lines) == len(ROWS)
+    assert len(lines) == len(ROWS) - len(FIRST)

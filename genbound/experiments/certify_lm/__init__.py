@@ -7,8 +7,9 @@ For one model size and seed (:func:`certify_size`):
    seeded permutation fixed before training into training and held-out documents.
 2. **Training** (``certify_lm.train``): a ``CharTransformer`` (``certify_lm.model``) of the size's width and depth.
 3. **Choice** of the quantization level ``bits`` and the smoothing weight ``alpha`` on the first
-   ``select_docs`` training documents: the pair with the least token-level bound estimate (each pair is
-   named by the code, so the choice is paid for whatever it looks at).
+   ``select_docs`` training documents: the pair with the least token-level empirical-Bernstein bound
+   estimate (each pair is named by the code, so the choice is paid for whatever it looks at; the first
+   run used the Azuma bound's estimate).
 4. **Certificate** (:mod:`genbound.bounds.compression`): the code length of the quantized model, its
    smoothed log-loss and top-1 errors on all training documents, the document-level and token-level
    bounds on both; beside them the unquantized model's losses (for the smoothing and quantization
@@ -20,26 +21,51 @@ from __future__ import annotations
 import math
 import time
 
-
+from ...errors import ParameterError
 from ...bounds import compression as cb
-from .config import SIZE_STEPS, SIZES, CertifyLMConfig
-from .data import Corpus, load_corpus, split_documents
+from .config import N_CERTIFICATES, SIZE_STEPS, SIZES, CertifyLMConfig
+from .data import Corpus, corpus_of, load_corpus, split_documents
 from ...char_lm import document_losses, n_params, quantize, symbol_counts
 from .train import train_model
 
-__all__ = ["CertifyLMConfig", "SIZES", "SIZE_STEPS", "certify_size", "load_corpus"]
+__all__ = ["CertifyLMConfig", "SIZES", "SIZE_STEPS", "certify_size", "bounds_of", "load_corpus"]
+
+
+def bounds_of(emp_bits, errors, V, alpha, m, M, code_bits, delta) -> dict:
+    """The four certificates of one model: smoothed log-loss (bits per character) and top-1 error,
+    document-level and token-level (:mod:`genbound.bounds.compression`).
+
+    Book: :prf:ref:`cor-lm-top1`.
+    """
+    lo, width = cb.smoothed_range(V, alpha)
+    chance = math.log2(V)
+    err = errors / M
+    return {
+        "lo": lo,
+        "width": width,
+        "token": cb.CompressionBound.of("token", emp_bits, lo, width, M, code_bits, delta, chance),
+        "doc": cb.CompressionBound.of("document", emp_bits, lo, width, m, code_bits, delta, chance),
+        "token_err": cb.CompressionBound.of("token", err, 0.0, 1.0, M, code_bits, delta, 1 - 1 / V),
+        "doc_err": cb.CompressionBound.of(
+            "document", err, 0.0, 1.0, m, code_bits, delta, 1 - 1 / V
+        ),
+    }
 
 
 def _choose(model, select, cfg, grid_sizes, m, M):
-    """``(bits, alpha)`` with the least token-level bound estimate on the selection documents."""
+    """``(bits, alpha)`` with the least token-level empirical-Bernstein bound estimate: the bound at the
+    selection documents' mean and second moment, as if over ``M`` characters (every pair is named by
+    the code, so the choice is paid for whatever it looks at)."""
     best = None
     for bits in cfg.bits_grid:
         q, syms, _ = quantize(model, int(bits))
         code = cb.code_length(symbol_counts(syms, int(bits)), len(syms), grid_sizes).total
-        ev = document_losses(q, select, cfg.alpha_grid)
+        ev = document_losses(q, select, cfg.alpha_grid, batch=int(cfg.eval_batch))
         for a, s in ev["smoothed"].items():
             lo, w = cb.smoothed_range(model.V, a)
-            est = s / ev["chars"] + w * math.sqrt(code * math.log(2) / (2 * M))
+            mean = min(max(s / ev["chars"], lo), lo + w)
+            sq = ev["smoothed_sq"][a] / ev["chars"] * M
+            est = cb.token_bound_bernstein(mean, sq, lo, w, M, code, cfg.delta)
             if best is None or est < best[0]:
                 best = (est, int(bits), float(a))
     return best[1], best[2]
@@ -50,8 +76,14 @@ def certify_size(
 ) -> dict:
     """Train, quantize and certify one model; the row of ``certify_lm.files.SCHEMA``."""
     cfg = cfg.validated()
-    corpus = corpus or load_corpus(cfg.corpus)
-    train, held = split_documents(corpus, cfg.doc_len, cfg.train_fraction, cfg.split_seed)
+    corpus = corpus or corpus_of(cfg)
+    if cfg.vocab == "ascii" and corpus.V != 128:
+        raise ParameterError(
+            f"vocab 'ascii' needs a corpus read with the 128 ASCII codes, got V={corpus.V}"
+        )
+    train, held = split_documents(
+        corpus, cfg.doc_len, cfg.train_fraction, cfg.split_seed, cfg.pilot_docs
+    )
     d, layers = SIZES[size]
     steps = cfg.steps_of(size)
     model, info = train_model(
@@ -64,7 +96,9 @@ def certify_size(
         lr=cfg.lr,
         seed=seed,
         progress=progress,
-        log_every=max(1, steps // 10) if progress else 0,
+        log_every=max(1, steps // 10),
+        qat_bits=int(cfg.qat_bits),
+        qat_start=float(cfg.qat_start),
     )
     t0 = time.perf_counter()
     grid_sizes = (len(SIZES), len(cfg.bits_grid), len(cfg.alpha_grid))
@@ -73,13 +107,19 @@ def certify_size(
     q, syms, _ = quantize(model, bits)
     counts = symbol_counts(syms, bits)
     code = cb.code_length(counts, len(syms), grid_sizes)
-    full_tr = document_losses(model, train, [alpha])
-    q_tr = document_losses(q, train, [alpha])
-    full_ho = document_losses(model, held, [alpha])
-    q_ho = document_losses(q, held, [alpha])
+    eb = int(cfg.eval_batch)
+    sub = train[: int(cfg.unquant_docs)] if cfg.unquant_docs else train
+    full_tr = document_losses(model, sub, [alpha], batch=eb)
+    q_sub = document_losses(q, sub, [alpha], batch=eb)
+    q_tr = document_losses(q, train, [alpha], batch=eb)
+    full_ho = document_losses(model, held, [alpha], batch=eb)
+    q_ho = document_losses(q, held, [alpha], batch=eb)
     emp = q_tr["smoothed"][alpha] / M
-    b = cb.lm_certificates(emp, q_tr["errors"], corpus.V, alpha, m, M, code.total, cfg.delta)
-    raw, smooth = full_tr["raw"] / M, full_tr["smoothed"][alpha] / M
+    delta_each = cfg.delta / N_CERTIFICATES
+    b = bounds_of(emp, q_tr["errors"], corpus.V, alpha, m, M, code.total, delta_each)
+    n_sub = int(sub.size)
+    raw, smooth = full_tr["raw"] / n_sub, full_tr["smoothed"][alpha] / n_sub
+    curve = info["curve"]
     return {
         "size": size,
         "seed": int(seed),
@@ -115,11 +155,21 @@ def certify_size(
         "heldout_quant_bits": q_ho["smoothed"][alpha] / held.size,
         "heldout_errors": q_ho["errors"],
         "smoothing_cost": smooth - raw,
-        "quant_cost": emp - smooth,
+        "quant_cost": q_sub["smoothed"][alpha] / n_sub - smooth,
         "chance_bits": math.log2(corpus.V),
         "token_bound_bits": b["token"].bound,
         "doc_bound_bits": b["doc"].bound,
         "token_error_bound": b["token_err"].bound,
         "doc_error_bound": b["doc_err"].bound,
         "delta": cfg.delta,
+        "vocab": cfg.vocab,
+        "pilot_docs": int(cfg.pilot_docs),
+        "qat_bits": int(cfg.qat_bits),
+        "unquant_chars": n_sub,
+        "train_last_bits": float(curve[-1][1]) if curve else float("nan"),
+        "train_quant_sumsq": q_tr["smoothed_sq"][alpha],
+        "heldout_quant_sum": q_ho["smoothed"][alpha],
+        "heldout_quant_sumsq": q_ho["smoothed_sq"][alpha],
+        "heldout_docs": int(held.shape[0]),
+        "delta_each": delta_each,
     }

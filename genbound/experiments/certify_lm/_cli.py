@@ -16,8 +16,8 @@ from pathlib import Path
 
 from ...errors import InputError, ParameterError
 from .config import CertifyLMConfig
-from .config import SIZES
-from .data import load_corpus
+from .config import SIZES, SWEEP_PLAN
+from .data import corpus_of
 from .files import read_sweep
 from .sweep import run_sweep
 from ...jsonsafe import json_tree
@@ -42,6 +42,18 @@ def add_certify_lm(psub) -> None:
     )
     p.add_argument("--sizes", default=",".join(SWEEP_SIZES), help="model sizes, e.g. xs,s")
     p.add_argument("--seeds", type=int, default=1, help="seeds 0 .. SEEDS - 1")
+    p.add_argument(
+        "--plan",
+        action="store_true",
+        help="run the saved sweep's (size, seed) plan (SWEEP_PLAN) instead of --sizes and --seeds",
+    )
+    p.add_argument(
+        "--vocab",
+        default=d.vocab,
+        help="ascii (128 codes, fixed a priori) or corpus (read off the text)",
+    )
+    p.add_argument("--pilot-docs", type=int, default=d.pilot_docs, help="documents set aside")
+    p.add_argument("--qat-bits", type=int, default=d.qat_bits, help="quantization-aware training")
     p.add_argument(
         "--corpus", default=d.corpus, help="a folder of .txt files (default: the package's)"
     )
@@ -88,6 +100,9 @@ def _run(args) -> int:
         bits_grid=_parse(args.bits, "bits", int),
         alpha_grid=_parse(args.alphas, "alphas", float),
         delta=args.delta,
+        vocab=args.vocab,
+        pilot_docs=args.pilot_docs,
+        qat_bits=args.qat_bits,
     ).validated()
     sizes = [s.strip() for s in args.sizes.split(",") if s.strip()]
     bad = [s for s in sizes if s not in SIZES]
@@ -95,7 +110,7 @@ def _run(args) -> int:
         raise ParameterError(f"--sizes {args.sizes!r}: the sizes are {', '.join(SIZES)}")
     if args.seeds < 1:
         raise ParameterError(f"--seeds must be positive, got {args.seeds}")
-    corpus = load_corpus(cfg.corpus)
+    corpus = corpus_of(cfg)
     if args.csv and Path(args.csv).exists():
         vs = {int(r["V"]) for r in read_sweep(args.csv).rows}
         if vs and vs != {corpus.V}:
@@ -111,6 +126,7 @@ def _run(args) -> int:
         quiet=args.quiet,
         on_row=lambda row: _report(row, args.json),
         corpus=corpus,
+        keys=list(SWEEP_PLAN) if args.plan else None,
     )
     return 0
 

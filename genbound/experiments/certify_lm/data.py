@@ -8,8 +8,11 @@ nothing in between: about 5.06 million ASCII characters, 84 distinct. Nothing is
 **Documents**: the concatenation cut into consecutive, non-overlapping pieces of ``doc_len``
 characters (the tail shorter than ``doc_len`` dropped). **Split**: a permutation of the documents drawn
 from ``split_seed`` (numpy's PCG64) before any training; the first ``round(train_fraction * N)`` of it
-are the training documents, the rest held out. The vocabulary is the sorted set of characters of the
-whole corpus (fixed with the population, before the sample is drawn).
+are the training documents, the rest held out. With ``pilot_docs > 0`` the first ``pilot_docs``
+documents of the permutation are set aside for a pilot (sizing the run) and used for nothing else; the
+split then applies to the rest. **Vocabulary**: :data:`ASCII`, the 128 ASCII codes, fixed before the text
+is read (a character's code is its byte value), or the sorted set of characters of the whole corpus
+(the first run's choice, read off the text).
 """
 
 from __future__ import annotations
@@ -21,7 +24,18 @@ import numpy as np
 
 from ...errors import InputError, ParameterError
 
-__all__ = ["Corpus", "default_corpus_dir", "load_corpus", "split_documents"]
+__all__ = [
+    "ASCII",
+    "Corpus",
+    "default_corpus_dir",
+    "load_corpus",
+    "split_documents",
+    "pilot_documents",
+    "corpus_of",
+]
+
+#: The vocabulary fixed a priori: every 7-bit ASCII code, in code order.
+ASCII = "".join(chr(i) for i in range(128))
 
 
 def default_corpus_dir() -> Path:
@@ -83,19 +97,40 @@ def load_corpus(path: str | Path | None = None, *, vocab: str | None = None) -> 
     return Corpus(codes=codes, vocab=vocab, files=tuple(f.name for f in files))
 
 
-def split_documents(
-    corpus: Corpus, doc_len: int, train_fraction: float, split_seed: int
-) -> tuple[np.ndarray, np.ndarray]:
-    """``(train, held_out)``: arrays of shape ``(m, doc_len)`` and ``(N - m, doc_len)`` of the documents
-    (see the module docstring), in the permutation's order."""
+def corpus_of(cfg) -> Corpus:
+    """The corpus of a run's configuration (its folder and its vocabulary, :data:`ASCII` or the
+    corpus's own)."""
+    return load_corpus(cfg.corpus, vocab=ASCII if cfg.vocab == "ascii" else None)
+
+
+def _documents(corpus: Corpus, doc_len: int, split_seed: int, pilot_docs: int):
     n_docs = len(corpus.codes) // doc_len
-    if n_docs < 2:
-        raise ParameterError(f"doc_len {doc_len} leaves fewer than two documents")
+    if n_docs - pilot_docs < 2:
+        raise ParameterError(
+            f"doc_len {doc_len} with {pilot_docs} pilot documents leaves fewer than two documents"
+        )
     docs = corpus.codes[: n_docs * doc_len].reshape(n_docs, doc_len)
     perm = np.random.Generator(np.random.PCG64(split_seed)).permutation(n_docs)
-    m = int(round(train_fraction * n_docs))
-    if not 1 <= m < n_docs:
+    return docs, perm
+
+
+def pilot_documents(corpus: Corpus, doc_len: int, split_seed: int, pilot_docs: int) -> np.ndarray:
+    """The ``pilot_docs`` documents set aside for a pilot (the first of the permutation)."""
+    docs, perm = _documents(corpus, doc_len, split_seed, pilot_docs)
+    return docs[perm[:pilot_docs]]
+
+
+def split_documents(
+    corpus: Corpus, doc_len: int, train_fraction: float, split_seed: int, pilot_docs: int = 0
+) -> tuple[np.ndarray, np.ndarray]:
+    """``(train, held_out)``: arrays of shape ``(m, doc_len)`` and ``(N - p - m, doc_len)`` of the
+    documents (see the module docstring), in the permutation's order, the ``p = pilot_docs`` pilot
+    documents left out."""
+    docs, perm = _documents(corpus, doc_len, split_seed, pilot_docs)
+    rest = perm[pilot_docs:]
+    m = int(round(train_fraction * len(rest)))
+    if not 1 <= m < len(rest):
         raise ParameterError(
             f"train_fraction {train_fraction} leaves no training or no held-out document"
         )
-    return docs[perm[:m]], docs[perm[m:]]
+    return docs[rest[:m]], docs[rest[m:]]

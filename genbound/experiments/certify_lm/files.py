@@ -5,7 +5,16 @@ from __future__ import annotations
 from ..runtime.results import Schema, open_results, read_results, environment
 from ..runtime.paths import data_path
 
-__all__ = ["SCHEMA", "SWEEP_FILE", "SAVED_FILES", "open_sweep", "read_sweep", "saved_rows"]
+__all__ = [
+    "SCHEMA",
+    "SWEEP_FILE",
+    "LONG_FILE",
+    "SAVED_FILES",
+    "FIRST_RUN_FILES",
+    "open_sweep",
+    "read_sweep",
+    "saved_rows",
+]
 
 _F, _I, _S = float, int, str
 SCHEMA = Schema(
@@ -52,20 +61,55 @@ SCHEMA = Schema(
         ("token_error_bound", _F),
         ("doc_error_bound", _F),
         ("delta", _F),
+        ("vocab", _S),
+        ("pilot_docs", _I),
+        ("qat_bits", _I),
+        ("unquant_chars", _I),
+        ("train_last_bits", _F),
+        ("train_quant_sumsq", _F),
+        ("heldout_quant_sum", _F),
+        ("heldout_quant_sumsq", _F),
+        ("heldout_docs", _I),
+        ("delta_each", _F),
     ),
     key=("size", "seed"),
+    optional=frozenset(
+        {
+            "vocab",
+            "pilot_docs",
+            "qat_bits",
+            "unquant_chars",
+            "train_last_bits",
+            "train_quant_sumsq",
+            "heldout_quant_sum",
+            "heldout_quant_sumsq",
+            "heldout_docs",
+            "delta_each",
+        }
+    ),
 )
 
-#: The saved sweep (relative to genbound/data).
-SWEEP_FILE = "certify_lm.csv"
-#: Every saved run the chapter reads: the sweep and the largest size, run afterwards at a later commit
-#: (a results file resumes only at its own commit), each a results file of its own.
-SAVED_FILES = (SWEEP_FILE, "certify_lm_xxl.csv")
+#: The saved sweep (relative to genbound/data): the rerun with the vocabulary fixed a priori.
+SWEEP_FILE = "certify_lm_ascii.csv"
+#: A longer training of the best size of the sweep (the same configuration but ``steps``), a file of
+#: its own.
+LONG_FILE = "certify_lm_ascii_long.csv"
+#: Every saved run the chapter reads.
+SAVED_FILES = (SWEEP_FILE, LONG_FILE)
+#: The first run (vocabulary read off the text; superseded, kept for comparison): the sweep and the
+#: largest size, run afterwards at a later commit, each a results file of its own.
+FIRST_RUN_FILES = ("certify_lm.csv", "certify_lm_xxl.csv")
 
 
-def saved_rows() -> list[dict]:
-    """The rows of every file of :data:`SAVED_FILES`, in that order."""
-    return [r for name in SAVED_FILES for r in read_results(data_path(name), SCHEMA).rows]
+def saved_rows(files=SAVED_FILES) -> list[dict]:
+    """The rows of every file of ``files`` (default :data:`SAVED_FILES`; a missing file has none),
+    in that order."""
+    return [
+        r
+        for name in files
+        if data_path(name).exists()
+        for r in read_results(data_path(name), SCHEMA).rows
+    ]
 
 
 def open_sweep(path, config: dict, notes: str | None = None):

@@ -7,23 +7,34 @@ import sys
 
 from . import certify_size
 from .config import CertifyLMConfig
-from .data import load_corpus
+from .data import corpus_of
 from .files import open_sweep
 
 __all__ = ["run_sweep"]
 
 
 def run_sweep(
-    path, sizes, seeds, cfg: CertifyLMConfig, *, quiet: bool = False, on_row=None, corpus=None
+    path,
+    sizes,
+    seeds,
+    cfg: CertifyLMConfig,
+    *,
+    quiet: bool = False,
+    on_row=None,
+    corpus=None,
+    keys=None,
 ) -> int:
-    """Certify every ``(size, seed)`` not yet in the results file at ``path`` (``None``: no file);
+    """Certify every ``(size, seed)`` (``keys``, in that order; default every size of ``sizes`` at
+    every seed of ``seeds``) not yet in the results file at ``path`` (``None``: no file);
     ``on_row(row)`` after each; returns the number of models certified."""
     cfg = cfg.validated()
-    corpus = corpus or load_corpus(cfg.corpus)
+    corpus = corpus or corpus_of(cfg)
     writer = open_sweep(path, cfg.as_dict()) if path else None
     done = 0
-    for size in sizes:
-        for seed in seeds:
+    if keys is None:
+        keys = [(size, seed) for size in sizes for seed in seeds]
+    for size, seed in keys:
+        if True:
             if writer is not None and (size, seed) in writer:
                 continue
 

@@ -4,6 +4,11 @@ Each step draws ``batch`` training documents uniformly (a torch generator seeded
 the start symbol then the document's first ``doc_len - 1`` characters, and is scored by the
 cross-entropy of every character of the document. The learning rate warms up linearly over the first
 ``min(100, steps // 10)`` steps, then follows a cosine to a tenth of ``lr``.
+
+**Quantization-aware training** (``qat_bits > 0``): from step ``qat_start * steps`` on, each step's
+forward and backward pass use the weights rounded to the ``2**qat_bits - 1`` levels of
+:func:`genbound.char_lm.evaluate.quantize` (per tensor, the scale from the current weights), and the gradient so
+computed updates the float weights (the straight-through estimator); the float weights are kept.
 """
 
 from __future__ import annotations
@@ -18,6 +23,20 @@ import torch.nn.functional as F
 from ...char_lm.model import CharTransformer, inputs_of
 
 __all__ = ["train_model", "lr_at"]
+
+
+def _round_in_place(params, bits: int) -> list:
+    """Round every tensor to its ``2**bits - 1`` symmetric levels (as :func:`genbound.char_lm.evaluate.quantize` does);
+    returns the float tensors it replaced."""
+    top = 2 ** (bits - 1) - 1
+    kept = []
+    with torch.no_grad():
+        for p in params:
+            kept.append(p.detach().clone())
+            amax = float(p.abs().max())
+            s = float(np.float32(amax / top)) if amax > 0 else 1.0
+            p.copy_(torch.clamp(torch.round(p / s), -top, top) * s)
+    return kept
 
 
 def lr_at(step: int, steps: int, lr: float) -> float:
@@ -41,6 +60,8 @@ def train_model(
     seed: int,
     progress=None,
     log_every: int = 0,
+    qat_bits: int = 0,
+    qat_start: float = 0.5,
 ) -> tuple[CharTransformer, dict]:
     """Train a :class:`CharTransformer` and return it with ``{"seconds", "curve"}`` (``curve``: the
     mean training loss in bits per character over each ``log_every`` steps, as ``(step, bits)``)."""
@@ -51,15 +72,22 @@ def train_model(
     docs = torch.from_numpy(train_docs.astype(np.int64))
     opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.01, betas=(0.9, 0.99))
     curve, acc, t0 = [], [], time.perf_counter()
+    q_from = int(qat_start * steps) if qat_bits else steps
+    params = list(model.parameters())
     for step in range(steps):
         for g in opt.param_groups:
             g["lr"] = lr_at(step, steps, lr)
         idx = torch.randint(0, docs.shape[0], (batch,), generator=gen)
         y = docs[idx]
+        kept = _round_in_place(params, qat_bits) if step >= q_from else None
         logits = model(inputs_of(y, V))
         loss = F.cross_entropy(logits.reshape(-1, V), y.reshape(-1))
         opt.zero_grad(set_to_none=True)
         loss.backward()
+        if kept is not None:
+            with torch.no_grad():
+                for p, w in zip(params, kept):
+                    p.copy_(w)
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
         acc.append(loss.item() / math.log(2))
