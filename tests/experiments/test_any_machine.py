@@ -160,8 +160,14 @@ def test_recomputed_columns_record_their_commit(tmp_path, monkeypatch):
     from genbound.experiments.sparse_majority import files
 
     monkeypatch.setattr(files, "git_commit", lambda: "f" * 40)
+    # the saved file's header and its first two rows: the bookkeeping is per column, not per row
+    lines = sm.OTHER_KIND_SWEEP.read_text().splitlines(keepends=True)
+    n_head = next(i for i, ln in enumerate(lines) if not ln.startswith("#")) + 1
+    short = tmp_path / "short.csv"
+    short.write_text("".join(lines[: n_head + 2]))
+    assert len(sm.read_sweep(short).rows) == 2
     out = sm.recompute_bound_columns(
-        sm.OTHER_KIND_SWEEP, tmp_path / "re.csv", columns=["tt_capacity"], notes="test"
+        short, tmp_path / "re.csv", columns=["tt_capacity"], notes="test"
     )
     header = sm.read_sweep(out).header
     assert header["column_commits"]["tt_capacity"] == "f" * 40
