@@ -46,14 +46,14 @@ check-browser: install
 	$(BIN)/python tools/check_browser.py --site _build/html --screens _build/screens
 
 # Two workers (pytest-xdist, one per core; a test file stays on one worker so its module fixtures are
-# built once); every test's duration goes to _build/test-results/junit.xml and the 30 slowest are printed.
+# built once); every test's duration goes to test-results/junit.xml (outside _build, which book-fresh removes) and the 30 slowest are printed.
 # PYTEST_WORKERS=0 runs in one process.
 PYTEST_WORKERS ?= 2
 PYTEST_PARALLEL = $(if $(filter 0,$(PYTEST_WORKERS)),,-n $(PYTEST_WORKERS) --dist loadfile)
 test: install
-	mkdir -p _build/test-results
+	mkdir -p test-results
 	HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 $(BIN)/pytest -q $(PYTEST_PARALLEL) --durations=30 \
-	  --junitxml=_build/test-results/junit.xml
+	  --junitxml=test-results/junit.xml
 
 # The wheel as a user installs it (pip install genbound-*.whl, no source tree): every data file inside,
 # the CLI and the tests that read shipped data pass against it (tools/wheel_check.py; CI runs it).
