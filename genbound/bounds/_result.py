@@ -56,7 +56,7 @@ inf
 from __future__ import annotations
 
 import math
-from typing import Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from .._validate import check_positive_int, check_real
 from ..jsonsafe import json_tree
@@ -140,6 +140,17 @@ class BoundResult:
 
     # -- hooks a result class provides -----------------------------------------------------------------
 
+    if TYPE_CHECKING:  # fields or properties of every result class (declared for the type checker)
+
+        @property
+        def value(self) -> float: ...
+
+        @property
+        def capacity(self) -> float: ...
+
+        @property
+        def n_samples(self) -> int | None: ...
+
     def gap_at(self, n: int) -> float:
         """The bound on the generalization gap at sample size ``n``, all else held fixed."""
         raise NotImplementedError(f"{type(self).__name__} must define gap_at(n)")
@@ -206,6 +217,13 @@ class DudleyHooks:
     sample size ``m`` (the protocol's ``n_samples``), a Dudley integral ``dudley`` that decides triviality
     (:func:`dudley_trivial_reason`), and ``at(n)``, the same bound at another sample size (``gap_at``).
     Subclasses are frozen dataclasses with the fields ``m``, ``dudley`` and ``value`` and the method ``at``."""
+
+    if TYPE_CHECKING:  # what the subclasses define (declared for the type checker)
+        m: int
+        dudley: Any
+        value: float
+
+        def at(self, n: int) -> Any: ...
 
     @property
     def n_samples(self) -> int:
