@@ -94,14 +94,14 @@ def round_layer_radii(layers, *, base: float = GRID_BASE):
 
     out, idx = [], []
     for lay in layers:
-        kw = {}
+        kw: dict[str, object] = {}
         for f in fields(lay):
             v = getattr(lay, f.name)
             if v is None:
                 continue
             if isinstance(v, tuple):
-                r, i = round_radii(v, base=base)
-                kw[f.name] = tuple(r)
+                rs, i = round_radii(v, base=base)
+                kw[f.name] = tuple(rs)
             else:
                 (r,), i = round_radii([v], base=base)
                 kw[f.name] = r
