@@ -49,7 +49,7 @@ __all__ = [
     "encoding_supremum",
 ]
 
-#: The width of the authors' script: the encoding's default ``d``.
+#: The width ``d`` of the authors' script, the encoding's default.
 D_MODEL = 64
 
 
@@ -86,7 +86,7 @@ def uniform_input_radius(d: int = D_MODEL) -> float:
     Each row is ``e + PE_j`` with a token embedding ``e`` of unit l1 norm (so ``||e||_2 <= 1``) and an
     encoding row whose ``d`` coordinates are sines or cosines (so ``||PE_j||_2 <= sqrt(d)`` for every
     position ``j``, however large); the triangle inequality gives ``1 + sqrt(d)``
-    (:prf:ref:`lem-sm-uniform-radius`). Unlike :meth:`SparseMajorityTask.input_radius` it does not depend
+    (:prf:ref:`lem-sm-uniform-radius`). Unlike :meth:`~genbound.experiments.sparse_majority.SparseMajorityTask.input_radius` it does not depend
     on ``T`` or on the seed, so a bound evaluated with it is the same function of the weights at every ``T``.
 
     >>> uniform_input_radius(64)

@@ -1,5 +1,5 @@
-"""Part VII's character-level language model: the network (:mod:`genbound.char_lm.model`) and what its
-certificate reads off it (:mod:`genbound.char_lm.evaluate`: the quantized weights and their symbols, the
+"""Part VII's character-level language model: the network (``genbound.char_lm.model``) and what its
+certificate reads off it (``genbound.char_lm.evaluate``: the quantized weights and their symbols, the
 smoothed log-loss and top-1 errors on documents).
 
 It stands on the ground floor, beside the reference transformer of :mod:`genbound.nets`: the Part VII

@@ -54,6 +54,8 @@ class CharTransformer(nn.Module):
         nn.init.normal_(self.pos, std=0.02)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """The logits ``(B, L, V)`` of the next character at every position of the inputs ``x``
+        (``(B, L)`` symbols, the start symbol ``V`` first: :func:`inputs_of`)."""
         h = self.emb(x) + self.pos[: x.shape[1]]
         for b in self.blocks:
             h = b(h)

@@ -12,6 +12,7 @@ import pytest
 
 from genbound import cli
 from genbound.errors import ResultsFileError
+from genbound.experiments.runtime import machine
 from genbound.experiments.runtime import results as res
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -55,7 +56,7 @@ def _genbound(*args, **kw):
 def test_environment_records_the_cpu_kind_and_the_libraries():
     import torch
 
-    env = res.environment()
+    env = machine.environment()
     for k in (
         "cpu_model",
         "cpu_flags",
@@ -75,7 +76,7 @@ def test_environment_records_the_cpu_kind_and_the_libraries():
         text = Path("/proc/cpuinfo").read_text()
         assert env["cpu_model"] and env["cpu_model"] in text
         assert env["cpu_flags"] == sorted(env["cpu_flags"]) and set(env["cpu_flags"]) <= set(
-            res.KERNEL_FLAGS
+            machine.KERNEL_FLAGS
         )
         assert all(f" {f}" in text for f in env["cpu_flags"])
     json.dumps(env)  # it goes into a JSON header
@@ -83,12 +84,12 @@ def test_environment_records_the_cpu_kind_and_the_libraries():
 
 def test_a_kernel_variable_is_recorded(monkeypatch):
     monkeypatch.setenv("MKL_CBWR", "AVX2")
-    assert res.environment()["kernel_env"] == {"MKL_CBWR": "AVX2"}
+    assert machine.environment()["kernel_env"] == {"MKL_CBWR": "AVX2"}
 
 
 def test_the_same_environment_is_the_same_kind_and_each_changed_field_is_named():
-    here = res.environment()
-    assert res.same_machine_kind(dict(here), here) == (True, [])
+    here = machine.environment()
+    assert machine.same_machine_kind(dict(here), here) == (True, [])
     for name, value in [
         ("cpu_model", "Simulated CPU"),
         ("cpu_flags", ["avx2", "fma"]),
@@ -98,15 +99,15 @@ def test_the_same_environment_is_the_same_kind_and_each_changed_field_is_named()
         ("torch", "0.0.0"),
     ]:
         rec = dict(here, **{name: value})
-        same, mism = res.same_machine_kind(rec, here)
+        same, mism = machine.same_machine_kind(rec, here)
         assert not same and [m.field for m in mism] == [name]
         assert str(mism[0]).startswith(f"{name}: recorded ") and " vs here " in str(mism[0])
 
 
 def test_a_file_without_cpu_fields_is_another_kind():
-    here = res.environment()
+    here = machine.environment()
     old = {k: here[k] for k in ("genbound", "commit", "torch", "threads", "device")}
-    same, mism = res.same_machine_kind(old, here)
+    same, mism = machine.same_machine_kind(old, here)
     assert not same
     assert {m.field for m in mism} == {
         "cpu_model",
@@ -122,7 +123,7 @@ def test_a_file_without_cpu_fields_is_another_kind():
 
 def test_an_old_file_resumes_without_comparing_fields_it_does_not_record(tmp_path):
     path = tmp_path / "old.csv"
-    here = res.environment()
+    here = machine.environment()
     old = {k: here[k] for k in ("genbound", "commit", "torch", "threads", "device")}
     with res.open_results(path, SCHEMA, {"steps": 1}, environment=old) as w:
         w.append([{"n": 1, "seed": 0, "loss": 0.5}])
@@ -141,16 +142,16 @@ def test_column_commits_name_the_commit_of_each_column():
 
     # the Intel sweep had its capacity columns recomputed after training: they name their own commit
     table = sm.read_sweep(sm.OTHER_KIND_SWEEP)
-    commits = res.column_commits(table.header, table.columns)
+    commits = machine.column_commits(table.header, table.columns)
     assert commits["fit_step"] == table.environment["commit"]
     assert commits["tt_capacity"] == commits["edelman_capacity"] != commits["fit_step"]
     assert commits["tt_capacity"].startswith("c516123")
     # the saved sweep was trained with the capacity at the network's own norms: every column is the run's
     saved = sm.read_sweep()
-    assert set(res.column_commits(saved.header, saved.columns).values()) == {
+    assert set(machine.column_commits(saved.header, saved.columns).values()) == {
         saved.environment["commit"]
     }
-    named = res.commit_mismatches(table.header, table.columns, here="0" * 40)
+    named = machine.commit_mismatches(table.header, table.columns, here="0" * 40)
     assert [m.field for m in named] == ["commit", "commit of tt_capacity, edelman_capacity"]
 
 
@@ -234,7 +235,7 @@ def test_verify_on_the_recorded_kind_expects_exact_rows(tiny_file, capsys):
 
 
 def test_verify_names_a_changed_cpu_and_commit_with_both_values(tiny_file, tmp_path, capsys):
-    here = res.environment()
+    here = machine.environment()
     copy = _edit_environment(
         tiny_file,
         tmp_path / "other.csv",

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from ..runtime.results import Schema, open_results, read_results, environment
+from ..runtime.results import Schema, open_results, read_results
+from ..runtime.machine import environment
 from ..runtime.paths import data_path
 
 __all__ = [

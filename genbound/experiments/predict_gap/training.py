@@ -22,7 +22,8 @@ import torch
 
 from ...errors import GenboundError, ParameterError
 from ..fullbatch import AdamProtocol, fit_stack
-from ..runtime.results import Schema, environment, open_results, read_results
+from ..runtime.results import Schema, open_results, read_results
+from ..runtime.machine import environment
 from ..runtime.paths import data_path
 from .family import (
     AXES,

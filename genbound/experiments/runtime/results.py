@@ -80,18 +80,7 @@ from typing import Any, Callable, Iterable, Sequence
 
 from ...errors import ResultsFileError
 from .machine import (
-    KERNEL_ENV,
-    KERNEL_FLAGS,
-    MACHINE_FIELDS,
-    Mismatch,
-    column_commits,
-    commit_mismatches,
-    cpu_kind,
     environment,
-    environment_mismatches,
-    git_commit,
-    math_libraries,
-    same_machine_kind,
 )
 
 __all__ = [
@@ -101,21 +90,9 @@ __all__ = [
     "ResultsTable",
     "ResultsWriter",
     "ResultsFileWarning",
-    "environment",
-    "git_commit",
     "read_results",
     "open_results",
     "attach_header",
-    "cpu_kind",
-    "math_libraries",
-    "KERNEL_FLAGS",
-    "KERNEL_ENV",
-    "MACHINE_FIELDS",
-    "Mismatch",
-    "environment_mismatches",
-    "same_machine_kind",
-    "column_commits",
-    "commit_mismatches",
     "lock_path",
     "merge_results",
     "results_file_kind",

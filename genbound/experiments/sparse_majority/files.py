@@ -7,7 +7,8 @@ from dataclasses import asdict, fields
 from pathlib import Path
 from typing import Callable, Iterable
 
-from ..runtime.results import Schema, environment, git_commit, open_results, read_results
+from ..runtime.results import Schema, open_results, read_results
+from ..runtime.machine import environment, git_commit
 from .config import SparseMajorityConfig
 from .runs import RunResult
 from ..runtime.results import merge_results

@@ -69,7 +69,7 @@ class RunResult:
     never); ``steps``: steps (epochs) taken. ``l11_norm_sum``: the sum of the entrywise l1 norms of every
     parameter tensor (what the authors' script prints); ``l11_dist_from_init``: the same sum for the
     difference from the initial weights. ``input_radius``: the ``T``-uniform ``B_X`` the bounds use
-    (:func:`uniform_input_radius`); ``input_radius_T``: the exact maximum row norm at this ``T``, for
+    (:func:`~genbound.positional.uniform_input_radius`); ``input_radius_T``: the exact maximum row norm at this ``T``, for
     comparison. ``tt_bound``, ``edelman_bound``: the bounds of :func:`bounds_for` at the trained norms,
     with the union bound over a grid of radii; ``tt_trivial``, ``edelman_trivial``: that value is the
     trivial cap (it cannot see the weights); ``tt_capacity``, ``edelman_capacity``: the bounds' m-free

@@ -95,7 +95,7 @@ class SparseMajorityTask:
 
     def input_radius(self) -> float:
         """``max ||x_t||_2`` over every row any sequence of **this** length can have (``3 (T+1)``
-        candidates), exact. It grows with ``T``; the bounds use :func:`uniform_input_radius` instead."""
+        candidates), exact. It grows with ``T``; the bounds use :func:`~genbound.positional.uniform_input_radius` instead."""
         tokens = self.embeddings[:2, None, :] + self.encoding[None, :-1, :]  # (2, T, d)
         cls = self.embeddings[2] + self.encoding[-1]
         return max(

@@ -31,7 +31,7 @@ from typing import Callable, Sequence
 
 from ...errors import ParameterError
 from ..runtime.machine import _show as show
-from ..runtime.results import commit_mismatches, environment, same_machine_kind
+from ..runtime.machine import commit_mismatches, environment, same_machine_kind
 
 __all__ = [
     "NOT_COMPARED",
