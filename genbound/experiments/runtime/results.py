@@ -29,7 +29,7 @@ Guarantees (:func:`open_results` and :func:`read_results`):
 * **What reproduces a row is recorded.** The environment names the commit, torch and its BLAS, the
   thread count, the device and the CPU kind (model, kernel-selecting flags, torch's CPU capability);
   ``column_commits`` names the commit of every column recomputed after the run
-  (:func:`column_commits`). :func:`same_machine_kind` says whether an exact rerun can be expected here.
+  (:func:`~genbound.experiments.runtime.machine.column_commits`). :func:`~genbound.experiments.runtime.machine.same_machine_kind` says whether an exact rerun can be expected here.
 * **Only regular files, read with a limit.** A results path that is a FIFO, a device, a socket or a
   folder (or a symlink to one) is refused naming its kind, before it is opened (so a FIFO never
   blocks and ``/dev/zero`` is never read); a file larger than :data:`MAX_RESULTS_BYTES` is refused
@@ -768,7 +768,7 @@ def open_results(
     to_row: Callable[[Any], dict] | None = None,
 ) -> ResultsWriter:
     """Open the results file at ``path`` for a run with configuration ``config`` (every field of the
-    run's config, as a JSON-able dict) and ``environment`` (default :func:`environment` on the CPU).
+    run's config, as a JSON-able dict) and ``environment`` (default :func:`~genbound.experiments.runtime.machine.environment` on the CPU).
 
     The file's advisory lock (:func:`lock_path`) is taken first and held by the returned writer: a
     second process opening the same file meanwhile gets :class:`~genbound.errors.ResultsFileError`

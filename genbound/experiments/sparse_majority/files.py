@@ -140,7 +140,7 @@ def recompute_bound_columns(path, out, *, columns: Iterable[str], notes: str) ->
     :func:`~genbound.experiments.sparse_majority.row_bound_fields`) recomputed from every row's saved
     norms, every other column byte for byte, and ``notes`` added to the header (say which columns
     were recomputed, with which commit, and why); the header's ``column_commits`` names this checkout's
-    commit for each recomputed column (:func:`~genbound.experiments.runtime.results.column_commits`). For a change in how a bound column is defined that
+    commit for each recomputed column (:func:`~genbound.experiments.runtime.machine.column_commits`). For a change in how a bound column is defined that
     needs no retraining."""
 
     out = Path(out)

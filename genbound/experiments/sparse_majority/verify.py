@@ -134,7 +134,7 @@ def _size(a, b) -> str:
 class ReproductionCase:
     """Which case a rerun of a results file's rows is in: ``same_kind`` (every machine field recorded
     and equal here, so exact agreement is expected), ``machine`` (the machine fields that differ or
-    are not recorded, :class:`~genbound.experiments.runtime.results.Mismatch`) and ``commits`` (the commits
+    are not recorded, :class:`~genbound.experiments.runtime.machine.Mismatch`) and ``commits`` (the commits
     that produced the compared columns, where they differ from this checkout's)."""
 
     same_kind: bool
