@@ -163,7 +163,7 @@ def ngram_certificate(
     delta: float,
     betas=NGRAM_BETAS,
 ) -> dict:
-    """The certificates of the count table of order ``order`` (:func:`lm_certificates`, every
+    """The certificates of the count table of order ``order`` (:func:`~genbound.bounds.compression.lm_certificates`, every
     certificate at ``delta``), at the ``(alpha, beta)`` of the grids with the least token-level
     empirical-Bernstein bound (every pair is paid by the grid bits of the code): a dict with the
     table's size, code length, losses and the certificates."""
