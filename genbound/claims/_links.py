@@ -76,10 +76,13 @@ def _public_modules() -> list[str]:
 def _documented_name(module: str, attr: str, obj) -> str:
     """Where the API page documents ``obj``: the shallowest package below ``genbound`` that re-exports
     it in its ``__all__`` (a subpackage split into modules, e.g. ``experiments.sparse_majority``), else
-    its own module."""
+    its own module. A package whose API section documents each module (``__api_by_module__ = True``,
+    as ``genbound.analysis``) is passed over."""
     parts = module.split(".")
     for k in range(2, len(parts)):
         pkg = importlib.import_module(".".join(parts[:k]))
+        if getattr(pkg, "__api_by_module__", False):
+            continue
         if attr in getattr(pkg, "__all__", ()) and getattr(pkg, attr, None) is obj:
             return f"{pkg.__name__}.{attr}"
     return f"{module}.{attr}"
