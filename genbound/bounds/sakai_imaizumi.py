@@ -637,12 +637,8 @@ def spectral_adaptive_bound(
     ]
     for l in range(L):
         for h, k in order:
-            layers.append(l)
-            heads.append(h)
-            kinds.append(k)
-            rows.append(shape[k][0])
-            cols.append(shape[k][1])
-            routes.append(sp.route(k, l))
+            layers.append(l), heads.append(h), kinds.append(k)  # type: ignore[func-returns-value]
+            rows.append(shape[k][0]), cols.append(shape[k][1]), routes.append(sp.route(k, l))  # type: ignore[func-returns-value]
 
     def col(d):
         return _flat(sp, d).detach().cpu().numpy()
