@@ -3,17 +3,21 @@ complete works of Shakespeare (:ref:`ch-compression`).
 
 For one model size and seed (:func:`certify_size`):
 
-1. **Data**: the corpus (``certify_lm.data``), cut into documents of ``doc_len`` characters, split by a
-   seeded permutation fixed before training into training and held-out documents.
-2. **Training** (``certify_lm.train``): a ``CharTransformer`` (``certify_lm.model``) of the size's width and depth.
+1. **Data**: the corpus (``certify_lm.data``) read with the vocabulary of ``cfg.vocab`` (the 128 ASCII
+   codes, fixed before the text), cut into documents of ``doc_len`` characters, split by a seeded
+   permutation fixed before training into pilot (set aside), training and held-out documents.
+2. **Training** (``certify_lm.train``): a ``CharTransformer`` (``certify_lm.model``) of the size's width
+   and depth, quantization-aware at ``cfg.qat_bits`` bits over the last steps.
 3. **Choice** of the quantization level ``bits`` and the smoothing weight ``alpha`` on the first
    ``select_docs`` training documents: the pair with the least token-level empirical-Bernstein bound
    estimate (each pair is named by the code, so the choice is paid for whatever it looks at; the first
    run used the Azuma bound's estimate).
 4. **Certificate** (:mod:`genbound.bounds.compression`): the code length of the quantized model, its
-   smoothed log-loss and top-1 errors on all training documents, the document-level and token-level
-   bounds on both; beside them the unquantized model's losses (for the smoothing and quantization
-   costs) and the held-out documents' losses.
+   smoothed log-loss (sum and sum of squares) and top-1 errors on all training documents, the
+   document-level and token-level (Azuma) bounds on both at ``delta / N_CERTIFICATES``; beside them
+   the unquantized model's losses on the first ``unquant_docs`` training documents (for the smoothing
+   and quantization costs) and the held-out documents' losses. The chapter computes the other
+   certificates from these sums (:func:`genbound.bounds.compression.lm_certificates`).
 """
 
 from __future__ import annotations
