@@ -6,7 +6,7 @@ For one model size and seed (:func:`certify_size`):
 1. **Data**: the corpus (``certify_lm.data``) read with the vocabulary of ``cfg.vocab`` (the 128 ASCII
    codes, fixed before the text), cut into documents of ``doc_len`` characters, split by a seeded
    permutation fixed before training into pilot (set aside), training and held-out documents.
-2. **Training** (``certify_lm.train``): a ``CharTransformer`` (``certify_lm.model``) of the size's width
+2. **Training** (``certify_lm.train``): a ``CharTransformer`` (``genbound.char_lm``) of the size's width
    and depth, quantization-aware at ``cfg.qat_bits`` bits over the last steps.
 3. **Choice** of the quantization level ``bits`` and the smoothing weight ``alpha`` on the first
    ``select_docs`` training documents: the pair with the least token-level empirical-Bernstein bound
