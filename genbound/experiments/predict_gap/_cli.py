@@ -26,9 +26,8 @@ __all__ = ["add_predict_gap"]
 
 def add_predict_gap(psub) -> None:
     """Register ``experiment predict-gap`` (Part V)."""
-
     dflt = FamilyConfig()
-    pg = psub.add_parser(
+    parser = psub.add_parser(
         "predict-gap",
         help="Part V: train a family of transformers and rank the bounds' capacities by their gaps",
         description="Train the Part V family (a full factorial over depth, width, learning rate and "
@@ -39,80 +38,80 @@ def add_predict_gap(psub) -> None:
         "without the training-set size), their conditional mutual information K, and Dziugaite "
         "et al.'s sign error over environments.",
     )
-    pg.add_argument(
+    parser.add_argument(
         "--saved",
         action="store_true",
         help=f"summarise a saved family (default {SAVED_FAMILY.name}) instead of training",
     )
-    pg.add_argument(
+    parser.add_argument(
         "--csv",
         default=None,
         help="the family's results file (train: created with the full "
         "configuration, or resumed when it records the same; --saved: read this file; "
         "default: the saved family shipped with genbound)",
     )
-    pg.add_argument("--json", action="store_true", help="print one JSON object")
-    pg.add_argument("--tasks", default=",".join(dflt.tasks), help="comma-separated tasks")
-    pg.add_argument(
+    parser.add_argument("--json", action="store_true", help="print one JSON object")
+    parser.add_argument("--tasks", default=",".join(dflt.tasks), help="comma-separated tasks")
+    parser.add_argument(
         "--seeds",
         type=int,
         default=dflt.seeds,
         help=f"seed indices per setting (default {dflt.seeds})",
     )
-    pg.add_argument(
+    parser.add_argument(
         "--steps", type=int, default=dflt.steps, help=f"Adam step budget (default {dflt.steps})"
     )
-    pg.add_argument("--depths", default=",".join(map(str, dflt.depths)))
-    pg.add_argument("--widths", default=",".join(map(str, dflt.widths)))
-    pg.add_argument("--lrs", default=",".join(map(str, dflt.lrs)))
-    pg.add_argument(
+    parser.add_argument("--depths", default=",".join(map(str, dflt.depths)))
+    parser.add_argument("--widths", default=",".join(map(str, dflt.widths)))
+    parser.add_argument("--lrs", default=",".join(map(str, dflt.lrs)))
+    parser.add_argument(
         "--batches",
         default=",".join(map(str, dflt.batches)),
         help="mini-batch sizes (0: full batch)",
     )
-    pg.add_argument("--weight-decays", default=",".join(map(str, dflt.weight_decays)))
-    pg.add_argument(
+    parser.add_argument("--weight-decays", default=",".join(map(str, dflt.weight_decays)))
+    parser.add_argument(
         "--label-noises",
         default=",".join(map(str, dflt.label_noises)),
         help="shares of corrupted training labels",
     )
-    pg.add_argument(
+    parser.add_argument(
         "--input-flips",
         default=",".join(map(str, dflt.input_flips)),
         help="probabilities with which each training input unit is corrupted at every step",
     )
-    pg.add_argument(
+    parser.add_argument(
         "--init-scales",
         default=",".join(map(str, dflt.init_scales)),
         help="factors on every parameter of the seeded initialisation",
     )
-    pg.add_argument(
+    parser.add_argument(
         "--shard",
         default="0/1",
         help="train only the stacks i, i+k, ... of the family's order "
         "(I/K; one results file per shard, merged afterwards)",
     )
-    pg.add_argument(
+    parser.add_argument(
         "--n-train-sm",
         default=",".join(map(str, dflt.n_train["sparse-majority"])),
         help="training-set sizes of sparse majority",
     )
-    pg.add_argument(
+    parser.add_argument(
         "--n-train-digits",
         default=",".join(map(str, dflt.n_train["digits"])),
         help="training-set sizes of digits",
     )
-    pg.add_argument(
+    parser.add_argument(
         "--boot", type=int, default=1000, help="bootstrap resamples of the seed indices"
     )
-    pg.add_argument(
+    parser.add_argument(
         "--nulls", type=int, default=200, help="random measures of the null distributions"
     )
-    pg.add_argument("--threads", type=int, default=1, help="torch CPU threads (default 1)")
-    pg.add_argument(
+    parser.add_argument("--threads", type=int, default=1, help="torch CPU threads (default 1)")
+    parser.add_argument(
         "--progress", action="store_true", help="show a progress bar even when not a terminal"
     )
-    pg.set_defaults(func=_run_predict_gap)
+    parser.set_defaults(func=_run_predict_gap)
 
 
 def _run_predict_gap(args) -> int:

@@ -206,7 +206,7 @@ def machine_of(recorded: dict) -> tuple[dict, tuple[str, ...]]:
     return rec, MACHINE_FIELDS
 
 
-def _legacy_view(here: dict, compared: Sequence[str], recorded: dict) -> dict:
+def _legacy_view(here: dict, recorded: dict) -> dict:
     """``here`` restricted as the older record was: the family's flags cut to :data:`LEGACY_FAMILY_FLAGS`."""
     view = dict(here)
     if isinstance(recorded.get("cpu_flags"), str) and isinstance(view.get("cpu_flags"), list):
@@ -359,7 +359,7 @@ def same_machine_kind(recorded: dict, here: dict | None = None) -> tuple[bool, l
     :func:`machine_of` reads from it). Returns ``(same, mismatches)``."""
     fields, compared = machine_of(recorded)
     here = environment() if here is None else here
-    mism = environment_mismatches(fields, _legacy_view(here, compared, recorded), compared)
+    mism = environment_mismatches(fields, _legacy_view(here, recorded), compared)
     return not mism, mism
 
 

@@ -80,6 +80,7 @@ from typing import Any, Callable, Iterable, Sequence
 
 from ...errors import ResultsFileError
 from .machine import (
+    _normal,
     environment,
 )
 
@@ -475,11 +476,6 @@ def _warn(msg: str) -> None:
 
 
 # ---------------------------------------------------------------------------------------------- writing
-def _normal(obj):
-    """``obj`` as JSON would give it back (tuples become lists), for comparing configurations."""
-    return json.loads(json.dumps(obj, sort_keys=True, default=str))
-
-
 def _flatten(d: dict, prefix: str = "") -> dict:
     out = {}
     for k, v in d.items():
