@@ -41,6 +41,12 @@ __all__ = [
     "euclidean_ball_log_cover",
     "ZHANG_CONSTANT",
     "SUP_NORM_HOEFFDING_COEF",
+    "RANK_NET_BASE",
+    "SUDAKOV_CONSTANT",
+    "rank_net_log_cover",
+    "gaussian_max_lower_bound",
+    "spectral_ball_width",
+    "sudakov_log_cover",
 ]
 
 #: Exponents of ``(sum_j c_j^{1/3} a_j^{2/3})^3`` (:data:`genbound.symbolic.allocation.ALLOCATION_EXPONENTS`).
@@ -51,6 +57,13 @@ ALLOCATION_OUTER_POWER = 3.0
 SUP_NORM_HOEFFDING_COEF = 2.0
 #: The leading constant ``36`` of Zhang's Theorem 4, as recalled (unverified).
 ZHANG_CONSTANT = 36.0
+#: ``9`` in the rank-``r`` net ``(9 R / eps)^{(N + N' + 1) r}`` (Candes and Plan 2011, Lemma 3.1): three
+#: factors, each covered at a third of the radius with ``3 / (eps / 3)`` points per dimension
+#: (:func:`genbound.symbolic.network.rank_net_base`).
+RANK_NET_BASE = 9.0
+#: ``2 pi log 2`` in Sudakov's minoration ``log M(K, eps) <= 2 pi log 2 (w(K) / eps)^2``
+#: (:func:`genbound.symbolic.network.sudakov_constant`).
+SUDAKOV_CONSTANT = 2.0 * math.pi * math.log(2.0)
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -287,3 +300,58 @@ def euclidean_ball_log_cover(radius: float, eps: float, d: int) -> float:
     eps = check_real(eps, "eps", lo=0.0, lo_open=True)
     d = check_positive_int(d, "d")
     return d * math.log1p(2 * radius / eps)
+
+
+# ---------------------------------------------------------------------------------------------------
+# the two pieces of a Schatten class (book: :ref:`ch-sa-deep`, theorem P)
+# ---------------------------------------------------------------------------------------------------
+
+
+def rank_net_log_cover(rank, rows, cols, frob_radius, eps) -> torch.Tensor:
+    """``(rows + cols + 1) rank log+(9 frob_radius / eps)``: the log-size of a Frobenius ``eps``-net of the
+    ``rows x cols`` matrices of rank at most ``rank`` and Frobenius norm at most ``frob_radius``
+    (book: :prf:ref:`lem-p-rank-net`; Candes and Plan 2011, Lemma 3.1, for the unit sphere; its proof covers
+    the ball with the same count). ``log+`` is ``max(log, 0)``: one point (the zero matrix) covers when
+    ``eps >= frob_radius``. Broadcasts over tensors.
+
+    >>> round(float(rank_net_log_cover(1, 2, 2, 1.0, 0.9)), 6)   # 5 log 10
+    11.512925
+    """
+    r = torch.as_tensor(rank, dtype=torch.float64)
+    P = (torch.as_tensor(rows, dtype=torch.float64) + cols + 1) * r
+    ratio = RANK_NET_BASE * torch.as_tensor(frob_radius, dtype=torch.float64) / torch.as_tensor(
+        eps, dtype=torch.float64
+    )
+    return torch.where(r > 0, P * ratio.log().clamp(min=0.0), torch.zeros_like(P * ratio))
+
+
+def gaussian_max_lower_bound(M) -> torch.Tensor:
+    """``sqrt(log M / (pi log 2))``: a lower bound on ``E max_{i <= M} g_i`` for ``M >= 2`` i.i.d. standard
+    Gaussians, with equality at ``M = 2`` (recalled from Kamath's note on Gaussian maxima; checked by
+    quadrature in :prf:ref:`lem-p-sudakov`).
+
+    >>> round(float(gaussian_max_lower_bound(2)), 12) == round(1 / math.sqrt(math.pi), 12)
+    True
+    """
+    m = torch.as_tensor(M, dtype=torch.float64)
+    return (m.log() / (math.pi * math.log(2.0))).sqrt()
+
+
+def spectral_ball_width(tau, vector_radius, rows, cols) -> torch.Tensor:
+    """``tau B sqrt(min(rows, cols) cols)``: the Gaussian width of ``{(v_j R)_j / sqrt(k) : ||R||_2 <= tau}``
+    for ``k`` row vectors ``v_j`` of norm at most ``B`` (book: :prf:ref:`lem-p-residual-cover`: nuclear and
+    spectral norms are dual, ``||G||_* <= sqrt(rank G) ||G||_F`` and ``E ||G||_F <= sqrt(k) B sqrt(cols)``)."""
+    t = torch.as_tensor(tau, dtype=torch.float64)
+    return t * vector_radius * math.sqrt(min(int(rows), int(cols)) * int(cols))
+
+
+def sudakov_log_cover(width, eps) -> torch.Tensor:
+    """``2 pi log 2 (width / eps)^2``: Sudakov's minoration with an explicit constant, a bound on the log of
+    the ``eps``-packing (hence proper covering) number of a set of Gaussian width ``width``
+    (book: :prf:ref:`lem-p-sudakov`).
+
+    >>> round(float(sudakov_log_cover(1.0, 1.0)), 6)   # 2 pi log 2
+    4.355172
+    """
+    w = torch.as_tensor(width, dtype=torch.float64)
+    return SUDAKOV_CONSTANT * (w / torch.as_tensor(eps, dtype=torch.float64)) ** 2
