@@ -66,6 +66,8 @@ __all__ = [
     "PREMISES",
     "dudley_top",
     "matrix_order",
+    "matrix_count",
+    "total_union_cost",
     "level_index",
     "log_level_prior",
     "network_sensitivities",
@@ -118,6 +120,22 @@ def matrix_order(n_layers: int, n_heads: int) -> list[tuple[int, int, str]]:
             out += [(l, h, "QK"), (l, h, "V")]
         out += [(l, MLP_HEAD, "M_in"), (l, MLP_HEAD, "M_out")]
     return out
+
+
+def matrix_count(n_layers: int, n_heads: int) -> int:
+    """``K = (2H + 2) L``: the matrices the radius is split over (``QK`` and ``V`` of every head, ``M_in`` and
+    ``M_out`` of every layer).
+
+    >>> matrix_count(6, 12)
+    156
+    """
+    return (2 * n_heads + 2) * n_layers
+
+
+def total_union_cost(costs) -> float:
+    """``-log pi(theta) = sum_a -log pi_a(theta_a)``: the prior is a product over the matrices, so the union
+    bound's cost is the sum of every matrix's cost (nats)."""
+    return float(sum(costs))
 
 
 def level_index(x, levels_per_efold: int) -> torch.Tensor:
@@ -233,9 +251,9 @@ def p0_dudley_integral(P, log_b, top: float | None = None) -> float:
         A = float(P[act].sum())
         if A > 0:
             lbs = float((P[act] * lb[act]).sum()) / A
-            part = math.exp(hi) * float(_gamma_32_upper(torch.tensor(lbs - hi)))
+            part = math.exp(hi) * float(_gamma_32_upper(torch.tensor(lbs - hi, dtype=torch.float64)))
             if lo > -math.inf:
-                part -= math.exp(lo) * float(_gamma_32_upper(torch.tensor(lbs - lo)))
+                part -= math.exp(lo) * float(_gamma_32_upper(torch.tensor(lbs - lo, dtype=torch.float64)))
             total += math.sqrt(A) * part
         lo = hi
     return total
@@ -370,8 +388,8 @@ def network_bound(weights, n_samples: int | None = None, *, delta: float = 0.05,
     sens = network_sensitivities(s_lvl["QK"], s_lvl["V"], s_lvl["M_in"], s_lvl["M_out"],
                                  input_radius=input_radius, L_phi=L_phi)
     order = matrix_order(L, H)
-    K = len(order)
-    rows_out, covers, tail_P, tail_lb, breaks, union, closed = [], [], [], [], [], 0.0, True
+    K = matrix_count(L, H)
+    rows_out, covers, tail_P, tail_lb, breaks, costs, closed = [], [], [], [], [], [], True
     u_sel, w_sel = _panels(_U_MAX, _SELECT_PANELS)
     eps_sel = top * torch.exp(-u_sel)
     for i, (l, h, kind) in enumerate(order):
@@ -399,7 +417,7 @@ def network_bound(weights, n_samples: int | None = None, *, delta: float = 0.05,
                 best = (val, q, lvl, cost_lvl)
         _, q, lvl, cost_lvl = best
         cost = math.log(len(grid)) + cost_lvl - float(log_level_prior(k_s))
-        union += cost
+        costs.append(cost)
         P_full = (rows + cols + 1) * R
         lb_full = math.log(_cov.RANK_NET_BASE * s * math.sqrt(R)) + log_scale
         if q == 0:
@@ -424,6 +442,6 @@ def network_bound(weights, n_samples: int | None = None, *, delta: float = 0.05,
     else:
         integral = quadrature_dudley_integral(covers, tail_P, tail_lb, top=top, breaks=breaks)
     return NetworkBound(
-        capacity=_rad.DUDLEY_INTEGRAL_COEF * integral, union_cost=union, delta=delta, margin=margin,
+        capacity=_rad.DUDLEY_INTEGRAL_COEF * integral, union_cost=total_union_cost(costs), delta=delta, margin=margin,
         input_radius=input_radius, seq_len=seq_len, levels_per_efold=J, grid_m=m, n_samples=n_samples,
         table=pd.DataFrame(rows_out), closed_form=closed)
