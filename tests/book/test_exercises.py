@@ -195,6 +195,12 @@ def test_deep():
     _close(g, "ex-deep-factor", math.exp(r))
 
 
+def test_network():
+    g = _glued("network")
+    assert _num(g["ex-net-k"]) == (2 * 12 + 2) * 12
+    _close(g, "ex-net-cf", math.sqrt(100) * 0.25 * math.sqrt(math.pi) / 2, rel=1e-4)
+
+
 def test_examples():
     g = _glued("examples")
     _close(g, "ex-exa-thr", math.sqrt(2 / 8) / 0.5)
