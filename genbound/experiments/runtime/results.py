@@ -25,7 +25,8 @@ Guarantees (:func:`open_results` and :func:`read_results`):
 * **One writer.** A process that opens a file for appending holds its advisory lock (``fcntl.flock`` on
   the sidecar ``.NAME.lock``, with the holder's pid in it) until it ends; a second process is refused at
   once, naming that pid. The kernel drops the lock of a killed process, so a stale lock file never
-  blocks a resume. Parallel processes write a file each and merge them.
+  blocks a resume. The lock file is never followed through a symlink nor truncated
+  (:mod:`~genbound.experiments.runtime.locks`). Parallel processes write a file each and merge them.
 * **What reproduces a row is recorded.** The environment names the commit, torch and its BLAS, the
   thread count, the device and the CPU kind (model, kernel-selecting flags, torch's CPU capability);
   ``column_commits`` names the commit of every column recomputed after the run
@@ -72,17 +73,14 @@ import os
 import re
 import stat
 import tempfile
-import time
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Sequence
 
 from ...errors import ResultsFileError
-from .machine import (
-    _normal,
-    environment,
-)
+from .locks import _acquire, _release, lock_path, sidecar_name
+from .machine import _normal, environment
 
 __all__ = [
     "MAGIC",
@@ -514,7 +512,8 @@ def _header_text(header: dict, columns: Sequence[str]) -> str:
 def _atomic_create(path: Path, text: str) -> None:
     """Write ``text`` to a temporary file beside ``path``, fsync it and rename it to ``path``."""
     try:
-        fd, tmp = tempfile.mkstemp(dir=str(path.parent), prefix=f".{path.name}.", suffix=".tmp")
+        prefix = sidecar_name(path.name, ".", room=12)  # mkstemp adds 8 characters and ".tmp"
+        fd, tmp = tempfile.mkstemp(dir=str(path.parent), prefix=prefix, suffix=".tmp")
     except OSError as exc:
         raise ResultsFileError(
             f"{path}: cannot create the results file ({exc.strerror or exc})"
@@ -544,83 +543,6 @@ def _atomic_create(path: Path, text: str) -> None:
 
 
 # ---------------------------------------------------------------------------------------------- one writer
-_HELD: dict = {}  # lock path -> [fd, number of writers of this process]
-
-
-def lock_path(path) -> Path:
-    """The sidecar lock file of the results file at ``path``: ``.NAME.lock`` beside it."""
-    path = Path(path)
-    return path.with_name(f".{path.name}.lock")
-
-
-def _holder(lock: Path, wait: float = 1.0) -> str:
-    """Who holds ``lock``: ``"pid N"`` from the lock file. The holder writes its pid just after it takes
-    the lock, so an empty file is read again for up to ``wait`` seconds before the answer falls back to
-    ``"another process"``."""
-    deadline = time.monotonic() + wait
-    while True:
-        try:
-            text = lock.read_text().strip()
-        except OSError:
-            text = ""
-        if text.isdigit():
-            return f"pid {text}"
-        if time.monotonic() >= deadline:
-            return "another process"
-        time.sleep(0.02)
-
-
-def _acquire(path: Path) -> str:
-    """Take the advisory lock of the results file ``path`` (``fcntl.flock``, exclusive, not waiting) and
-    write this process's pid into the lock file; returns the lock's key for :func:`_release`. A lock this
-    process already holds is shared by its writers. The kernel releases a flock when its holder exits or
-    is killed, so a stale lock file never blocks. Raises :class:`~genbound.errors.ResultsFileError`
-    naming the holder's pid when another process writes the file. Where ``fcntl`` does not exist
-    (Windows) nothing is locked."""
-    try:
-        import fcntl
-    except ImportError:  # pragma: no cover - not POSIX
-        return ""
-    lock = lock_path(path)
-    key = str(lock.resolve())
-    if key in _HELD and _HELD[key][2] == os.getpid():
-        _HELD[key][1] += 1
-        return key
-    try:
-        fd = os.open(str(lock), os.O_RDWR | os.O_CREAT, 0o644)
-    except OSError as exc:
-        raise ResultsFileError(
-            f"{path}: cannot create its lock file {lock.name} ({exc.strerror or exc})"
-        ) from None
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError:
-        os.close(fd)
-        raise ResultsFileError(
-            f"{path}: another process ({_holder(lock)}) is writing this results file; "
-            f"wait until it ends and rerun to resume, or write a shard of your own and "
-            f"merge"
-        ) from None
-    os.ftruncate(fd, 0)
-    os.write(fd, f"{os.getpid()}\n".encode())
-    _HELD[key] = [fd, 1, os.getpid()]
-    return key
-
-
-def _release(key: str) -> None:
-    held = _HELD.get(key)
-    if not key or held is None or held[2] != os.getpid():
-        return
-    held[1] -= 1
-    if held[1] <= 0:
-        del _HELD[key]
-        try:
-            os.ftruncate(held[0], 0)
-        except OSError:
-            pass
-        os.close(held[0])  # closing the descriptor releases the flock
-
-
 class ResultsWriter:
     """Appends whole rows to a results file opened by :func:`open_results`. ``done``: the keys of the
     finished rows (those in the file when it was opened, and every row appended since).
