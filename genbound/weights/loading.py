@@ -24,6 +24,7 @@ from typing import Mapping
 import torch
 
 from ..errors import ArchitectureError, CheckpointError, InputError, ParameterError, ShapeError
+from ..errors import short_repr, shorten
 from .families import (
     FAMILIES,
     REFUSALS,
@@ -68,8 +69,7 @@ def bert_tensor_names(layer: int, prefix: str = "") -> dict[str, str]:
 
 def _shown(names, k: int = 4) -> str:
     names = list(names)
-    shown = ", ".join(repr(n) for n in names[:k]) or "no parameters"
-    return shown + (" ..." if len(names) > k else "")
+    return (", ".join(map(repr, names[:k])) or "no parameters") + (" ..." if len(names) > k else "")
 
 
 def _supported() -> str:
@@ -108,8 +108,8 @@ def _model_type(config, where: str) -> str | None:
     if mt is None or mt == "":
         return None
     if not isinstance(mt, str):
-        raise ArchitectureError(f"{where}: 'model_type' must be a string, got {mt!r}")
-    return mt
+        raise ArchitectureError(f"{where}: 'model_type' must be a string, got {short_repr(mt)}")
+    return shorten(mt)  # cut when longer than any architecture's name, as errors quote it
 
 
 def find_family(
