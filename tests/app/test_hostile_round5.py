@@ -156,3 +156,20 @@ def test_a_deleted_working_directory_is_one_error_line(tmp_path):
     rc, out, err = _shell(script, cwd=tmp_path)
     err = _one_error_line(rc, err)
     assert "working directory" in err and "oneMKL" not in err and out == ""
+
+
+# ---------------------------------------------------------------------------------------------- tensors
+def test_analyze_refuses_a_meta_model_with_a_genbound_error():
+    import torch
+
+    import genbound
+    from genbound.errors import GenboundError
+
+    transformers = pytest.importorskip("transformers")
+    cfg = transformers.BertConfig(
+        hidden_size=16, num_hidden_layers=2, num_attention_heads=2, intermediate_size=24
+    )
+    with torch.device("meta"):
+        model = transformers.BertModel(cfg)
+    with pytest.raises(GenboundError, match="meta device"):
+        genbound.analyze(model, device="cpu")
