@@ -173,3 +173,18 @@ def test_analyze_refuses_a_meta_model_with_a_genbound_error():
         model = transformers.BertModel(cfg)
     with pytest.raises(GenboundError, match="meta device"):
         genbound.analyze(model, device="cpu")
+
+
+def test_certify_csv_on_the_sweep_it_reads_is_refused(tmp_path):
+    import shutil
+
+    from genbound.experiments.sparse_majority import SAVED_SWEEP
+
+    sweep = tmp_path / "sweep.csv"
+    shutil.copyfile(SAVED_SWEEP, sweep)
+    before = sweep.read_bytes()
+    rc, _, err = _in_process(
+        ["experiment", "certify", "--sweep", str(sweep), "--csv", str(tmp_path / "." / "sweep.csv")]
+    )
+    assert "the sweep it reads" in _one_error_line(rc, err)
+    assert sweep.read_bytes() == before
