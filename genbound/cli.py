@@ -20,7 +20,10 @@ Ends, always as one line on stderr at most:
   running out of memory (``MemoryError``).
 
 What the command already wrote to standard output and could not flush is dropped (so the
-interpreter's exit prints nothing more).
+interpreter's exit prints nothing more). Error lines go to standard error only: with standard error
+closed they go nowhere (descriptor 2 is pointed at ``/dev/null`` first, so neither an error line nor a
+library's message can land in standard output or in a file the command opens). A working directory
+that no longer exists is one ``genbound: error:`` line before anything heavy (torch) is imported.
 """
 
 from __future__ import annotations
@@ -136,8 +139,17 @@ def _quiet_stdout() -> None:
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``genbound`` console script (the module docstring lists every way it ends)."""
     argv = sys.argv[1:] if argv is None else list(argv)
+    _guard_stderr()
     if sys.stdout is None:  # started with standard output closed (``genbound ... >&-``)
-        print("genbound: error: standard output is closed; nothing can be printed", file=sys.stderr)
+        _err("genbound: error: standard output is closed; nothing can be printed")
+        return EXIT_ERROR
+    try:
+        os.getcwd()
+    except OSError as exc:  # before torch's import, which cannot start without one
+        _err(
+            f"genbound: error: the working directory cannot be resolved ({exc.strerror or exc}; "
+            f"it was deleted or cannot be read); change to an existing folder and rerun"
+        )
         return EXIT_ERROR
     try:
         parser = build_parser(_command_of(argv))
@@ -155,28 +167,54 @@ def main(argv: list[str] | None = None) -> int:
         return code
     except GenboundError as exc:
         _quiet_stdout_if_unflushable()
-        print(f"genbound: error: {exc}", file=sys.stderr)
+        _err(f"genbound: error: {exc}")
         return EXIT_ERROR
     except Interrupted as exc:
-        print(f"genbound: interrupted: {exc}", file=sys.stderr)
+        _err(f"genbound: interrupted: {exc}")
         return EXIT_INTERRUPTED
     except KeyboardInterrupt:
-        print("genbound: interrupted (nothing of this command is saved)", file=sys.stderr)
+        _err("genbound: interrupted (nothing of this command is saved)")
         return EXIT_INTERRUPTED
     except BrokenPipeError:
         _quiet_stdout()
         return EXIT_BROKEN_PIPE
     except OSError as exc:
         _quiet_stdout()
-        print(f"genbound: error: {_os_error_line(exc)}", file=sys.stderr)
+        _err(f"genbound: error: {_os_error_line(exc)}")
         return EXIT_ERROR
     except MemoryError:
         _quiet_stdout()
-        print(
-            "genbound: error: out of memory (the input asks for more than this machine has)",
-            file=sys.stderr,
-        )
+        _err("genbound: error: out of memory (the input asks for more than this machine has)")
         return EXIT_ERROR
+
+
+def _guard_stderr() -> None:
+    """With descriptor 2 closed (``genbound ... 2>&-``), point it at ``/dev/null`` and make
+    ``sys.stderr`` write there: error lines then go nowhere, never into standard output (where
+    ``print(file=None)`` would put them) nor into the next file opened (which would get descriptor 2)."""
+    try:
+        os.fstat(2)
+        if sys.stderr is not None:
+            return
+    except OSError:
+        try:
+            fd = os.open(os.devnull, os.O_WRONLY)
+            if fd != 2:
+                os.dup2(fd, 2)
+                os.close(fd)
+        except OSError:
+            return
+    sys.stderr = open(2, "w", closefd=False, errors="backslashreplace")  # noqa: SIM115
+
+
+def _err(line: str) -> None:
+    """Write one line to standard error, and nowhere else: a standard error that cannot be written
+    drops it (the exit code still says what happened)."""
+    try:
+        if sys.stderr is not None:
+            print(line, file=sys.stderr, flush=True)
+    except (OSError, ValueError, AttributeError):
+        pass
 
 
 def _quiet_stdout_if_unflushable() -> None:

@@ -25,11 +25,55 @@ __all__ = [
     "MissingDependencyError",
     "INSTALL_HINTS",
     "require",
+    "shorten",
+    "short_repr",
+    "MAX_QUOTED",
+    "MAX_MESSAGE",
 ]
+
+#: The most characters of a value given by the user (a config field, an option's value) an error quotes.
+MAX_QUOTED = 120
+#: The most characters of an error message (a message of many values is cut there, its length said).
+MAX_MESSAGE = 4000
+
+
+def shorten(text: str, limit: int = MAX_QUOTED) -> str:
+    """``text`` on one line, cut to about ``limit`` characters with its full length said, so that an
+    error line stays short whatever the user passed (a 1 MB ``model_type``, a long path).
+
+    >>> shorten("abc")
+    'abc'
+    >>> shorten("x" * 10**6, 10)
+    'xxxxxxx... (1000000 characters)'
+    """
+    text = " ".join(str(text).split()) if ("\n" in text or "\r" in text) else str(text)
+    if len(text) <= limit:
+        return text
+    return text[: max(limit - 3, 0)] + f"... ({len(text)} characters)"
+
+
+def short_repr(value, limit: int = MAX_QUOTED) -> str:
+    """``repr(value)`` cut like :func:`shorten` (a string's length is said in characters of the
+    string, any other value's in characters of its repr).
+
+    >>> short_repr("bert")
+    "'bert'"
+    >>> short_repr("b" * 500, 12)
+    "'bbbbbbbb... (500 characters)"
+    """
+    if isinstance(value, str) and len(value) > limit:
+        return repr(value[: max(limit - 4, 0)])[:-1] + f"... ({len(value)} characters)"
+    text = repr(value)
+    return text if len(text) <= limit else shorten(text, limit)
 
 
 class GenboundError(Exception):
-    """Base class of every error genbound raises on purpose."""
+    """Base class of every error genbound raises on purpose. A message longer than
+    :data:`MAX_MESSAGE` characters is cut there (its length said), so no error line is unbounded."""
+
+    def __init__(self, *args, **kwargs):
+        args = tuple(shorten(a, MAX_MESSAGE) if isinstance(a, str) else a for a in args)
+        super().__init__(*args, **kwargs)
 
 
 class InputError(GenboundError, ValueError):

@@ -43,7 +43,8 @@ import sys
 import textwrap
 from pathlib import Path
 
-from ..errors import ParameterError, require
+from ..errors import GenboundError, ParameterError, require
+from ..experiments.runtime.outputs import check_apart, files_in
 from ..experiments.runtime.results import results_file_kind
 from .api import analyze, weights_of
 from .compare import compare_checkpoints, comparison_dict, comparison_report
@@ -238,6 +239,45 @@ def check_outputs(csv=None, plot=None, *, overwrite: bool = False) -> None:
         check_plot_format(plot)
 
 
+#: The names of the files a checkpoint folder is read from (config, index, weights, the cache's ref).
+CHECKPOINT_FILES = (
+    "*.json",
+    "*.safetensors",
+    "*.bin",
+    "*.pt",
+    "*.pth",
+    "*.ckpt",
+    "*.msgpack",
+    "*.h5",
+)
+
+
+def checkpoint_inputs(path) -> list[Path]:
+    """The paths genbound reads of the checkpoint folder ``path``: the folder, the files of
+    :data:`CHECKPOINT_FILES` in it and, for a Hugging Face cache folder, in the snapshot it names (each
+    resolved through its symlink into ``blobs/``), and the cache's ``refs/main``."""
+    from ..weights.loading import hf_snapshot  # keeps torch out of ``genbound analyze --help``
+
+    folder = Path(path)
+    out = [folder, folder / "refs" / "main"] + files_in(folder, CHECKPOINT_FILES)
+    try:
+        snap = hf_snapshot(folder) if folder.is_dir() else folder
+    except GenboundError:
+        snap = folder
+    if snap != folder:
+        out += [snap] + files_in(snap, CHECKPOINT_FILES)
+    return out
+
+
+def check_outputs_apart(args) -> None:
+    """Refuse ``--csv`` and ``--plot`` naming a file of the checkpoint (or of ``--compare``'s) or one
+    file together, before anything is read or written."""
+    inputs = {"a file of the checkpoint PATH": checkpoint_inputs(args.path)}
+    if getattr(args, "compare", None) is not None:
+        inputs["a file of the checkpoint --compare B"] = checkpoint_inputs(args.compare)
+    check_apart({"--csv": args.csv, "--plot": args.plot}, inputs)
+
+
 def _check_numbers(args) -> None:
     """Refuse ``--top``, ``--n-samples``, ``--grid-m`` and ``--rank-tol`` out of range."""
     if args.top < 0:
@@ -338,6 +378,7 @@ def run(args) -> int:
     """The handler of ``genbound analyze``: every option and output path checked, then one report."""
     require("torch", "genbound analyze")
     check_outputs(csv=args.csv, plot=args.plot, overwrite=getattr(args, "overwrite", False))
+    check_outputs_apart(args)
     _check_numbers(args)
     fix_heap_growth()
     _check_plot(args)

@@ -47,7 +47,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import stat
 import struct
 import weakref
 from dataclasses import dataclass
@@ -56,6 +55,7 @@ from pathlib import Path
 import torch
 
 from ..errors import CheckpointError
+from ..reading import file_kind, read_regular
 
 __all__ = [
     "TensorInfo",
@@ -68,6 +68,7 @@ __all__ = [
     "inside_folder",
     "CheckpointFile",
     "SAFETENSORS_DTYPES",
+    "MAX_JSON_BYTES",
 ]
 
 #: Bytes per element of every safetensors dtype, and whether it is a floating-point type.
@@ -124,13 +125,9 @@ _TORCH_DTYPES = {
     "BOOL": "bool",
 }
 
-_FILE_KINDS = (
-    (stat.S_ISDIR, "a directory"),
-    (stat.S_ISFIFO, "a FIFO (named pipe)"),
-    (stat.S_ISCHR, "a character device"),
-    (stat.S_ISBLK, "a block device"),
-    (stat.S_ISSOCK, "a socket"),
-)
+#: The most bytes read of a ``config.json`` (real ones are a few KB) and of a shard index (a few MB for
+#: the largest models); a larger file is refused from its size, before it is read.
+MAX_JSON_BYTES = {"config.json": 4 * 2**20, "index": 32 * 2**20}
 
 
 class CheckpointFile:
@@ -150,8 +147,7 @@ class CheckpointFile:
         self.fd = fd
         self._closer = weakref.finalize(self, os.close, fd)
         st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            what = next((w for t, w in _FILE_KINDS if t(st.st_mode)), "not a regular file")
+        if (what := file_kind(st.st_mode)) is not None:
             self._closer()
             raise _fail(path, f"is {what}, not a weight file")
         self.stamp = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
@@ -217,11 +213,12 @@ def _fail(path, what: str, exc: BaseException | None = None) -> CheckpointError:
 
 
 def read_json(path: Path, *, what: str = "JSON file") -> dict:
-    """The JSON object in ``path``, or a :class:`CheckpointError` saying why not."""
-    try:
-        raw = path.read_bytes()
-    except OSError as exc:
-        raise _fail(path, f"cannot read this {what}", exc) from None
+    """The JSON object in ``path``, or a :class:`CheckpointError` saying why not (a regular file of at
+    most :data:`MAX_JSON_BYTES` of its kind, checked before it is read)."""
+    limit = MAX_JSON_BYTES["config.json" if what == "config.json" else "index"]
+    raw = read_regular(path, limit, what=what, limit_name="MAX_JSON_BYTES", error=CheckpointError)[
+        0
+    ]
     if not raw.strip():
         raise _fail(path, f"this {what} is empty")
     try:

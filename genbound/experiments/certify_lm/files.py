@@ -113,12 +113,15 @@ def saved_rows(files=SAVED_FILES) -> list[dict]:
     ]
 
 
-def open_sweep(path, config: dict, notes: str | None = None):
-    """Create or resume the results file at ``path`` for the run configuration ``config``."""
+def open_sweep(path, config: dict, notes: str | None = None, corpus_sha256: str | None = None):
+    """Create or resume the results file at ``path`` for the run configuration ``config``; with
+    ``corpus_sha256`` (the text's hash, :attr:`.data.Corpus.sha256`) the header records it and a
+    resume on another text is refused."""
     import torch
 
     torch.set_num_threads(1)
-    return open_results(path, SCHEMA, config, environment=environment(), notes=notes)
+    inputs = {"corpus_sha256": corpus_sha256} if corpus_sha256 else None
+    return open_results(path, SCHEMA, config, environment=environment(), notes=notes, inputs=inputs)
 
 
 def read_sweep(path=None):

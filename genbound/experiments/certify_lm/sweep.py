@@ -29,7 +29,7 @@ def run_sweep(
     ``on_row(row)`` after each; returns the number of models certified."""
     cfg = cfg.validated()
     corpus = corpus or corpus_of(cfg)
-    writer = open_sweep(path, cfg.as_dict()) if path else None
+    writer = open_sweep(path, cfg.as_dict(), corpus_sha256=corpus.sha256) if path else None
     done = 0
     if keys is None:
         keys = [(size, seed) for size in sizes for seed in seeds]

@@ -25,7 +25,8 @@ Guarantees (:func:`open_results` and :func:`read_results`):
 * **One writer.** A process that opens a file for appending holds its advisory lock (``fcntl.flock`` on
   the sidecar ``.NAME.lock``, with the holder's pid in it) until it ends; a second process is refused at
   once, naming that pid. The kernel drops the lock of a killed process, so a stale lock file never
-  blocks a resume. Parallel processes write a file each and merge them.
+  blocks a resume. The lock file is never followed through a symlink nor truncated
+  (:mod:`~genbound.experiments.runtime.locks`). Parallel processes write a file each and merge them.
 * **What reproduces a row is recorded.** The environment names the commit, torch and its BLAS, the
   thread count, the device and the CPU kind (model, kernel-selecting flags, torch's CPU capability);
   ``column_commits`` names the commit of every column recomputed after the run
@@ -72,17 +73,15 @@ import os
 import re
 import stat
 import tempfile
-import time
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Sequence
 
-from ...errors import ResultsFileError
-from .machine import (
-    _normal,
-    environment,
-)
+from ...errors import ResultsFileError, shorten as _short
+from ...reading import file_kind, read_regular
+from .locks import _acquire, _release, lock_path, sidecar_name
+from .machine import _normal, environment
 
 __all__ = [
     "MAGIC",
@@ -267,6 +266,13 @@ def read_results(
         raise ResultsFileError(
             f"{path}: not a genbound results file (its first line does not start with {MAGIC!r})"
         )
+    first = text.split("\n", 1)[0]
+    if first != f"{MAGIC} (format {FORMAT})":
+        raise ResultsFileError(
+            f"{path}: its first line says {_short(first[len(MAGIC) :].strip() or 'no format')}, "
+            f"this genbound reads and appends to results files of format {FORMAT} only; write to "
+            f"a new file"
+        )
     lines = text.split("\n")  # the last element is "" when the file ends with a newline
     ends_complete = lines[-1] == ""
     if ends_complete:
@@ -378,70 +384,14 @@ def read_results(
     )
 
 
-_KINDS = (
-    (stat.S_ISDIR, "a directory"),
-    (stat.S_ISFIFO, "a FIFO (named pipe)"),
-    (stat.S_ISCHR, "a character device"),
-    (stat.S_ISBLK, "a block device"),
-    (stat.S_ISSOCK, "a socket"),
-)
-
-
-def _kind(mode: int) -> str | None:
-    """What a file of ``mode`` is when it is not a regular file (``None`` for a regular file)."""
-    if stat.S_ISREG(mode):
-        return None
-    return next((what for test, what in _KINDS if test(mode)), "not a regular file")
-
-
-def _refuse_kind(path: Path, mode: int) -> None:
-    what = _kind(mode)
-    if what is not None:
-        link = " (through a symlink)" if path.is_symlink() else ""
-        raise ResultsFileError(
-            f"{path}: is {what}{link}, not a results file; results files are regular files"
-        )
-
-
 def _read_regular(path: Path, limit: int = MAX_RESULTS_BYTES) -> tuple[bytes, tuple]:
-    """The bytes of the regular file at ``path`` (at most ``limit``) and its identity ``(device,
-    inode)``. Its kind is checked with ``stat`` before it is opened, and again on the open descriptor
-    (opened non-blocking, so a FIFO put in its place meanwhile cannot block)."""
-    try:
-        st = os.stat(path)
-    except FileNotFoundError:
-        raise ResultsFileError(f"{path}: no such results file") from None
-    except OSError as exc:
-        raise ResultsFileError(f"{path}: cannot be read ({exc.strerror or exc})") from None
-    _refuse_kind(path, st.st_mode)
-    if st.st_size > limit:
-        raise ResultsFileError(
-            f"{path}: is {st.st_size} bytes, more than a results file may be "
-            f"(MAX_RESULTS_BYTES = {limit}); not read"
-        )
-    try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
-    except OSError as exc:
-        raise ResultsFileError(f"{path}: cannot be read ({exc.strerror or exc})") from None
-    try:
-        st = os.fstat(fd)
-        _refuse_kind(path, st.st_mode)
-        chunks, total = [], 0
-        while True:
-            chunk = os.read(fd, min(1 << 20, limit + 1 - total))
-            if not chunk:
-                break
-            chunks.append(chunk)
-            total += len(chunk)
-            if total > limit:
-                raise ResultsFileError(
-                    f"{path}: holds more than MAX_RESULTS_BYTES = {limit} bytes; not read"
-                )
-    except OSError as exc:
-        raise ResultsFileError(f"{path}: cannot be read ({exc.strerror or exc})") from None
-    finally:
-        os.close(fd)
-    return b"".join(chunks), (st.st_dev, st.st_ino)
+    """The bytes of the regular results file at ``path`` (at most ``limit``) and its identity
+    ``(device, inode)`` (:func:`genbound.reading.read_regular`: never blocks, never reads past the
+    limit)."""
+    data, st = read_regular(
+        path, limit, what="results file", limit_name="MAX_RESULTS_BYTES", error=ResultsFileError
+    )
+    return data, (st.st_dev, st.st_ino)
 
 
 def results_file_kind(path) -> str | None:
@@ -514,7 +464,8 @@ def _header_text(header: dict, columns: Sequence[str]) -> str:
 def _atomic_create(path: Path, text: str) -> None:
     """Write ``text`` to a temporary file beside ``path``, fsync it and rename it to ``path``."""
     try:
-        fd, tmp = tempfile.mkstemp(dir=str(path.parent), prefix=f".{path.name}.", suffix=".tmp")
+        prefix = sidecar_name(path.name, ".", room=12)  # mkstemp adds 8 characters and ".tmp"
+        fd, tmp = tempfile.mkstemp(dir=str(path.parent), prefix=prefix, suffix=".tmp")
     except OSError as exc:
         raise ResultsFileError(
             f"{path}: cannot create the results file ({exc.strerror or exc})"
@@ -544,83 +495,6 @@ def _atomic_create(path: Path, text: str) -> None:
 
 
 # ---------------------------------------------------------------------------------------------- one writer
-_HELD: dict = {}  # lock path -> [fd, number of writers of this process]
-
-
-def lock_path(path) -> Path:
-    """The sidecar lock file of the results file at ``path``: ``.NAME.lock`` beside it."""
-    path = Path(path)
-    return path.with_name(f".{path.name}.lock")
-
-
-def _holder(lock: Path, wait: float = 1.0) -> str:
-    """Who holds ``lock``: ``"pid N"`` from the lock file. The holder writes its pid just after it takes
-    the lock, so an empty file is read again for up to ``wait`` seconds before the answer falls back to
-    ``"another process"``."""
-    deadline = time.monotonic() + wait
-    while True:
-        try:
-            text = lock.read_text().strip()
-        except OSError:
-            text = ""
-        if text.isdigit():
-            return f"pid {text}"
-        if time.monotonic() >= deadline:
-            return "another process"
-        time.sleep(0.02)
-
-
-def _acquire(path: Path) -> str:
-    """Take the advisory lock of the results file ``path`` (``fcntl.flock``, exclusive, not waiting) and
-    write this process's pid into the lock file; returns the lock's key for :func:`_release`. A lock this
-    process already holds is shared by its writers. The kernel releases a flock when its holder exits or
-    is killed, so a stale lock file never blocks. Raises :class:`~genbound.errors.ResultsFileError`
-    naming the holder's pid when another process writes the file. Where ``fcntl`` does not exist
-    (Windows) nothing is locked."""
-    try:
-        import fcntl
-    except ImportError:  # pragma: no cover - not POSIX
-        return ""
-    lock = lock_path(path)
-    key = str(lock.resolve())
-    if key in _HELD and _HELD[key][2] == os.getpid():
-        _HELD[key][1] += 1
-        return key
-    try:
-        fd = os.open(str(lock), os.O_RDWR | os.O_CREAT, 0o644)
-    except OSError as exc:
-        raise ResultsFileError(
-            f"{path}: cannot create its lock file {lock.name} ({exc.strerror or exc})"
-        ) from None
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError:
-        os.close(fd)
-        raise ResultsFileError(
-            f"{path}: another process ({_holder(lock)}) is writing this results file; "
-            f"wait until it ends and rerun to resume, or write a shard of your own and "
-            f"merge"
-        ) from None
-    os.ftruncate(fd, 0)
-    os.write(fd, f"{os.getpid()}\n".encode())
-    _HELD[key] = [fd, 1, os.getpid()]
-    return key
-
-
-def _release(key: str) -> None:
-    held = _HELD.get(key)
-    if not key or held is None or held[2] != os.getpid():
-        return
-    held[1] -= 1
-    if held[1] <= 0:
-        del _HELD[key]
-        try:
-            os.ftruncate(held[0], 0)
-        except OSError:
-            pass
-        os.close(held[0])  # closing the descriptor releases the flock
-
-
 class ResultsWriter:
     """Appends whole rows to a results file opened by :func:`open_results`. ``done``: the keys of the
     finished rows (those in the file when it was opened, and every row appended since).
@@ -738,7 +612,7 @@ class ResultsWriter:
         st = os.fstat(fd)
         problem = None
         if not stat.S_ISREG(st.st_mode):
-            problem = f"is now {_kind(st.st_mode)}"
+            problem = f"is now {file_kind(st.st_mode)}"
         elif (st.st_dev, st.st_ino) != (dev, ino):
             problem = "was replaced by another file (another inode)"
         elif st.st_size != size:
@@ -762,6 +636,7 @@ def open_results(
     notes: str | None = None,
     report: Callable[[str], None] | None = None,
     to_row: Callable[[Any], dict] | None = None,
+    inputs: dict | None = None,
 ) -> ResultsWriter:
     """Open the results file at ``path`` for a run with configuration ``config`` (every field of the
     run's config, as a JSON-able dict) and ``environment`` (default :func:`~genbound.experiments.runtime.machine.environment` on the CPU).
@@ -778,6 +653,10 @@ def open_results(
     reported through ``report`` and cut off, so that its run is trained again. Returns the writer;
     its ``done`` holds the keys already finished; ``to_row`` (optional) turns the experiment's records
     into row dicts in :meth:`ResultsWriter.append`.
+
+    ``inputs`` (optional) names the content of the run's inputs (e.g. ``{"corpus_sha256": ...}``); a new
+    file records it in its header, and a resume whose inputs differ from the recorded ones in any field
+    is refused naming the fields, so that one file never mixes rows of two versions of an input.
     """
     path = Path(path)
     env = dict(_default_env() if environment is None else environment)
@@ -790,7 +669,7 @@ def open_results(
         )
     key = _acquire(path)
     try:
-        writer = _open_locked(path, schema, config, env, notes, report, to_row)
+        writer = _open_locked(path, schema, config, env, notes, report, to_row, inputs)
     except BaseException:
         _release(key)
         raise
@@ -798,7 +677,7 @@ def open_results(
     return writer
 
 
-def _open_locked(path, schema, config, env, notes, report, to_row) -> ResultsWriter:
+def _open_locked(path, schema, config, env, notes, report, to_row, inputs=None) -> ResultsWriter:
     if not path.exists():
         header = {
             "experiment": schema.experiment,
@@ -806,6 +685,8 @@ def _open_locked(path, schema, config, env, notes, report, to_row) -> ResultsWri
             "config": config,
             "environment": _normal(env),
         }
+        if inputs:
+            header["inputs"] = _normal(dict(inputs))
         if notes:
             header["notes"] = notes
         _atomic_create(path, _header_text(header, schema.names))
@@ -824,6 +705,7 @@ def _open_locked(path, schema, config, env, notes, report, to_row) -> ResultsWri
             f"field{'s' if len(diffs) > 1 else ''}: {', '.join(diffs)}; resume with the recorded "
             f"configuration or write to a new file"
         )
+    _check_inputs(path, table.header, inputs, report)
     lack = [c for c in schema.names if c not in table.columns]
     if lack:
         raise ResultsFileError(
@@ -856,6 +738,26 @@ def _open_locked(path, schema, config, env, notes, report, to_row) -> ResultsWri
             f"read {table.complete_bytes}); rerun"
         )
     return writer
+
+
+def _check_inputs(path, header: dict, inputs: dict | None, report) -> None:
+    """Refuse a resume whose ``inputs`` differ from those the file's header records; a file that
+    records none (an older genbound) is reported and not compared."""
+    if not inputs:
+        return
+    if not isinstance(header.get("inputs"), dict):
+        (report or _warn)(
+            f"{path}: the file does not record the content of its inputs (written by an older "
+            f"genbound); resuming without comparing {', '.join(inputs)}"
+        )
+        return
+    diffs = _differences(header["inputs"], dict(inputs))
+    if diffs:
+        raise ResultsFileError(
+            f"{path}: this run's inputs differ from the ones the file's rows were computed from in "
+            f"{len(diffs)} field{'s' if len(diffs) > 1 else ''}: {', '.join(diffs)}; one file never "
+            f"mixes rows of two inputs: resume with the recorded input or write to a new file"
+        )
 
 
 def _header_bytes(data: bytes) -> bytes:
