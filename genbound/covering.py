@@ -319,8 +319,10 @@ def rank_net_log_cover(rank, rows, cols, frob_radius, eps) -> torch.Tensor:
     """
     r = torch.as_tensor(rank, dtype=torch.float64)
     P = (torch.as_tensor(rows, dtype=torch.float64) + cols + 1) * r
-    ratio = RANK_NET_BASE * torch.as_tensor(frob_radius, dtype=torch.float64) / torch.as_tensor(
-        eps, dtype=torch.float64
+    ratio = (
+        RANK_NET_BASE
+        * torch.as_tensor(frob_radius, dtype=torch.float64)
+        / torch.as_tensor(eps, dtype=torch.float64)
     )
     return torch.where(r > 0, P * ratio.log().clamp(min=0.0), torch.zeros_like(P * ratio))
 

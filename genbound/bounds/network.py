@@ -42,6 +42,8 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from functools import partial
+from typing import Callable
 
 import numpy as np
 import pandas as pd
@@ -98,8 +100,12 @@ PREMISES = (
 _GL_NODES = 8  # Gauss-Legendre nodes per panel
 _PANELS = 480  # panels on u = log(top / eps) in [0, _U_MAX]
 _U_MAX = 60.0  # below eps = top e^{-60} the full-rank entropy bounds every class (closed form)
-_SELECT_PANELS = 40  # coarser panels for choosing p (any choice is valid: the union bound pays for all)
-_RANK_CANDIDATES = 48  # ranks tried at p > 0 (a subset: a minimum over fewer ranks is still an upper bound)
+_SELECT_PANELS = (
+    40  # coarser panels for choosing p (any choice is valid: the union bound pays for all)
+)
+_RANK_CANDIDATES = (
+    48  # ranks tried at p > 0 (a subset: a minimum over fewer ranks is still an upper bound)
+)
 
 
 def dudley_top() -> float:
@@ -168,7 +174,9 @@ def network_sensitivities(
     first layer, 1 after a projection): ``QK``: ``2 L_phi s_V s_in s_out b^2``, radius ``b``; ``V``:
     ``L_phi s_in s_out``, radius ``b``; ``M_in``: ``L_phi s_out``, radius 1; ``M_out``: 1, radius ``s_in``
     (the level of ``M_in``'s proper cover element)."""
-    s_qk, s_v, s_in, s_out = (torch.as_tensor(t, dtype=torch.float64) for t in (s_qk, s_v, s_in, s_out))
+    s_qk, s_v, s_in, s_out = (
+        torch.as_tensor(t, dtype=torch.float64) for t in (s_qk, s_v, s_in, s_out)
+    )
     L, H = s_qk.shape
     lam = _se.log_layer_lipschitz(s_qk, s_v, s_in, s_out, L_phi=L_phi)
     log_alpha = _se.log_layer_alphas(lam)
@@ -188,11 +196,15 @@ def network_sensitivities(
         la += [log_alpha[l], log_alpha[l]]
         ls += [lphi + lout, torch.zeros((), dtype=torch.float64)]
         lr += [torch.zeros((), dtype=torch.float64), lin]
-    return {k: torch.stack([torch.as_tensor(x) for x in v]) for k, v in
-            (("log_alpha", la), ("log_sens", ls), ("log_radius", lr))}
+    return {
+        k: torch.stack([torch.as_tensor(x) for x in v])
+        for k, v in (("log_alpha", la), ("log_sens", ls), ("log_radius", lr))
+    }
 
 
-def matrix_log_cover(eps, *, p, level, s, rows, cols, log_scale, seq_len=None, rank=None) -> torch.Tensor:
+def matrix_log_cover(
+    eps, *, p, level, s, rows, cols, log_scale, seq_len=None, rank=None
+) -> torch.Tensor:
     """``H_a(eps)``: the log-covering number charged to one matrix at loss radius ``eps`` (a tensor), where
     ``log_scale = log(K kappa_a alpha_a sens_a B_a / margin)`` turns ``eps`` into the matrix's share of the
     radius in operator-norm units (:prf:ref:`lem-p-matrix-entropy`).
@@ -209,8 +221,12 @@ def matrix_log_cover(eps, *, p, level, s, rows, cols, log_scale, seq_len=None, r
         r = max(int(rank), 1)
         return _cov.rank_net_log_cover(r, rows, cols, s * math.sqrt(r), x)
     if seq_len is None:
-        raise InputError("a Schatten index p > 0 needs the sequence length (the residual's cover sees T)")
-    cand = torch.unique(torch.cat([torch.zeros(1), torch.round(torch.logspace(0, math.log10(R), _RANK_CANDIDATES))]))
+        raise InputError(
+            "a Schatten index p > 0 needs the sequence length (the residual's cover sees T)"
+        )
+    cand = torch.unique(
+        torch.cat([torch.zeros(1), torch.round(torch.logspace(0, math.log10(R), _RANK_CANDIDATES))])
+    )
     cand = cand.to(torch.float64).clamp(max=R)
     resid = torch.minimum(torch.full_like(cand, s), (level / (cand + 1)) ** (1.0 / p))
     resid = torch.where(cand >= R, torch.zeros_like(resid), resid)
@@ -251,9 +267,13 @@ def p0_dudley_integral(P, log_b, top: float | None = None) -> float:
         A = float(P[act].sum())
         if A > 0:
             lbs = float((P[act] * lb[act]).sum()) / A
-            part = math.exp(hi) * float(_gamma_32_upper(torch.tensor(lbs - hi, dtype=torch.float64)))
+            part = math.exp(hi) * float(
+                _gamma_32_upper(torch.tensor(lbs - hi, dtype=torch.float64))
+            )
             if lo > -math.inf:
-                part -= math.exp(lo) * float(_gamma_32_upper(torch.tensor(lbs - lo, dtype=torch.float64)))
+                part -= math.exp(lo) * float(
+                    _gamma_32_upper(torch.tensor(lbs - lo, dtype=torch.float64))
+                )
             total += math.sqrt(A) * part
         lo = hi
     return total
@@ -261,7 +281,9 @@ def p0_dudley_integral(P, log_b, top: float | None = None) -> float:
 
 def _panels(u_max: float, panels: int, breaks=()) -> tuple[torch.Tensor, torch.Tensor]:
     """Nodes and weights of composite Gauss-Legendre on ``[0, u_max]``, with panel edges at ``breaks``."""
-    edges = np.unique(np.concatenate([np.linspace(0.0, u_max, panels + 1), [b for b in breaks if 0 < b < u_max]]))
+    edges = np.unique(
+        np.concatenate([np.linspace(0.0, u_max, panels + 1), [b for b in breaks if 0 < b < u_max]])
+    )
     x, w = np.polynomial.legendre.leggauss(_GL_NODES)
     a, b = edges[:-1, None], edges[1:, None]
     nodes = (a + b) / 2 + (b - a) / 2 * x[None, :]
@@ -269,8 +291,9 @@ def _panels(u_max: float, panels: int, breaks=()) -> tuple[torch.Tensor, torch.T
     return torch.as_tensor(nodes.ravel()), torch.as_tensor(weights.ravel())
 
 
-def quadrature_dudley_integral(log_covers, tail_P, tail_log_b, *, top: float | None = None, breaks=(),
-                               panels: int = _PANELS) -> float:
+def quadrature_dudley_integral(
+    log_covers, tail_P, tail_log_b, *, top: float | None = None, breaks=(), panels: int = _PANELS
+) -> float:
     """``int_0^top sqrt(sum_a H_a(eps)) d eps`` by composite Gauss-Legendre on ``u = log(top / eps)`` in
     ``[0, 60]`` (``log_covers``: callables ``eps -> H_a(eps)``), plus the piece below ``top e^{-60}`` bounded by
     the full-rank entropies ``sum P_a log+(b_a / eps)`` in closed form (:func:`p0_dudley_integral`)."""
@@ -308,7 +331,9 @@ class NetworkBound(BoundResult):
         n = check_positive_int(n, "n")
         rad = self.capacity / math.sqrt(n)
         conf = math.log(2.0 / self.delta) + self.union_cost  # log(2 / (delta pi(theta)))
-        return _rad.GAP_RADEMACHER_COEF * rad + _rad.GAP_CONFIDENCE_COEF * math.sqrt(conf / (2.0 * n))
+        return _rad.GAP_RADEMACHER_COEF * rad + _rad.GAP_CONFIDENCE_COEF * math.sqrt(
+            conf / (2.0 * n)
+        )
 
     @property
     def trivial_reason(self) -> str | None:
@@ -321,43 +346,66 @@ class NetworkBound(BoundResult):
     def premises(self) -> str:
         """The premises in one line, with this result's numbers."""
         T = "any T" if self.seq_len is None else f"T = {self.seq_len}"
-        return (f"reference architecture (no residual or LayerNorm); B_X = {self.input_radius:g}; {T}; "
-                f"margin {self.margin:g}; delta {self.delta:g}")
+        return (
+            f"reference architecture (no residual or LayerNorm); B_X = {self.input_radius:g}; {T}; "
+            f"margin {self.margin:g}; delta {self.delta:g}"
+        )
 
     def _dict_fields(self) -> dict:
-        return {"union_cost": self.union_cost, "delta": self.delta, "margin": self.margin,
-                "input_radius": self.input_radius, "seq_len": self.seq_len,
-                "levels_per_efold": self.levels_per_efold, "grid_m": self.grid_m,
-                "closed_form": self.closed_form, "premises": self.premises}
+        return {
+            "union_cost": self.union_cost,
+            "delta": self.delta,
+            "margin": self.margin,
+            "input_radius": self.input_radius,
+            "seq_len": self.seq_len,
+            "levels_per_efold": self.levels_per_efold,
+            "grid_m": self.grid_m,
+            "closed_form": self.closed_form,
+            "premises": self.premises,
+        }
 
     @classmethod
     def examples(cls) -> list["NetworkBound"]:
         A = 2 * torch.eye(4, dtype=torch.float64)
         w = TransformerWeights.from_proxy_matrices([[A]], [[A]], [A], [A])
-        return [network_bound(w, n_samples=10), network_bound(w, n_samples=10**12),
-                network_bound(w), network_bound(w, n_samples=10**9, seq_len=16)]
+        return [
+            network_bound(w, n_samples=10),
+            network_bound(w, n_samples=10**12),
+            network_bound(w),
+            network_bound(w, n_samples=10**9, seq_len=16),
+        ]
 
     def summary(self) -> str:
-        at = "" if self.n_samples is None else f", gap <= {self.value:.4g} at n = {self.n_samples:,}"
-        return (f"proved capacity {self.capacity:.6g}, union cost {self.union_cost:.6g} nats{at}; "
-                f"samples for gap <= 1: {self.samples_needed():.4g}")
+        at = (
+            "" if self.n_samples is None else f", gap <= {self.value:.4g} at n = {self.n_samples:,}"
+        )
+        return (
+            f"proved capacity {self.capacity:.6g}, union cost {self.union_cost:.6g} nats{at}; "
+            f"samples for gap <= 1: {self.samples_needed():.4g}"
+        )
 
 
 def _selection_score(integral: float, level_cost: float) -> float:
     """How a matrix picks its index: ``24 I_a + 3 sqrt(cost_a / 2)``, its Dudley integral and its share of the
     union cost as they enter the gap (up to ``sqrt(n)``). Any choice is covered by the union bound; this one
     is a deterministic function of the weights, made on the coarse quadrature for every index alike."""
-    return (_rad.GAP_RADEMACHER_COEF * _rad.DUDLEY_INTEGRAL_COEF * integral
-            + _rad.GAP_CONFIDENCE_COEF * math.sqrt(level_cost / 2.0))
+    return (
+        _rad.GAP_RADEMACHER_COEF * _rad.DUDLEY_INTEGRAL_COEF * integral
+        + _rad.GAP_CONFIDENCE_COEF * math.sqrt(level_cost / 2.0)
+    )
 
 
 def _spectra(weights, device) -> Spectra:
     if isinstance(weights, Spectra):
         if weights.method != "core":
-            raise InputError("network_bound needs exact spectra (method='core'): pass the weights themselves")
+            raise InputError(
+                "network_bound needs exact spectra (method='core'): pass the weights themselves"
+            )
         return weights
     if not isinstance(weights, TransformerWeights):
-        raise InputError(f"weights must be TransformerWeights or Spectra, got {type(weights).__name__}")
+        raise InputError(
+            f"weights must be TransformerWeights or Spectra, got {type(weights).__name__}"
+        )
     return weights.spectra(device=device, method="core")
 
 
@@ -365,10 +413,19 @@ def _rows_cols(kind: str, N: int, d_ff: int) -> tuple[int, int]:
     return {"QK": (N, N), "V": (N, N), "M_in": (N, d_ff), "M_out": (d_ff, N)}[kind]
 
 
-def network_bound(weights, n_samples: int | None = None, *, delta: float = 0.05, margin: float = 1.0,
-                  input_radius: float = 1.0, seq_len: int | None = None,
-                  levels_per_efold: int = DEFAULT_LEVELS_PER_EFOLD, L_phi: float = _se.L_PHI,
-                  grid_m: int | None = None, device=None) -> NetworkBound:
+def network_bound(
+    weights,
+    n_samples: int | None = None,
+    *,
+    delta: float = 0.05,
+    margin: float = 1.0,
+    input_radius: float = 1.0,
+    seq_len: int | None = None,
+    levels_per_efold: int = DEFAULT_LEVELS_PER_EFOLD,
+    L_phi: float = _se.L_PHI,
+    grid_m: int | None = None,
+    device=None,
+) -> NetworkBound:
     """Theorem P (:prf:ref:`thm-p-network`) on a :class:`~genbound.weights.TransformerWeights` (or exact
     :class:`~genbound.weights.Spectra`): with probability ``1 - delta`` the ramp-loss gap of the reference
     model built from these matrices is at most ``result.gap_at(n)``. Without ``seq_len`` only ``p = 0`` is
@@ -385,11 +442,23 @@ def network_bound(weights, n_samples: int | None = None, *, delta: float = 0.05,
     grid = [0.0] if seq_len is None else [float(q) for q in p_grid(L, N, m)]
     top = dudley_top()
     s_lvl = {k: level_index(sp.svals(k)[..., 0], J).to(torch.float64).div(J).exp() for k in KINDS}
-    sens = network_sensitivities(s_lvl["QK"], s_lvl["V"], s_lvl["M_in"], s_lvl["M_out"],
-                                 input_radius=input_radius, L_phi=L_phi)
+    sens = network_sensitivities(
+        s_lvl["QK"],
+        s_lvl["V"],
+        s_lvl["M_in"],
+        s_lvl["M_out"],
+        input_radius=input_radius,
+        L_phi=L_phi,
+    )
     order = matrix_order(L, H)
     K = matrix_count(L, H)
-    rows_out, covers, tail_P, tail_lb, breaks, costs, closed = [], [], [], [], [], [], True
+    rows_out: list[dict] = []
+    covers: list[Callable[[torch.Tensor], torch.Tensor]] = []
+    tail_P: list[float] = []
+    tail_lb: list[float] = []
+    breaks: list[float] = []
+    costs: list[float] = []
+    closed = True
     u_sel, w_sel = _panels(_U_MAX, _SELECT_PANELS)
     eps_sel = top * torch.exp(-u_sel)
     for i, (l, h, kind) in enumerate(order):
@@ -401,8 +470,12 @@ def network_bound(weights, n_samples: int | None = None, *, delta: float = 0.05,
         k_s = int(level_index(sv[0] if sv.numel() else 0.0, J))
         s = math.exp(k_s / J)
         kappa = PROPER_COVER_FACTOR if kind == "M_in" else 1.0
-        log_scale = (math.log(K * kappa / margin) + float(sens["log_alpha"][i]) + float(sens["log_sens"][i])
-                     + float(sens["log_radius"][i]))
+        log_scale = (
+            math.log(K * kappa / margin)
+            + float(sens["log_alpha"][i])
+            + float(sens["log_sens"][i])
+            + float(sens["log_radius"][i])
+        )
         best = None
         for q in grid:
             if q == 0:
@@ -410,38 +483,92 @@ def network_bound(weights, n_samples: int | None = None, *, delta: float = 0.05,
             else:
                 k_M = int(level_index(float((sv**q).sum()), J))
                 lvl, cost_lvl = math.exp(k_M / J), -float(log_level_prior(k_M))
-            H_q = matrix_log_cover(eps_sel, p=q, level=lvl, s=s, rows=rows, cols=cols, log_scale=log_scale,
-                                   seq_len=seq_len, rank=rank)
+            H_q = matrix_log_cover(
+                eps_sel,
+                p=q,
+                level=lvl,
+                s=s,
+                rows=rows,
+                cols=cols,
+                log_scale=log_scale,
+                seq_len=seq_len,
+                rank=rank,
+            )
             val = _selection_score(float((H_q.sqrt() * eps_sel * w_sel).sum()), cost_lvl)
             if best is None or val < best[0]:
                 best = (val, q, lvl, cost_lvl)
+        assert best is not None  # the grid is never empty
         _, q, lvl, cost_lvl = best
         cost = math.log(len(grid)) + cost_lvl - float(log_level_prior(k_s))
         costs.append(cost)
         P_full = (rows + cols + 1) * R
         lb_full = math.log(_cov.RANK_NET_BASE * s * math.sqrt(R)) + log_scale
         if q == 0:
-            P_a, lb_a = (rows + cols + 1) * rank, math.log(_cov.RANK_NET_BASE * s * math.sqrt(rank)) + log_scale
+            P_a, lb_a = (
+                (rows + cols + 1) * rank,
+                math.log(_cov.RANK_NET_BASE * s * math.sqrt(rank)) + log_scale,
+            )
             tail_P.append(P_a), tail_lb.append(lb_a)  # type: ignore[func-returns-value]
             breaks.append(math.log(top) - lb_a)
-            covers.append(lambda e, r=rank, s=s, ls=log_scale, rc=(rows, cols):
-                          matrix_log_cover(e, p=0, level=None, s=s, rows=rc[0], cols=rc[1], log_scale=ls, rank=r))
+            covers.append(
+                partial(
+                    matrix_log_cover,
+                    p=0,
+                    level=None,
+                    s=s,
+                    rows=rows,
+                    cols=cols,
+                    log_scale=log_scale,
+                    rank=rank,
+                )
+            )
         else:
             closed = False
             tail_P.append(P_full), tail_lb.append(lb_full)  # type: ignore[func-returns-value]
-            covers.append(lambda e, q=q, lvl=lvl, s=s, ls=log_scale, rc=(rows, cols):
-                          matrix_log_cover(e, p=q, level=lvl, s=s, rows=rc[0], cols=rc[1], log_scale=ls,
-                                           seq_len=seq_len))
-        rows_out.append({"layer": l, "head": h, "kind": kind, "rows": rows, "cols": cols, "rank": int(sv.numel()),
-                         "spectral_norm": float(sv[0]) if sv.numel() else 0.0, "spectral_level": s, "p": q,
-                         "level": lvl, "log_alpha": float(sens["log_alpha"][i]),
-                         "log_sensitivity": float(sens["log_sens"][i] + sens["log_radius"][i]),
-                         "log_scale": log_scale, "union_cost": cost})
+            covers.append(
+                partial(
+                    matrix_log_cover,
+                    p=q,
+                    level=lvl,
+                    s=s,
+                    rows=rows,
+                    cols=cols,
+                    log_scale=log_scale,
+                    seq_len=seq_len,
+                )
+            )
+        rows_out.append(
+            {
+                "layer": l,
+                "head": h,
+                "kind": kind,
+                "rows": rows,
+                "cols": cols,
+                "rank": int(sv.numel()),
+                "spectral_norm": float(sv[0]) if sv.numel() else 0.0,
+                "spectral_level": s,
+                "p": q,
+                "level": lvl,
+                "log_alpha": float(sens["log_alpha"][i]),
+                "log_sensitivity": float(sens["log_sens"][i] + sens["log_radius"][i]),
+                "log_scale": log_scale,
+                "union_cost": cost,
+            }
+        )
     if closed:
         integral = p0_dudley_integral(tail_P, tail_lb, top)
     else:
         integral = quadrature_dudley_integral(covers, tail_P, tail_lb, top=top, breaks=breaks)
     return NetworkBound(
-        capacity=_rad.DUDLEY_INTEGRAL_COEF * integral, union_cost=total_union_cost(costs), delta=delta, margin=margin,
-        input_radius=input_radius, seq_len=seq_len, levels_per_efold=J, grid_m=m, n_samples=n_samples,
-        table=pd.DataFrame(rows_out), closed_form=closed)
+        capacity=_rad.DUDLEY_INTEGRAL_COEF * integral,
+        union_cost=total_union_cost(costs),
+        delta=delta,
+        margin=margin,
+        input_radius=input_radius,
+        seq_len=seq_len,
+        levels_per_efold=J,
+        grid_m=m,
+        n_samples=n_samples,
+        table=pd.DataFrame(rows_out),
+        closed_form=closed,
+    )

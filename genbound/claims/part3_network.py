@@ -16,72 +16,25 @@ import numpy as np
 import torch
 
 from .. import covering as _cov
-from .. import schatten_entropy as se
 from ..bounds import network as _net
 from ..symbolic import network as sn
 from ..weights import TransformerWeights
 from . import Claim, FunctionCheck, register, replaced, scaled
 from ._part3 import DT, EQ_RTOL
+from ._part3_network import (
+    _flat_mats,
+    _hybrid_instance,
+    _forward,
+    _layer_parts,
+    _rand_mat,
+    _rebuild,
+    _reference_bound,
+    _spec,
+    _theorem_instances,
+)
 
 CH = "book/part3/network.md"
 _SPLIT = False  # True: report the perturbation line alone (the book shows each line separately)
-
-
-def _gelu(x):
-    return torch.nn.functional.gelu(x)
-
-
-def _layer_parts(Z, qk, v, m_in, m_out):
-    """One reference layer, with the vectors each matrix acts on: ``(out, u, hidden)``."""
-    heads = sum(se.attention_head(Z, qk[h], v[h]) for h in range(len(qk)))
-    u = se.row_project(heads)
-    hidden = _gelu(u @ m_in)
-    return se.row_project(hidden @ m_out), u, hidden
-
-
-def _forward(X, layers):
-    for lay in layers:
-        X = _layer_parts(X, *lay)[0]
-    return X
-
-
-def _rand_mat(gen, r, c, scale):
-    return torch.randn(r, c, generator=gen, dtype=DT) * scale / math.sqrt(max(r, c))
-
-
-def _spec(W):
-    return float(torch.linalg.matrix_norm(W, ord=2))
-
-
-def _hybrid_instance(gen):
-    L = int(torch.randint(1, 4, (1,), generator=gen))
-    H = int(torch.randint(1, 3, (1,), generator=gen))
-    N, d = 5, 7
-    sc = float(torch.empty(1).uniform_(0.5, 3.0, generator=gen))
-    layers = [([_rand_mat(gen, N, N, sc) for _ in range(H)], [_rand_mat(gen, N, N, sc) for _ in range(H)],
-               _rand_mat(gen, N, d, sc), _rand_mat(gen, d, N, sc)) for _ in range(L)]
-    B_X = float(torch.empty(1).uniform_(0.3, 2.0, generator=gen))
-    X = torch.randn(3, 6, N, generator=gen, dtype=DT)
-    X = X / X.norm(dim=-1, keepdim=True) * B_X * torch.rand(3, 6, 1, generator=gen, dtype=DT) ** 0.3
-    return layers, B_X, X
-
-
-def _flat_mats(layers):
-    out = []
-    for qk, v, m_in, m_out in layers:
-        for h in range(len(qk)):
-            out += [qk[h], v[h]]
-        out += [m_in, m_out]
-    return out
-
-
-def _rebuild(layers, flat):
-    it, out = iter(flat), []
-    for qk, _v, _mi, _mo in layers:
-        H = len(qk)
-        heads = [(next(it), next(it)) for _ in range(H)]
-        out.append(([a for a, _ in heads], [b for _, b in heads], next(it), next(it)))
-    return out
 
 
 def _hybrid_ratios(gen, *, improper: float = 1.0) -> list[tuple[str, float]]:
@@ -91,32 +44,51 @@ def _hybrid_ratios(gen, *, improper: float = 1.0) -> list[tuple[str, float]]:
     layers, B_X, X = _hybrid_instance(gen)
     L, H = len(layers), len(layers[0][0])
     flat = _flat_mats(layers)
-    s = [_spec(W) * math.exp(float(torch.rand(1, generator=gen)) * 0.1) for W in flat]  # levels >= norms
+    s = [
+        _spec(W) * math.exp(float(torch.rand(1, generator=gen)) * 0.1) for W in flat
+    ]  # levels >= norms
     order = _net.matrix_order(L, H)
     hat = []
     for (l, h, kind), W, lvl in zip(order, flat, s):
         E = W + _rand_mat(gen, *W.shape, 0.3 * lvl)
-        if kind == "M_in":  # a proper element: within the level (or, for the demonstration, outside it)
+        if (
+            kind == "M_in"
+        ):  # a proper element: within the level (or, for the demonstration, outside it)
             E = E / max(_spec(E) / lvl, 1.0) * improper
         hat.append(E)
     lv = lambda k: [x for (ll, hh, kk), x in zip(order, s) if kk == k]  # noqa: E731
     sq = torch.tensor(lv("QK"), dtype=DT).view(L, H)
     svv = torch.tensor(lv("V"), dtype=DT).view(L, H)
-    sens = _net.network_sensitivities(sq, svv, torch.tensor(lv("M_in"), dtype=DT),
-                                      torch.tensor(lv("M_out"), dtype=DT), input_radius=B_X)
+    sens = _net.network_sensitivities(
+        sq,
+        svv,
+        torch.tensor(lv("M_in"), dtype=DT),
+        torch.tensor(lv("M_out"), dtype=DT),
+        input_radius=B_X,
+    )
     ratios = []
     for j, (l, h, kind) in enumerate(order):
-        D = _rand_mat(gen, *flat[j].shape, float(torch.empty(1).uniform_(0.01, 1.0, generator=gen)) * s[j])
-        a = _rebuild(layers, list(hat[:j]) + [flat[j]] + flat[j + 1:])
-        b = _rebuild(layers, list(hat[:j]) + [flat[j] + D] + flat[j + 1:])
-        lhs = (_forward(X, a) - _forward(X, b)).norm(dim=-1).amax(dim=-1)  # max over tokens, per sequence
+        D = _rand_mat(
+            gen, *flat[j].shape, float(torch.empty(1).uniform_(0.01, 1.0, generator=gen)) * s[j]
+        )
+        a = _rebuild(layers, list(hat[:j]) + [flat[j]] + flat[j + 1 :])
+        b = _rebuild(layers, list(hat[:j]) + [flat[j] + D] + flat[j + 1 :])
+        lhs = (
+            (_forward(X, a) - _forward(X, b)).norm(dim=-1).amax(dim=-1)
+        )  # max over tokens, per sequence
         Z = _forward(X, a[:l]) if l else X
         _, u, hidden = _layer_parts(Z, *a[l])
         vec = {"QK": Z, "V": Z, "M_in": u, "M_out": hidden}[kind]
         meas = (vec @ D).norm(dim=-1).amax(dim=-1)
         rhs = math.exp(float(sens["log_alpha"][j] + sens["log_sens"][j])) * meas
-        radius = float(vec.norm(dim=-1).max()) / math.exp(float(sens["log_radius"][j]))  # |v_t| <= B_a
-        ratios.append((kind, max(float((lhs / rhs).max()), radius)) if not _SPLIT else (kind, float((lhs / rhs).max())))
+        radius = float(vec.norm(dim=-1).max()) / math.exp(
+            float(sens["log_radius"][j])
+        )  # |v_t| <= B_a
+        ratios.append(
+            (kind, max(float((lhs / rhs).max()), radius))
+            if not _SPLIT
+            else (kind, float((lhs / rhs).max()))
+        )
     return ratios
 
 
@@ -163,15 +135,30 @@ register(
         chapter=CH,
         provenance="reconstructed",
         numeric=FunctionCheck(_hybrid_check),
-        covers=("genbound.bounds.network.network_sensitivities", "genbound.bounds.network.matrix_order"),
+        covers=(
+            "genbound.bounds.network.network_sensitivities",
+            "genbound.bounds.network.matrix_order",
+        ),
         mutants=(
-            replaced(_net, "network_sensitivities",
-                     lambda old: lambda *a, **k: old(*a, **{**k, "input_radius": 1.0}),
-                     name="input-radius-ignored", what="the first layer read as if its rows had norm 1"),
-            replaced(_net, "network_sensitivities",
-                     lambda old: lambda *a, **k: {**old(*a, **k),
-                                                  "log_alpha": torch.zeros_like(old(*a, **k)["log_alpha"])},
-                     name="no-peeling", what="alpha = 1 for every layer (no product over later layers)"),
+            replaced(
+                _net,
+                "network_sensitivities",
+                lambda old: lambda *a, **k: old(*a, **{**k, "input_radius": 1.0}),
+                name="input-radius-ignored",
+                what="the first layer read as if its rows had norm 1",
+            ),
+            replaced(
+                _net,
+                "network_sensitivities",
+                lambda old: (
+                    lambda *a, **k: {
+                        **old(*a, **k),
+                        "log_alpha": torch.zeros_like(old(*a, **k)["log_alpha"]),
+                    }
+                ),
+                name="no-peeling",
+                what="alpha = 1 for every layer (no product over later layers)",
+            ),
         ),
     )
 )
@@ -190,7 +177,9 @@ def _rank_net_check(seed: int) -> tuple[float, int]:
         got = float(_cov.rank_net_log_cover(r, rows, cols, R, e))
         worst = max(worst, abs(got - want) / max(abs(want), 1e-300) if want else abs(got))
         # domination: max_t |v_t Delta| <= B ||Delta||_2 <= B ||Delta||_F on random pieces
-        D = torch.randn(rows, cols, generator=gen, dtype=DT) * torch.rand(1, generator=gen, dtype=DT)
+        D = torch.randn(rows, cols, generator=gen, dtype=DT) * torch.rand(
+            1, generator=gen, dtype=DT
+        )
         V = torch.randn(9, rows, generator=gen, dtype=DT)
         B = float(V.norm(dim=-1).max())
         lhs = float((V @ D).norm(dim=-1).max())
@@ -212,10 +201,24 @@ register(
         symbolic=lambda: float(sn.rank_net_base()) == _cov.RANK_NET_BASE,
         covers=("genbound.covering.rank_net_log_cover",),
         mutants=(
-            scaled(_cov, "RANK_NET_BASE", 7 / 9, name="base-7", what="the volumetric 7 instead of the cited 9"),
-            replaced(_cov, "rank_net_log_cover", lambda old: lambda r, rows, cols, R, e:
-                     old(r, rows, cols, R, e) * (rows + cols) / (rows + cols + 1),
-                     name="no-plus-one", what="(N + N') r parameters, the singular values left out"),
+            scaled(
+                _cov,
+                "RANK_NET_BASE",
+                7 / 9,
+                name="base-7",
+                what="the volumetric 7 instead of the cited 9",
+            ),
+            replaced(
+                _cov,
+                "rank_net_log_cover",
+                lambda old: (
+                    lambda r, rows, cols, R, e: (
+                        old(r, rows, cols, R, e) * (rows + cols) / (rows + cols + 1)
+                    )
+                ),
+                name="no-plus-one",
+                what="(N + N') r parameters, the singular values left out",
+            ),
         ),
     )
 )
@@ -229,8 +232,10 @@ def _expected_max(M: int) -> float:
 
 
 def _sudakov_check(seed: int) -> tuple[float, int]:
-    Ms = sorted({2, 3, 4, 5, 7, 10, 16, 30, 100, 1000, 10**4, 10**5, 10**6, 10**8, 10**10}
-                | {int(x) for x in np.random.default_rng(seed).integers(2, 10**6, 6)})
+    Ms = sorted(
+        {2, 3, 4, 5, 7, 10, 16, 30, 100, 1000, 10**4, 10**5, 10**6, 10**8, 10**10}
+        | {int(x) for x in np.random.default_rng(seed).integers(2, 10**6, 6)}
+    )
     worst = max(float(_cov.gaussian_max_lower_bound(M)) / _expected_max(M) for M in Ms)
     return worst, len(Ms)
 
@@ -243,13 +248,29 @@ register(
         chapter=CH,
         provenance="recalled",
         numeric=FunctionCheck(_sudakov_check),
-        symbolic=lambda: abs(float(sn.sudakov_constant()) - _cov.SUDAKOV_CONSTANT) < 1e-12
-        and sn.verify_gaussian_max_at_two(),
-        covers=("genbound.covering.gaussian_max_lower_bound", "genbound.covering.sudakov_log_cover"),
+        symbolic=lambda: (
+            abs(float(sn.sudakov_constant()) - _cov.SUDAKOV_CONSTANT) < 1e-12
+            and sn.verify_gaussian_max_at_two()
+        ),
+        covers=(
+            "genbound.covering.gaussian_max_lower_bound",
+            "genbound.covering.sudakov_log_cover",
+        ),
         mutants=(
-            scaled(_cov, "SUDAKOV_CONSTANT", 0.5, name="constant-halved", what="pi log 2 instead of 2 pi log 2"),
-            scaled(_cov, "gaussian_max_lower_bound", 1.05, name="max-bound-raised",
-                   what="the Gaussian maximum's lower bound 5% too high"),
+            scaled(
+                _cov,
+                "SUDAKOV_CONSTANT",
+                0.5,
+                name="constant-halved",
+                what="pi log 2 instead of 2 pi log 2",
+            ),
+            scaled(
+                _cov,
+                "gaussian_max_lower_bound",
+                1.05,
+                name="max-bound-raised",
+                what="the Gaussian maximum's lower bound 5% too high",
+            ),
         ),
     )
 )
@@ -261,7 +282,9 @@ def _width_check(seed: int) -> tuple[float, int]:
     for _ in range(30):
         rows, cols = (int(x) for x in torch.randint(1, 12, (2,), generator=gen))
         k = int(torch.randint(1, 30, (1,), generator=gen))
-        V = torch.randn(k, rows, generator=gen, dtype=DT) * torch.rand(k, 1, generator=gen, dtype=DT)
+        V = torch.randn(k, rows, generator=gen, dtype=DT) * torch.rand(
+            k, 1, generator=gen, dtype=DT
+        )
         if bool(torch.rand(1, generator=gen) < 0.3):  # all rows alike: G has rank 1
             V = V[:1].expand(k, rows).clone()
         B = float(V.norm(dim=-1).max())
@@ -287,9 +310,13 @@ register(
         "to 1/sqrt(min(rows, cols))",
         covers=("genbound.covering.spectral_ball_width",),
         mutants=(
-            replaced(_cov, "spectral_ball_width", lambda old: lambda t, B, r, c: old(t, B, r, c)
-                     / math.sqrt(min(int(r), int(c))), name="no-rank-factor",
-                     what="tau B sqrt(cols): the nuclear norm read as the Frobenius norm"),
+            replaced(
+                _cov,
+                "spectral_ball_width",
+                lambda old: lambda t, B, r, c: old(t, B, r, c) / math.sqrt(min(int(r), int(c))),
+                name="no-rank-factor",
+                what="tau B sqrt(cols): the nuclear norm read as the Frobenius norm",
+            ),
         ),
     )
 )
@@ -318,8 +345,13 @@ register(
         symbolic=lambda: sn.prior_total() == 1,
         covers=("genbound.bounds.network.log_level_prior", "genbound.bounds.network.level_index"),
         mutants=(
-            replaced(_net, "log_level_prior", lambda old: lambda k: old(k) + math.log(2.0), name="prior-doubled",
-                     what="pi(k) without the 1/2: the prior sums to 2"),
+            replaced(
+                _net,
+                "log_level_prior",
+                lambda old: lambda k: old(k) + math.log(2.0),
+                name="prior-doubled",
+                what="pi(k) without the 1/2: the prior sums to 2",
+            ),
         ),
     )
 )
@@ -332,16 +364,23 @@ def _closed_form_check(seed: int) -> tuple[float, int]:
     for i in range(12):
         k = int(rng.integers(1, 6))
         P = rng.integers(1, 3000, k).astype(float)
-        lb = rng.uniform(-6.0 if i % 2 else math.log(0.25), 40.0, k)  # odd i: some b_a below the top (kinks)
+        lb = rng.uniform(
+            -6.0 if i % 2 else math.log(0.25), 40.0, k
+        )  # odd i: some b_a below the top (kinks)
         top = 0.25
         got = _net.p0_dudley_integral(P, lb, top)
-        f = lambda e: mpmath.sqrt(sum(p * max(mpmath.log(mpmath.e ** l / e), 0) for p, l in zip(P, lb)))  # noqa: E731
+        f = lambda e: mpmath.sqrt(
+            sum(p * max(mpmath.log(mpmath.e**l / e), 0) for p, l in zip(P, lb))
+        )  # noqa: E731
         pts = sorted({0.0, top} | {math.exp(l) for l in lb if math.exp(l) < top})
         want = float(mpmath.quad(f, pts))
         worst = max(worst, abs(got - want) / want)
         n += 1
         if i % 2 == 0:  # every b_a >= top: the quadrature path equals the closed form too
-            covs = [lambda e, p=p, l=l: p * (math.log(1) + (l - e.log())).clamp(min=0) for p, l in zip(P, lb)]
+            covs = [
+                lambda e, p=p, l=l: p * (math.log(1) + (l - e.log())).clamp(min=0)
+                for p, l in zip(P, lb)
+            ]
             q = _net.quadrature_dudley_integral(covs, P, lb, top=top)
             worst = max(worst, abs(q - got) / got)
     return 1.0 + worst, n
@@ -359,10 +398,18 @@ register(
         numeric=FunctionCheck(_closed_form_check),
         rtol=EQ_RTOL,
         symbolic=sn.verify_p0_antiderivative,
-        covers=("genbound.bounds.network.p0_dudley_integral", "genbound.bounds.network.quadrature_dudley_integral"),
+        covers=(
+            "genbound.bounds.network.p0_dudley_integral",
+            "genbound.bounds.network.quadrature_dudley_integral",
+        ),
         mutants=(
-            replaced(_net, "_gamma_32_upper", lambda old: lambda u: u.clamp(min=0).sqrt(), name="erfc-dropped",
-                     what="the erfc term of the antiderivative left out"),
+            replaced(
+                _net,
+                "_gamma_32_upper",
+                lambda old: lambda u: u.clamp(min=0).sqrt(),
+                name="erfc-dropped",
+                what="the erfc term of the antiderivative left out",
+            ),
         ),
     )
 )
@@ -371,7 +418,9 @@ register(
 def _entropy_check(seed: int) -> tuple[float, int]:
     gen = torch.Generator().manual_seed(seed)
     base, C_S = float(sn.rank_net_base()), float(sn.sudakov_constant())
-    split = float(sn.proper_cover_factor())  # the radius is halved between the two pieces (the same 2)
+    split = float(
+        sn.proper_cover_factor()
+    )  # the radius is halved between the two pieces (the same 2)
     worst, n = 0.0, 0
     for _ in range(40):
         rows, cols = (int(x) for x in torch.randint(2, 30, (2,), generator=gen))
@@ -382,7 +431,9 @@ def _entropy_check(seed: int) -> tuple[float, int]:
         T = int(torch.randint(1, 600, (1,), generator=gen))
         ls = float(torch.empty(1).uniform_(-12, 20, generator=gen))
         eps = torch.logspace(-12, -0.6, 25, dtype=DT)
-        got = _net.matrix_log_cover(eps, p=p, level=level, s=s, rows=rows, cols=cols, log_scale=ls, seq_len=T)
+        got = _net.matrix_log_cover(
+            eps, p=p, level=level, s=s, rows=rows, cols=cols, log_scale=ls, seq_len=T
+        )
         cand = sorted({0} | {min(R, int(round(10 ** (math.log10(R) * j / 47)))) for j in range(48)})
         for e, g in zip(eps.tolist(), got.tolist()):
             x = e / math.exp(ls)
@@ -390,7 +441,11 @@ def _entropy_check(seed: int) -> tuple[float, int]:
             for r in cand:
                 res = 0.0 if r >= R else min(s, (level / (r + 1)) ** (1 / p))
                 sp_ = split if res > 0 else 1.0
-                rank = 0.0 if r == 0 else (rows + cols + 1) * r * max(math.log(base * s * math.sqrt(r) * sp_ / x), 0)
+                rank = (
+                    0.0
+                    if r == 0
+                    else (rows + cols + 1) * r * max(math.log(base * s * math.sqrt(r) * sp_ / x), 0)
+                )
                 resid = C_S * T * (res * math.sqrt(R * cols) * sp_ / x) ** 2
                 best = min(best, rank + resid)
             worst = max(worst, abs(g - best) / max(best, 1e-300))
@@ -410,85 +465,26 @@ register(
         rtol=EQ_RTOL,
         covers=("genbound.bounds.network.matrix_log_cover",),
         mutants=(
-            scaled(_net, "PIECE_SPLIT", 0.5, name="no-split", what="both pieces covered at the full radius"),
-            replaced(_cov, "sudakov_log_cover", lambda old: lambda w, e: old(w, e) / 1e3, name="sqrt-T-dropped",
-                     what="the residual's cover without its factors (T and the constant)"),
+            scaled(
+                _net,
+                "PIECE_SPLIT",
+                0.5,
+                name="no-split",
+                what="both pieces covered at the full radius",
+            ),
+            replaced(
+                _cov,
+                "sudakov_log_cover",
+                lambda old: lambda w, e: old(w, e) / 1e3,
+                name="sqrt-T-dropped",
+                what="the residual's cover without its factors (T and the constant)",
+            ),
         ),
     )
 )
 
 
 # -- the theorem, against an independent recomputation ------------------------------------------------------
-
-
-def _theorem_instances(seed: int):
-    gen = torch.Generator().manual_seed(seed)
-    out = []
-    for i in range(8):
-        L = 1 + i % 3
-        H = 1 + (i // 3) % 3
-        N, d = 4 + i % 3, 6 + i % 4
-        sc = float(torch.empty(1).uniform_(0.2, 20.0, generator=gen))
-        mk = lambda r, c: _rand_mat(gen, r, c, sc)  # noqa: E731
-        qk = [[mk(N, N) for _ in range(H)] for _ in range(L)]
-        if i % 4 == 3:  # a low-rank query-key map (exactly rank 1 in the dense SVD is not guaranteed: kept full)
-            qk[0][0] = qk[0][0] * 1e-3
-        v = [[mk(N, N) for _ in range(H)] for _ in range(L)]
-        m_in = [mk(N, d) for _ in range(L)]
-        m_out = [mk(d, N) for _ in range(L)]
-        kw = dict(n_samples=int(10 ** float(torch.empty(1).uniform_(3, 14, generator=gen))),
-                  delta=float(torch.empty(1).uniform_(0.001, 0.5, generator=gen)),
-                  margin=float(torch.empty(1).uniform_(0.05, 3.0, generator=gen)),
-                  input_radius=float(torch.empty(1).uniform_(0.2, 3.0, generator=gen)),
-                  levels_per_efold=int(torch.randint(1, 12, (1,), generator=gen)))
-        out.append(((qk, v, m_in, m_out), kw))
-    return out
-
-
-def _reference_bound(mats, *, n_samples, delta, margin, input_radius, levels_per_efold):
-    """Theorem P recomputed: numpy SVD, sympy constants, mpmath quadrature; every matrix at p = 0."""
-    qk, v, m_in, m_out = mats
-    L, H = len(qk), len(qk[0])
-    J = levels_per_efold
-    lvl = lambda W: math.exp(math.ceil(J * math.log(np.linalg.svd(W.numpy(), compute_uv=False)[0]) - 1e-12) / J)  # noqa: E731
-    kidx = lambda W: math.ceil(J * math.log(np.linalg.svd(W.numpy(), compute_uv=False)[0]) - 1e-12)  # noqa: E731
-    prior = lambda k: 0.5 if k == 0 else 1 / (2 * (abs(k) + 1) * (abs(k) + 2))  # noqa: E731
-    L_phi, four = se.L_PHI, 4.0
-    lam = []
-    for l in range(L):
-        head = sum(lvl(v[l][h]) * (1 + four * lvl(qk[l][h])) for h in range(H))
-        lam.append(L_phi * lvl(m_in[l]) * lvl(m_out[l]) * head)
-    alpha = [math.prod(lam[l + 1:]) for l in range(L)]
-    K = (2 * H + 2) * L
-    top = float(sn.dudley_top())
-    sens = {k: sn.hybrid_sensitivity(k) for k in ("QK", "V", "M_in", "M_out")}
-    P, lb, union = [], [], 0.0
-    for l in range(L):
-        b_l = input_radius if l == 0 else 1.0
-        entries = []
-        for h in range(H):
-            entries += [(qk[l][h], "QK", b_l), (v[l][h], "V", b_l)]
-        entries += [(m_in[l], "M_in", 1.0), (m_out[l], "M_out", lvl(m_in[l]))]
-        for W, kind, radius in entries:
-            subs = {"C_V": 0, "C_in": lvl(m_in[l]), "C_out": lvl(m_out[l]), "L_phi": L_phi, "b": b_l}
-            if kind == "QK":
-                hh = [x for x in range(H) if qk[l][x] is W][0]
-                subs["C_V"] = lvl(v[l][hh])
-            S = float(sens[kind].subs({sn.sp.Symbol(k, positive=True): val for k, val in subs.items()}))
-            sv = np.linalg.svd(W.numpy(), compute_uv=False)
-            r = int((sv > 0).sum())
-            rows, cols = W.shape
-            kappa = float(sn.proper_cover_factor()) if kind == "M_in" else 1.0
-            b = float(sn.rank_net_base()) * lvl(W) * math.sqrt(r) * radius * K * kappa * alpha[l] * S / margin
-            P.append((rows + cols + 1) * r)
-            lb.append(math.log(b))
-            union += math.log(min(rows, cols)) - math.log(prior(kidx(W)))
-    mpmath.mp.dps = 25
-    f = lambda e: mpmath.sqrt(sum(p * max(l - mpmath.log(e), 0) for p, l in zip(P, lb)))  # noqa: E731
-    pts = sorted({0.0, top} | {math.exp(x) for x in lb if math.exp(x) < top})
-    cap = 12.0 * float(mpmath.quad(f, pts))
-    gap = 2 * cap / math.sqrt(n_samples) + 3 * math.sqrt((math.log(2 / delta) + union) / (2 * n_samples))
-    return cap, union, gap
 
 
 def _theorem_check(seed: int) -> tuple[float, int]:
@@ -521,22 +517,56 @@ register(
         provenance="reconstructed",
         numeric=FunctionCheck(_theorem_check),
         rtol=EQ_RTOL,
-        covers=("genbound.bounds.network.network_bound", "genbound.bounds.network.NetworkBound",
-                "genbound.bounds.network.matrix_count", "genbound.bounds.network.total_union_cost",
-                "genbound.bounds.network.dudley_top"),
+        covers=(
+            "genbound.bounds.network.network_bound",
+            "genbound.bounds.network.NetworkBound",
+            "genbound.bounds.network.matrix_count",
+            "genbound.bounds.network.total_union_cost",
+            "genbound.bounds.network.dudley_top",
+        ),
         mutants=(
-            scaled(_net, "PROPER_COVER_FACTOR", 0.5, name="proper-cover-2-dropped",
-                   what="M_in's cover taken improper at no cost"),
-            replaced(_net, "network_sensitivities", _halve_qk, name="sensitivity-halved",
-                     what="the query-key sensitivity halved"),
-            replaced(_net, "matrix_count", lambda old: lambda L, H: 4 * L, name="K-as-4L",
-                     what="K counted as 4L (one head per layer)"),
-            replaced(_net, "total_union_cost", lambda old: lambda c: float(sum(list(c)[: len(list(c)) // 2])),
-                     name="union-fewer-matrices", what="the union cost over half the matrices"),
-            replaced(_net, "dudley_top", lambda old: lambda: 1.0, name="dudley-to-1",
-                     what="Dudley's integral to 1 instead of 1/4"),
-            replaced(_net, "p0_dudley_integral", _sum_of_roots, name="sum-of-roots",
-                     what="the entropies' square roots summed instead of the root of their sum"),
+            scaled(
+                _net,
+                "PROPER_COVER_FACTOR",
+                0.5,
+                name="proper-cover-2-dropped",
+                what="M_in's cover taken improper at no cost",
+            ),
+            replaced(
+                _net,
+                "network_sensitivities",
+                _halve_qk,
+                name="sensitivity-halved",
+                what="the query-key sensitivity halved",
+            ),
+            replaced(
+                _net,
+                "matrix_count",
+                lambda old: lambda L, H: 4 * L,
+                name="K-as-4L",
+                what="K counted as 4L (one head per layer)",
+            ),
+            replaced(
+                _net,
+                "total_union_cost",
+                lambda old: lambda c: float(sum(list(c)[: len(list(c)) // 2])),
+                name="union-fewer-matrices",
+                what="the union cost over half the matrices",
+            ),
+            replaced(
+                _net,
+                "dudley_top",
+                lambda old: lambda: 1.0,
+                name="dudley-to-1",
+                what="Dudley's integral to 1 instead of 1/4",
+            ),
+            replaced(
+                _net,
+                "p0_dudley_integral",
+                _sum_of_roots,
+                name="sum-of-roots",
+                what="the entropies' square roots summed instead of the root of their sum",
+            ),
         ),
     )
 )

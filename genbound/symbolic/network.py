@@ -70,9 +70,10 @@ def verify_gaussian_max_at_two() -> bool:
     x = sp.Symbol("x", real=True)
     e_abs = sp.integrate(sp.Abs(x) * sp.exp(-(x**2) / 4) / sp.sqrt(4 * sp.pi), (x, -sp.oo, sp.oo))
     e_max = sp.simplify(e_abs / 2)
-    return sp.simplify(e_max - 1 / sp.sqrt(sp.pi)) == 0 and sp.simplify(
-        sp.sqrt(sp.log(2) / (sp.pi * sp.log(2))) - e_max
-    ) == 0
+    return (
+        sp.simplify(e_max - 1 / sp.sqrt(sp.pi)) == 0
+        and sp.simplify(sp.sqrt(sp.log(2) / (sp.pi * sp.log(2))) - e_max) == 0
+    )
 
 
 def proper_cover_factor() -> sp.Integer:
@@ -126,12 +127,16 @@ def hybrid_sensitivity(kind: str) -> sp.Expr:
     product of the steps of :prf:ref:`lem-p-hybrid-step` (``b``: the radius of the layer's input rows)."""
     C_V, C_in, C_out, L_phi, s_in = sp.symbols("C_V C_in C_out L_phi s_in", positive=True)
     ffn = L_phi * C_in * C_out  # projection (1), feed-forward block, projection (1)
-    if kind == "QK":  # score moves by |z_t Delta| b; weights by the softmax constant times that; values <= C_V b
+    if (
+        kind == "QK"
+    ):  # score moves by |z_t Delta| b; weights by the softmax constant times that; values <= C_V b
         return ssi.SOFTMAX_L1_CONSTANT * b * (C_V * b) * ffn
     if kind == "V":  # a convex combination of the rows z_s Delta
         return ffn
     if kind == "M_in":  # GELU is L_phi-Lipschitz, then M_out
         return L_phi * C_out
-    if kind == "M_out":  # the hidden rows (radius s_in) enter through the vectors; the projection is 1-Lipschitz
+    if (
+        kind == "M_out"
+    ):  # the hidden rows (radius s_in) enter through the vectors; the projection is 1-Lipschitz
         return sp.Integer(1)
     raise ValueError(f"unknown kind {kind!r}")
