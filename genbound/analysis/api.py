@@ -41,6 +41,8 @@ class Analysis:
     weights: object  # TransformerWeights
     device: str
     seconds: float
+    #: theorem P on the reference model built from these matrices (:class:`~genbound.bounds.network.NetworkBound`)
+    network: object = None
     #: False: this report has a bound (:class:`SpectraOnly` has ``True``).
     spectra_only: ClassVar[bool] = False
 
@@ -48,11 +50,12 @@ class Analysis:
         """The per-matrix table, a pandas DataFrame with one row per proxy matrix
         (:func:`~genbound.analysis.report.matrix_table`; columns
         :data:`~genbound.analysis.report.MATRIX_FIELDS`, ``shape`` as ``rows, cols``)."""
-        return report.matrix_table(self.spectral)
+        return report.matrix_table(self.spectral, self.network)
 
     def verdict(self) -> str:
-        """One line: vacuous or not at the sample size given (:func:`~genbound.analysis.report.verdict`)."""
-        return report.verdict(self.spectral, self.edelman)
+        """One line: vacuous or not at the sample size given, decided by the proved bound
+        (:func:`~genbound.analysis.report.verdict`)."""
+        return report.verdict(self.spectral, self.edelman, self.network)
 
     def to_dict(self) -> dict:
         """The ``--json`` object (:func:`~genbound.analysis.report.analysis_dict`)."""
@@ -181,8 +184,13 @@ def _checked_arguments(mode: str, n_samples):
     return check_positive_int(n_samples, "n_samples")
 
 
-def _both_proxies(w, dev, *, mode, L_phi, grid_m, rank_tol, progress, svd_driver, n_samples):
-    """The spectrum-adaptive and the Edelman-style report of ``w``, every spectrum computed once."""
+def _both_proxies(
+    w, dev, *, mode, L_phi, grid_m, rank_tol, progress, svd_driver, n_samples, proved
+):
+    """The spectrum-adaptive and the Edelman-style report of ``w`` and theorem P's bound (``proved``: its
+    keywords), every spectrum computed once (theorem P reads the exact spectra: in mode ``authors`` they
+    are computed a second time)."""
+    from ..bounds.network import network_bound
     from ..bounds.sakai_imaizumi import edelman_proxy, spectral_adaptive_bound
 
     # both proxies read these Spectra (no second pass through the weights' cache)
@@ -202,7 +210,9 @@ def _both_proxies(w, dev, *, mode, L_phi, grid_m, rank_tol, progress, svd_driver
         progress=progress,
         n_samples=n_samples,
     )
-    return r, edelman_proxy(r.spectra, L_phi=L_phi, mode=mode, n_samples=n_samples)
+    exact = sp if mode == "exact" else w.spectra(device=dev, method="core", svd_driver=svd_driver)
+    nb = network_bound(exact, n_samples, L_phi=L_phi, grid_m=grid_m, **proved)
+    return r, edelman_proxy(r.spectra, L_phi=L_phi, mode=mode, n_samples=n_samples), nb
 
 
 def analyze(
@@ -219,6 +229,10 @@ def analyze(
     layers=None,
     progress: bool = False,
     svd_driver: str | None = None,
+    delta: float = 0.05,
+    margin: float = 1.0,
+    input_radius: float = 1.0,
+    seq_len: int | None = None,
 ) -> "Analysis | SpectraOnly":
     """Both Part III proxies of a model: load ``source`` and evaluate
     :func:`~genbound.bounds.sakai_imaizumi.spectral_adaptive_bound` and
@@ -237,9 +251,11 @@ def analyze(
     report instead: every matrix's spectra (``.matrices()``), the reasons per kind (``.reasons``),
     and no bound (``.bound`` is ``None``; ``.spectral``/``.edelman`` raise :class:`NoBoundError`);
     ``.spectra_only`` tells the two apart.
-    ``n_samples``: the training-set size; then both reports decide ``trivial`` (vacuous) at it and
-    :meth:`Analysis.verdict` says so (:prf:ref:`prop-sa-capacity`). The other keywords are those of
-    ``genbound analyze`` (``--help``).
+    ``n_samples``: the training-set size; then every report decides ``trivial`` (vacuous) at it and
+    :meth:`Analysis.verdict` says so. The verdict is the **proved** bound's, ``.network``
+    (:prf:ref:`thm-p-network`, on the reference model built from these matrices, with premises ``delta``,
+    ``margin``, ``input_radius`` and ``seq_len``); the two proxies are printed as what they are, not bounds.
+    The other keywords are those of ``genbound analyze`` (``--help``).
 
     >>> import torch, transformers, genbound
     >>> cfg = transformers.BertConfig(hidden_size=16, num_hidden_layers=2, num_attention_heads=2,
@@ -273,7 +289,7 @@ def analyze(
         table = w.matrix_table(device=dev, rank_tol=rank_tol)
         seconds = time.perf_counter() - t0
         return SpectraOnly(w, table, str(dev), seconds, rank_tol=rank_tol, n_samples=n_samples)
-    r, e = _both_proxies(
+    r, e, nb = _both_proxies(
         w,
         dev,
         mode=mode,
@@ -283,5 +299,6 @@ def analyze(
         progress=progress,
         svd_driver=svd_driver,
         n_samples=n_samples,
+        proved=dict(delta=delta, margin=margin, input_radius=input_radius, seq_len=seq_len),
     )
-    return Analysis(r, e, w, str(dev), time.perf_counter() - t0)
+    return Analysis(r, e, w, str(dev), time.perf_counter() - t0, nb)

@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import sys
 import textwrap
@@ -171,6 +172,34 @@ def _add_report_options(p) -> None:
         "whether it is vacuous there, and the sample size from which it would not be",
     )
     p.add_argument(
+        "--delta",
+        type=float,
+        default=0.05,
+        help="confidence of the proved bound is 1 - delta (default 0.05)",
+    )
+    p.add_argument(
+        "--margin",
+        type=float,
+        default=1.0,
+        help="margin gamma of the ramp loss of the proved bound (default 1)",
+    )
+    p.add_argument(
+        "--input-radius",
+        type=float,
+        default=1.0,
+        dest="input_radius",
+        help="B_X: the largest norm of an input token row, a premise of the proved bound (default 1)",
+    )
+    p.add_argument(
+        "--seq-len",
+        type=int,
+        default=None,
+        dest="seq_len",
+        metavar="T",
+        help="the longest input sequence; with it the proved bound may use Schatten indices p > 0 "
+        "(without it only p = 0, and the bound is free of T)",
+    )
+    p.add_argument(
         "--compare",
         metavar="B",
         default=None,
@@ -284,6 +313,16 @@ def _check_numbers(args) -> None:
         raise ParameterError(f"--top must be >= 0, got {args.top}")
     if args.n_samples is not None and args.n_samples < 1:
         raise ParameterError(f"--n-samples must be >= 1, got {args.n_samples}")
+    if not 0.0 < args.delta < 1.0:  # NaN fails this too
+        raise ParameterError(f"--delta must lie in (0, 1), got {args.delta}")
+    for name in ("margin", "input_radius"):
+        v = getattr(args, name)
+        if not (v > 0.0 and math.isfinite(v)):
+            raise ParameterError(
+                f"--{name.replace('_', '-')} must be a positive finite number, got {v}"
+            )
+    if args.seq_len is not None and args.seq_len < 1:
+        raise ParameterError(f"--seq-len must be >= 1, got {args.seq_len}")
     if args.grid_m is not None:
         from .._validate import check_int_range
 
@@ -344,6 +383,10 @@ def _analyze_kwargs(args) -> dict:
         layers=args.layers,
         progress=(not args.quiet) and sys.stderr.isatty(),
         n_samples=args.n_samples,
+        delta=args.delta,
+        margin=args.margin,
+        input_radius=args.input_radius,
+        seq_len=args.seq_len,
     )
 
 

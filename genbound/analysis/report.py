@@ -68,16 +68,29 @@ MATRIX_FIELDS = {
     "frobenius": "Frobenius norm (in mode exact: of the singular values above the rank threshold)",
     "stable_rank": "frobenius^2 / sigma_max^2 (0 for a zero matrix)",
     "p_opt": "the Schatten index p in the grid that minimises the matrix's term T(p)",
-    "contribution": "min_p T(p): the matrix's term in the spectrum-adaptive proxy",
+    "contribution": "min_p T(p): the matrix's term in the spectrum-adaptive proxy (not a bound)",
+    "proved_p": "the Schatten index theorem P chose for the matrix (0: its rank level)",
+    "spectral_level": "the spectral-norm level exp(k/J) >= sigma_max that theorem P pays for",
+    "log_scale": "log of the factor that turns the loss radius into the matrix's radius (theorem P)",
+    "union_cost": "the matrix's share of theorem P's union bound, in nats",
 }
 
 #: Keys of the ``--json`` object, in words.
 JSON_FIELDS = {
-    "spectral_adaptive": "the spectrum-adaptive proxy of Sakai & Imaizumi: sum of contributions + sqrt(L)",
-    "spectral_adaptive_capacity": "the n-free complexity of the spectrum-adaptive bound "
-    "(prop-sa-capacity): the rate is capacity / sqrt(n)",
+    "proved_capacity": "theorem P's capacity 12 int_0^{1/4} sqrt(H): a proved bound on the reference model "
+    "built from these matrices (book/part3/network.md, thm-p-network)",
+    "proved_union_cost": "theorem P's union cost over the post hoc choices, in nats",
+    "proved_gap": "theorem P's bound on the ramp-loss gap at n_samples (null without n_samples)",
+    "proved_trivial": "whether theorem P's gap at n_samples is at or above 1 (null without n_samples)",
+    "proved_samples_needed": "the least n with theorem P's gap <= 1 (null beyond 10**40)",
+    "premises": "theorem P's premises with this report's numbers, one line",
+    "reference_model_note": "what the bound is about when the checkpoint is not the reference architecture",
+    "spectral_adaptive": "the spectrum-adaptive proxy of Sakai & Imaizumi (not a bound): sum of contributions "
+    "+ sqrt(L)",
+    "spectral_adaptive_capacity": "the authors' proxy read as a rate (prop-sa-capacity; not a bound): "
+    "the rate is capacity / sqrt(n)",
     "spectral_adaptive_trivial": "null: a checkpoint carries no sample size n, so triviality is undecided",
-    "edelman": "the Edelman-style proxy; null when it exceeds float64",
+    "edelman": "the Edelman-style proxy (not a bound); null when it exceeds float64",
     "edelman_capacity": "the Edelman-style proxy's n-free complexity (the proxy itself)",
     "edelman_trivial": "null: a checkpoint carries no sample size n, so triviality is undecided",
     "edelman_log": "natural log of the Edelman-style proxy (always finite)",
@@ -108,10 +121,9 @@ JSON_FIELDS = {
     "from this sample size on the estimate is not vacuous (null beyond 10**40)",
     "edelman_gap": "edelman / sqrt(n_samples) (null without n_samples, or beyond float64)",
     "edelman_samples_needed": "the least n with edelman / sqrt(n) <= 1 (null beyond 10**40)",
-    "verdict": "one line: whether the values are vacuous (at n_samples, or undecided without it) "
-    "and where the book defines it",
-    "defined_in": "the book's chapter and statement that define capacity, the rate "
-    "capacity / sqrt(n) and vacuous (trivial)",
+    "verdict": "one line: whether the proved bound is vacuous (at n_samples, or undecided without it), "
+    "the proxies labelled as not bounds, and where the book defines it",
+    "defined_in": "the book's chapter and statement of the proved bound and of vacuous (trivial)",
 }
 
 #: Keys of each row of ``matrices`` in a spectra-only JSON (the ``--csv`` columns, with ``shape`` as
@@ -135,10 +147,24 @@ SPECTRA_FIELDS = {
 
 #: Where the book defines the capacity, the rate ``capacity / sqrt(n)`` and when a report is vacuous
 #: (``trivial``): the chapter file and the statement's label (:prf:ref:`prop-sa-capacity`).
-DEFINED_IN = "book/part3/deep.md, prop-sa-capacity (section 'Capacity: the proxy as a rate in n')"
+DEFINED_IN = (
+    "book/part3/network.md, thm-p-network (the proxies: book/part3/deep.md, prop-sa-capacity)"
+)
+#: Said in every report with a bound: the checkpoints genbound reads have residual streams and LayerNorm.
+REFERENCE_NOTE = (
+    "the proved bound is about the reference model built from this checkpoint's matrices (no residual "
+    "stream, no LayerNorm, rows projected to the unit ball), not about the checkpoint's own forward pass"
+)
 
 #: The JSON keys that hold a bound or one of its parameters: ``null`` in a spectra-only report.
 _BOUND_KEYS = (
+    "proved_capacity",
+    "proved_union_cost",
+    "proved_gap",
+    "proved_trivial",
+    "proved_samples_needed",
+    "premises",
+    "reference_model_note",
     "spectral_adaptive",
     "spectral_adaptive_capacity",
     "spectral_adaptive_trivial",
@@ -166,7 +192,19 @@ _ROW_TYPES = {
     "rank": int,
     "covered": bool,
     **dict.fromkeys(
-        ("sigma_max", "frobenius", "nuclear", "stable_rank", "norm_21", "p_opt", "contribution"),
+        (
+            "sigma_max",
+            "frobenius",
+            "nuclear",
+            "stable_rank",
+            "norm_21",
+            "p_opt",
+            "contribution",
+            "proved_p",
+            "spectral_level",
+            "log_scale",
+            "union_cost",
+        ),
         float,
     ),
 }
@@ -176,6 +214,11 @@ _ROW_TYPES = {
 def _count(n: int) -> str:
     """A sample size: ``54``, or ``6.1e+10`` from a million on."""
     return f"{n:d}" if n < 10**6 else f"{float(n):.2g}"
+
+
+def _count_or_inf(m) -> str:
+    """A sample size, or ``> 1e40`` when there is none."""
+    return _count(int(m)) if math.isfinite(m) else "> 1e40"
 
 
 def _rate_text(name: str, rep, rate: str, n) -> str:
@@ -205,29 +248,34 @@ def _verdict_head(flags: dict, n) -> str:
     return f"{vac} vacuous at n = {n}, the other not: "
 
 
-def verdict(spectral, edelman) -> str:
-    """One line: whether the two reports are vacuous (``trivial``: the gap estimate at ``n_samples`` is
-    at or above the loss range 1), the sample size from which each would not be
-    (``samples_needed()``), and where the book defines both (:data:`DEFINED_IN`).
+def verdict(spectral, edelman, network=None) -> str:
+    """One line: whether theorem P's proved bound (``network``) is vacuous (its gap at ``n_samples`` is at or
+    above the loss range 1) and from which sample size it is not, then the two proxies **labelled as not
+    bounds** with their rates, and where the book defines it all (:data:`DEFINED_IN`). Without ``network``
+    the line is the proxies' alone, each labelled.
 
     >>> from genbound.bounds.sakai_imaizumi import SpectralBoundReport, EdelmanProxyReport
     >>> r, e = SpectralBoundReport.examples()[1], EdelmanProxyReport.examples()[1]
     >>> r.n_samples, r.trivial
     (10, True)
     >>> print(verdict(r, e))  # doctest: +ELLIPSIS
-    vacuous at n = 10: spectrum-adaptive capacity/sqrt(n) = ... >= 1 (not vacuous from n = ... on); ...
+    vacuous at n = 10: authors' proxy (not a bound) capacity/sqrt(n) = ... >= 1 (not vacuous from n = ... on); ...
     """
     n = spectral.n_samples
-    parts = [
-        _rate_text("spectrum-adaptive", spectral, "capacity/sqrt(n)", n),
-        _rate_text("Edelman-style", edelman, "value/sqrt(n)", n),
+    proxies = [
+        _rate_text("authors' proxy (not a bound)", spectral, "capacity/sqrt(n)", n),
+        _rate_text("Edelman-style proxy (not a bound)", edelman, "value/sqrt(n)", n),
     ]
-    flags = {"spectrum-adaptive": spectral.trivial, "Edelman-style": edelman.trivial}
-    return _verdict_head(flags, n) + "; ".join(parts) + f"; defined in {DEFINED_IN}"
+    if network is None:
+        flags = {"authors' proxy": spectral.trivial, "Edelman-style proxy": edelman.trivial}
+        return _verdict_head(flags, n) + "; ".join(proxies) + f"; defined in {DEFINED_IN}"
+    head = _verdict_head({"proved bound": network.trivial}, n)
+    proved = _rate_text("proved bound (theorem P)", network, "gap", n)
+    return head + proved + "; " + "; ".join(proxies) + f"; defined in {DEFINED_IN}"
 
 
 # ---------------------------------------------------------------------------------------------- rows
-def matrix_table(report) -> "pd.DataFrame":
+def matrix_table(report, network=None) -> "pd.DataFrame":
     """The per-matrix table a user reads (``--csv``, and ``matrices`` in the JSON): columns ``kind, layer,
     head, rows, cols, rank, sigma_max, frobenius, stable_rank, p_opt, contribution`` (:data:`MATRIX_FIELDS`),
     one row per matrix of a :class:`~genbound.bounds.sakai_imaizumi.SpectralBoundReport`, in its order."""
@@ -244,6 +292,12 @@ def matrix_table(report) -> "pd.DataFrame":
         t["p_opt"].to_numpy(dtype=float),
         t["contribution"].to_numpy(dtype=float),
     )
+    if network is not None:  # theorem P's rows are in the same (hybrid, table) order
+        nt = network.table
+        out["proved_p"] = nt["p"].to_numpy(dtype=float)
+        out["spectral_level"] = nt["spectral_level"].to_numpy(dtype=float)
+        out["log_scale"] = nt["log_scale"].to_numpy(dtype=float)
+        out["union_cost"] = nt["union_cost"].to_numpy(dtype=float)
     return out.reset_index(drop=True)
 
 
@@ -283,10 +337,18 @@ def _gap(report):
     return json_float(None if report.n_samples is None else report.gap_at(report.n_samples))
 
 
-def _bound_dict(r, e) -> dict:
-    """The JSON keys of both proxies (``r``: the spectrum-adaptive report, ``e``: the Edelman-style one)."""
+def _bound_dict(r, e, nb) -> dict:
+    """The JSON keys of the proved bound (``nb``) and both proxies (``r``: the spectrum-adaptive report,
+    ``e``: the Edelman-style one)."""
     finite = math.isfinite(e.value)
     return {
+        "proved_capacity": nb.capacity,
+        "proved_union_cost": nb.union_cost,
+        "proved_gap": _gap(nb),
+        "proved_trivial": nb.trivial,
+        "proved_samples_needed": json_float(nb.samples_needed()),
+        "premises": nb.premises,
+        "reference_model_note": REFERENCE_NOTE,
         "spectral_adaptive": r.value,
         "spectral_adaptive_capacity": r.to_dict()["capacity"],
         "spectral_adaptive_trivial": r.trivial,
@@ -304,7 +366,7 @@ def analysis_dict(a) -> dict:
     w, r, e = a.weights, a.spectral, a.edelman
     mt = a.matrices()
     return {
-        **_bound_dict(r, e),
+        **_bound_dict(r, e, a.network),
         "layers": w.n_layers,
         "hidden": w.hidden,
         "heads": w.n_heads,
@@ -383,9 +445,14 @@ def _summary_lines(a, d: dict) -> list[str]:
         "matrices per layer: QK = one head's W_Q W_K^T, V = one head's W_V W_O (one each per head), "
         "M_in and M_out = the feed-forward matrices",
         "spectrum routes: " + ", ".join(f"{k} {v}" for k, v in d["routes"].items()),
-        f"spectral-adaptive proxy (Sakai & Imaizumi): {a.spectral.value:.6g}   [sum over {n} matrices of "
+        f"PROVED BOUND (theorem P, book/part3/network.md): capacity {a.network.capacity:.6g}, union cost "
+        f"{a.network.union_cost:.5g} nats, gap <= 2 capacity/sqrt(n) + 3 sqrt((log(2/delta) + union)/(2n)); "
+        f"gap <= 1 from n = {_count_or_inf(a.network.samples_needed())}",
+        f"premises: {a.network.premises}",
+        f"note: {REFERENCE_NOTE}",
+        f"authors' proxy, not a bound (Sakai & Imaizumi): {a.spectral.value:.6g}   [sum over {n} matrices of "
         f"min_p T(p), + sqrt(L); grid m = {d['grid_m']}, mode {d['mode']}]",
-        f"Edelman-style proxy: {ed}   (log = {a.edelman.log_value:.6g})",
+        f"Edelman-style proxy, not a bound: {ed}   (log = {a.edelman.log_value:.6g})",
         d["verdict"],
     ]
 
