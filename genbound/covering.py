@@ -44,6 +44,7 @@ __all__ = [
     "RANK_NET_BASE",
     "SUDAKOV_CONSTANT",
     "rank_net_log_cover",
+    "rank_net_log_cover_log",
     "gaussian_max_lower_bound",
     "spectral_ball_width",
     "sudakov_log_cover",
@@ -317,14 +318,19 @@ def rank_net_log_cover(rank, rows, cols, frob_radius, eps) -> torch.Tensor:
     >>> round(float(rank_net_log_cover(1, 2, 2, 1.0, 0.9)), 6)   # 5 log 10
     11.512925
     """
+    R = torch.as_tensor(frob_radius, dtype=torch.float64)
+    e = torch.as_tensor(eps, dtype=torch.float64)
+    return rank_net_log_cover_log(rank, rows, cols, R.log(), e.log())
+
+
+def rank_net_log_cover_log(rank, rows, cols, log_frob_radius, log_eps) -> torch.Tensor:
+    """:func:`rank_net_log_cover` with the radius and ``eps`` given by their logs (radii beyond float64 stay
+    finite): ``(rows + cols + 1) rank max(log 9 + log_frob_radius - log_eps, 0)``, 0 at rank 0."""
     r = torch.as_tensor(rank, dtype=torch.float64)
     P = (torch.as_tensor(rows, dtype=torch.float64) + cols + 1) * r
-    ratio = (
-        RANK_NET_BASE
-        * torch.as_tensor(frob_radius, dtype=torch.float64)
-        / torch.as_tensor(eps, dtype=torch.float64)
-    )
-    return torch.where(r > 0, P * ratio.log().clamp(min=0.0), torch.zeros_like(P * ratio))
+    gap = math.log(RANK_NET_BASE) + torch.as_tensor(log_frob_radius, dtype=torch.float64) - log_eps
+    val = P * gap.clamp(min=0.0)
+    return torch.where(r > 0, val, torch.zeros_like(val))
 
 
 def gaussian_max_lower_bound(M) -> torch.Tensor:

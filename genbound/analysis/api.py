@@ -267,7 +267,7 @@ def analyze(
     ('bert', 12, False)
     >>> t = a.matrices()                        # a pandas DataFrame, one row per matrix
     >>> t.shape, list(t.columns[:4])
-    ((12, 11), ['kind', 'layer', 'head', 'rows'])
+    ((12, 15), ['kind', 'layer', 'head', 'rows'])
     >>> float(t["contribution"].sum() + 2 ** 0.5) == a.spectral.value
     True
     >>> genbound.analyze(torch.compile(model)).spectral.value == a.spectral.value

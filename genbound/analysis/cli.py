@@ -31,7 +31,7 @@ paths before any work, and which report it prints or writes).
 >>> rc, out["layers"], out["hidden"], out["heads"], out["n_matrices"], len(out["matrices"])
 (0, 2, 8, 2, 12, 12)
 >>> sorted(out["matrices"][0])
-['contribution', 'frobenius', 'head', 'kind', 'layer', 'p_opt', 'rank', 'shape', 'sigma_max', 'stable_rank']
+['contribution', 'frobenius', 'head', 'kind', 'layer', 'log_scale', 'p_opt', 'proved_p', 'rank', 'shape', 'sigma_max', 'spectral_level', 'stable_rank', 'union_cost']
 """
 
 from __future__ import annotations

@@ -472,11 +472,11 @@ register(
                 name="no-split",
                 what="both pieces covered at the full radius",
             ),
-            replaced(
+            scaled(
                 _cov,
-                "sudakov_log_cover",
-                lambda old: lambda w, e: old(w, e) / 1e3,
-                name="sqrt-T-dropped",
+                "SUDAKOV_CONSTANT",
+                1e-3,
+                name="residual-constant-shrunk",
                 what="the residual's cover without its factors (T and the constant)",
             ),
         ),

@@ -134,14 +134,18 @@ def test_n_samples_fields_follow_the_protocol(tmp_path, capsys, std, n):
     assert d["spectral_adaptive_trivial"] == (r.gap_at(n) >= 1.0) == (n < need)
     assert d["edelman_trivial"] == (e.gap_at(n) >= 1.0)
     assert d["edelman_gap"] == e.gap_at(n)
+    # the verdict is the proved bound's (theorem P); the proxies are labelled as not bounds
+    nb = a.network
+    assert d["proved_gap"] == nb.gap_at(n) and d["proved_capacity"] == nb.capacity
+    assert d["proved_trivial"] == (nb.gap_at(n) >= 1.0)
+    pn = d["proved_samples_needed"]
+    assert nb.gap_at(pn) <= 1.0 and (pn == 1 or nb.gap_at(pn - 1) > 1.0)
     v = d["verdict"]
-    assert "\n" not in v and "book/part3/deep.md" in v and "prop-sa-capacity" in v
-    if d["spectral_adaptive_trivial"] and d["edelman_trivial"]:
-        assert v.startswith(f"vacuous at n = {n}:")
-    elif not (d["spectral_adaptive_trivial"] or d["edelman_trivial"]):
-        assert v.startswith(f"not vacuous at n = {n}:")
-    else:
-        assert "vacuous at n =" in v and "the other not" in v
+    assert "\n" not in v and "book/part3/network.md" in v and "thm-p-network" in v
+    assert v.count("(not a bound)") == 2
+    assert v.startswith(
+        f"vacuous at n = {n}:" if d["proved_trivial"] else f"not vacuous at n = {n}:"
+    )
 
 
 def test_tiny_weights_are_not_vacuous_at_a_large_n_and_vacuous_at_a_small_one(tmp_path, capsys):
@@ -181,7 +185,7 @@ def test_edelman_beyond_the_limit_is_null_and_said(tmp_path, capsys):
     make_bert_checkpoint(tmp_path, layers=4, heads=2, hidden=8, d_ff=8, seed=0, std=1e3)
     d = _json(tmp_path, "--n-samples", "100", capsys=capsys)
     assert d["edelman_samples_needed"] is None and d["edelman_trivial"] is True
-    assert "Edelman-style value/sqrt(n) = " in d["verdict"]
+    assert "Edelman-style proxy (not a bound) value/sqrt(n) = " in d["verdict"]
     assert "vacuous for every n up to 1e40" in d["verdict"]
 
 

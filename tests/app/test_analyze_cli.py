@@ -53,7 +53,8 @@ def test_csv_plot_and_text(ckpt, tmp_path, capsys):
         main(["analyze", str(ckpt), "--csv", str(csv), "--plot", str(png), "--device", "cpu"]) == 0
     )
     text = capsys.readouterr().out
-    assert "spectral-adaptive proxy" in text and "Edelman-style proxy" in text
+    assert "PROVED BOUND (theorem P" in text and "premises: reference architecture" in text
+    assert "authors' proxy, not a bound" in text and "Edelman-style proxy, not a bound" in text
     t = pd.read_csv(csv)
     assert list(t.columns[:3]) == ["kind", "layer", "head"] and len(t) == 18
     assert set(t.loc[t.kind.isin(["M_in", "M_out"]), "head"]) == {-1}
@@ -204,6 +205,10 @@ def test_json_matrices_equal_the_csv_table(ckpt, tmp_path, capsys):
         "stable_rank",
         "p_opt",
         "contribution",
+        "proved_p",
+        "spectral_level",
+        "log_scale",
+        "union_cost",
     ]
     for r, c in zip(rows, t.to_dict("records")):
         assert r["shape"] == [c["rows"], c["cols"]]
