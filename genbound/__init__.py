@@ -9,7 +9,8 @@ matplotlib) and works without them; a name whose module needs a package that is 
 ``AttributeError`` naming the package and how to install it (so ``help(genbound)`` lists the rest).
 Every error genbound raises on purpose is a :class:`GenboundError`.
 
-``genbound.analyze(model)`` evaluates both Part III proxies of a model (a checkpoint folder, a
+``genbound.network_bound(model)`` evaluates theorem P, the bound Part III proves;
+``genbound.analyze(model)`` headlines it beside both Part III proxies of a model (a checkpoint folder, a
 ``torch.nn.Module``, a state dict with its config): :func:`genbound.analysis.api.analyze`.
 
 >>> import genbound
@@ -76,6 +77,7 @@ _LAZY = {
     # Part III: weights and the spectrum-adaptive bound
     "TransformerWeights": "genbound.weights",
     "load_weights": "genbound.weights",
+    "network_bound": "genbound.checkpoint_bounds",
     "spectral_adaptive_bound": "genbound.checkpoint_bounds",
     "edelman_proxy": "genbound.checkpoint_bounds",
     "Spectra": "genbound.weights",

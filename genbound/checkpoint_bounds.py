@@ -3,7 +3,8 @@
 :func:`genbound.bounds.sakai_imaizumi.spectral_adaptive_bound` and
 :func:`~genbound.bounds.sakai_imaizumi.edelman_proxy` are pure functions of
 :class:`~genbound.weights.TransformerWeights` or :class:`~genbound.weights.Spectra` and never read a file.
-The two functions here, exported as ``genbound.spectral_adaptive_bound`` and ``genbound.edelman_proxy``, also
+The functions here, exported as ``genbound.network_bound`` (theorem P, the proved bound),
+``genbound.spectral_adaptive_bound`` and ``genbound.edelman_proxy``, also
 accept anything :func:`genbound.weights.load_weights` reads (a checkpoint folder, a ``torch.nn.Module``),
 load it, and pass it on with the same keyword arguments. ``genbound analyze`` (:mod:`genbound.analysis`) is
 the command-line form.
@@ -19,10 +20,11 @@ the command-line form.
 
 from __future__ import annotations
 
+from .bounds import network as _net
 from .bounds import sakai_imaizumi as _si
 from .weights import Spectra, TransformerWeights, load_weights
 
-__all__ = ["spectral_adaptive_bound", "edelman_proxy", "as_weights"]
+__all__ = ["network_bound", "spectral_adaptive_bound", "edelman_proxy", "as_weights"]
 
 
 def as_weights(source):
@@ -32,6 +34,12 @@ def as_weights(source):
     if isinstance(source, (TransformerWeights, Spectra)):
         return source
     return load_weights(source)
+
+
+def network_bound(weights, n_samples=None, **kwargs) -> _net.NetworkBound:
+    """:func:`genbound.bounds.network.network_bound` (theorem P, the proved bound) of
+    :func:`as_weights` ``(weights)`` (same arguments)."""
+    return _net.network_bound(as_weights(weights), n_samples, **kwargs)
 
 
 def spectral_adaptive_bound(weights, **kwargs) -> _si.SpectralBoundReport:
