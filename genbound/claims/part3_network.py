@@ -199,7 +199,7 @@ register(
         numeric=FunctionCheck(_rank_net_check),
         rtol=EQ_RTOL,
         symbolic=lambda: float(sn.rank_net_base()) == _cov.RANK_NET_BASE,
-        covers=("genbound.covering.rank_net_log_cover",),
+        covers=("genbound.covering.rank_net_log_cover", "genbound.covering.rank_net_log_cover_log"),
         mutants=(
             scaled(
                 _cov,
