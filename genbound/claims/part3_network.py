@@ -92,13 +92,46 @@ def _hybrid_ratios(gen, *, improper: float = 1.0) -> list[tuple[str, float]]:
     return ratios
 
 
+def qk_adversarial_ratio(delta: float = 1e-4) -> float:
+    """The query-key line of lem-p-hybrid-step on a built instance where it binds within the softmax's factor 2
+    and the feed-forward block's ``L_phi``: two antipodal tokens at the balanced point of head 1, a third token
+    that head 2 turns into a constant offset placing GELU in its linear range, norms below the projections.
+    The ratio is about ``1 / (2 L_phi) = 0.44``."""
+    e1, e2 = torch.eye(3, dtype=DT)[0], torch.eye(3, dtype=DT)[1]
+    X = torch.stack([e1, -e1, e2]).unsqueeze(0)  # b = 1
+    K = 60.0
+    qk1 = -K * torch.outer(e1, e2)  # token 1 ignores token 3; tokens 1 and 2 tie
+    v1 = torch.outer(e1, e1)  # C_V = 1
+    qk2, v2 = (
+        torch.zeros(3, 3, dtype=DT),
+        2.7 * torch.outer(e2, e2),
+    )  # head 2: (1/3)(2.7) e2 for every token
+    c = 6.0 / math.sqrt(2.0)
+    m_in = torch.tensor([[c, -c], [c, c], [0.0, 0.0]], dtype=DT)  # 6 times a rotation on (e1, e2)
+    m_out = torch.tensor([[1.0, 1.0, 0.0], [-1.0, 1.0, 0.0]], dtype=DT) / math.sqrt(2.0) / 6.0
+    layers = [([qk1, qk2], [v1, v2], m_in, m_out)]
+    D = delta * torch.outer(e1, e1)
+    b = [([qk1 + D, qk2], [v1, v2], m_in, m_out)]
+    lhs = float((_forward(X, layers) - _forward(X, b)).norm(dim=-1).amax())
+    lv = [_spec(W) for W in (qk1, v1, qk2, v2, m_in, m_out)]
+    sens = _net.network_sensitivities(
+        torch.tensor([[lv[0], lv[2]]], dtype=DT),
+        torch.tensor([[lv[1], lv[3]]], dtype=DT),
+        torch.tensor([lv[4]], dtype=DT),
+        torch.tensor([lv[5]], dtype=DT),
+        input_radius=1.0,
+    )
+    meas = float((X[0] @ D).norm(dim=-1).max())
+    return lhs / (math.exp(float(sens["log_alpha"][0] + sens["log_sens"][0])) * meas)
+
+
 def _hybrid_check(seed: int) -> tuple[float, int]:
     gen = torch.Generator().manual_seed(seed)
     worst, n = 0.0, 0
     for _ in range(60):
         r = [x for _, x in _hybrid_ratios(gen)]
         worst, n = max(worst, max(r)), n + len(r)
-    return worst, n
+    return max(worst, qk_adversarial_ratio()), n + 1
 
 
 def improper_violation(seed: int = 0, factor: float = 3.0, trials: int = 40) -> float:
@@ -111,7 +144,9 @@ def improper_violation(seed: int = 0, factor: float = 3.0, trials: int = 40) -> 
     return worst
 
 
-def _halve_qk(old):
+def _scale_qk(old, factor: float):
+    """``network_sensitivities`` with every query-key sensitivity times ``factor`` (a mutant)."""
+
     def f(*a, **k):
         out = old(*a, **k)
         H = torch.as_tensor(a[0]).shape[1]
@@ -119,10 +154,15 @@ def _halve_qk(old):
         ls = out["log_sens"].clone()
         for i in range(ls.numel()):
             if i % per < 2 * H and (i % per) % 2 == 0:
-                ls[i] -= math.log(2.0)
+                ls[i] += math.log(factor)
         return {**out, "log_sens": ls}
 
     return f
+
+
+def _halve_qk(old):
+    """``network_sensitivities`` with the query-key sensitivity halved (a mutant)."""
+    return _scale_qk(old, 0.5)
 
 
 register(
@@ -140,6 +180,13 @@ register(
             "genbound.bounds.network.matrix_order",
         ),
         mutants=(
+            replaced(
+                _net,
+                "network_sensitivities",
+                lambda old: _scale_qk(old, 0.25),
+                name="qk-sensitivity-quartered",
+                what="the query-key sensitivity with a softmax constant 1/2, below the tight constant 1",
+            ),
             replaced(
                 _net,
                 "network_sensitivities",
