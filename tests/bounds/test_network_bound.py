@@ -112,3 +112,43 @@ def test_package_face_and_json():
     d = r.to_dict(target=1.0)
     assert d["bound"] == "NetworkBound" and d["premises"].startswith("reference architecture")
     assert d["samples_needed"] == r.samples_needed()
+
+
+def test_quadrature_at_p_above_0_lies_between_riemann_sums():
+    """The integrand sqrt(sum_a H_a(eps)) is non-increasing in eps, so left and right Riemann sums on any grid
+    bracket the integral; the production quadrature (with p > 0 matrices, min over ranks, kinks) lies inside."""
+    g = torch.Generator().manual_seed(3)
+    for _ in range(4):
+        kw = []
+        for _ in range(3):
+            rows, cols = (int(x) for x in torch.randint(3, 20, (2,), generator=g))
+            p = float(torch.empty(1).uniform_(0.1, 2.0, generator=g))
+            s = float(torch.empty(1).uniform_(0.2, 5.0, generator=g))
+            kw.append(
+                dict(
+                    p=p,
+                    level=0.5 * min(rows, cols) * s**p,
+                    s=s,
+                    rows=rows,
+                    cols=cols,
+                    log_scale=float(torch.empty(1).uniform_(-6, 8, generator=g)),
+                    seq_len=32,
+                )
+            )
+        covers = [lambda e, k=k: net.matrix_log_cover(e, **k) for k in kw]
+        tail_P = [(k["rows"] + k["cols"] + 1) * min(k["rows"], k["cols"]) for k in kw]
+        tail_lb = [
+            math.log(9 * k["s"] * math.sqrt(min(k["rows"], k["cols"]))) + k["log_scale"] for k in kw
+        ]
+        q = net.quadrature_dudley_integral(covers, tail_P, tail_lb)
+        top = net.dudley_top()
+        eps = top * torch.exp(-torch.linspace(0, 60, 200_001, dtype=torch.float64))  # decreasing
+        f = sum(c(eps) for c in covers).clamp(min=0).sqrt()
+        widths = eps[:-1] - eps[1:]
+        upper = float(
+            (f[1:] * widths).sum()
+        )  # the left end in eps is the smaller one: the larger value
+        lower = float((f[:-1] * widths).sum())
+        tail = net.p0_dudley_integral(tail_P, tail_lb, float(eps[-1]))
+        assert lower <= q <= upper + tail
+        assert (upper - lower) / q < 1e-3
