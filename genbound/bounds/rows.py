@@ -15,6 +15,7 @@ independent recomputation (the claims stand below the experiments); the experime
 from __future__ import annotations
 
 import math
+from typing import Any, Callable
 
 from .edelman import edelman_bound_from_model
 from .trauger_tewari import trauger_tewari_bound_from_model
@@ -70,8 +71,8 @@ def bound_fields(
     different norms would share the capacity of one grid point; the capacity is free of ``delta``, so
     the grid's prior does not enter it, and the rounding changes it by less than a factor 2 per radius.
     The Edelman-type bound is stated for one layer: for a deeper ``net`` its fields are ``nan``."""
-    kw = dict(m=m, delta=delta, B_X=B_X, margin=margin)
-    theorems = (
+    kw: dict[str, Any] = dict(m=m, delta=delta, B_X=B_X, margin=margin)
+    theorems: tuple[tuple[str, Callable[..., Any], dict[str, Any]], ...] = (
         ("tt", trauger_tewari_bound_from_model, {}),
         ("edelman", edelman_bound_from_model, {"T": seq_len + 1}),
     )
