@@ -474,8 +474,8 @@ register(
 # cor-lm-top1
 # ---------------------------------------------------------------------------------------------------
 def _top1_check(seed: int) -> tuple[float, int]:
-    """``lm_certificates``: the top-1 error bounds are the kl-form token bound and the document bound with
-    the 0-1 loss (``lo = 0, w = 1``), the log-loss bounds with the smoothed range; against the
+    """``lm_certificates``: the top-1 error bounds are the kl-form and the Azuma token bound and the document
+    bound with the 0-1 loss (``lo = 0, w = 1``), the log-loss bounds with the smoothed range; against the
     references of this module (two-sided)."""
     rng = random.Random(seed)
     dev = _sym(sc.azuma_occam_deviation(), "w", "C", "delta", "M")
@@ -492,6 +492,7 @@ def _top1_check(seed: int) -> tuple[float, int]:
         e = errors / M
         worst = max(worst, _two_sided(b["token_err"].bound, min(1.0, _kl_grid_ref(e, M, C, d))))
         worst = max(worst, _two_sided(b["doc_err"].bound, _kl_inv(e, float(rhs(C, m, d)))))
+        worst = max(worst, _two_sided(b["token_err_azuma"].bound, e + float(dev(1.0, C, d, M))))
         worst = max(worst, _two_sided(b["token"].bound, emp + float(dev(w, C, d, M))))
         worst = max(
             worst,
@@ -513,11 +514,22 @@ def _swap_range(old):
     return f
 
 
+def _azuma_error_width(old):
+    def f(emp, sumsq, errors, V, alpha, m, M, C, d, **kw):
+        out = old(emp, sumsq, errors, V, alpha, m, M, C, d, **kw)
+        out["token_err_azuma"] = cb.CompressionBound.of(
+            "token", errors / M, 0.0, out["width"], M, C, d, 1 - 1 / V
+        )
+        return out
+
+    return f
+
+
 register(
     Claim(
         label="cor-lm-top1",
-        statement="the top-1 error of every model h obeys the token-level (kl form) and document-level "
-        "theorems with the 0-1 loss (lo = 0, width = 1)",
+        statement="the top-1 error of every model h obeys the token-level (kl form and Azuma form) and "
+        "document-level theorems with the 0-1 loss (lo = 0, width = 1)",
         chapter=CH,
         provenance="standard",
         numeric=FunctionCheck(_top1_check),
@@ -529,6 +541,13 @@ register(
                 _swap_range,
                 name="error-with-log-loss-width",
                 what="the error bound with the smoothed log-loss's width",
+            ),
+            replaced(
+                cb,
+                "lm_certificates",
+                _azuma_error_width,
+                name="azuma-error-with-log-loss-width",
+                what="the Azuma error bound (the Part VII sweep's saved column) with the smoothed log-loss's width",
             ),
         ),
     )
