@@ -456,8 +456,8 @@ def lm_certificates(
     confidence over them before calling): the smoothed log-loss (mean ``emp`` bits per character, sum of
     squares ``sumsq``, over ``M`` training characters in ``n_samples`` documents) at the token level (Azuma
     ``"token"``, kl form ``"token-kl"``, empirical Bernstein ``"token-eb"``) and the document level
-    (``"document"``); the top-1 error rate ``errors / M`` at the token level (kl form, ``"token_err"``)
-    and the document level (``"doc_err"``); with ``heldout`` (the held-out mean loss over ``n_held``
+    (``"document"``); the top-1 error rate ``errors / M`` at the token level (kl form, ``"token_err"``;
+    Azuma, ``"token_err_azuma"``, the column the Part VII sweep saved) and the document level (``"doc_err"``); with ``heldout`` (the held-out mean loss over ``n_held``
     documents) the test-set bound ``"test"`` (and ``"test_err"`` from ``heldout_errors``, a rate).
     ``code_bits``: the model's whole code (the family flag included, :data:`FAMILY_BITS`).
 
@@ -479,6 +479,9 @@ def lm_certificates(
         ),
         "token_err": CompressionBound.of(
             "token-kl", err, 0.0, 1.0, M, code_bits, delta, err_chance
+        ),
+        "token_err_azuma": CompressionBound.of(
+            "token", err, 0.0, 1.0, M, code_bits, delta, err_chance
         ),
         "doc_err": CompressionBound.of(
             "document", err, 0.0, 1.0, n_samples, code_bits, delta, err_chance

@@ -12,12 +12,22 @@ import numpy as np
 import torch
 
 from . import register
-from ._core import AllOf, Claim, FunctionCheck, InequalityCheck, replaced, scaled, timed_check
+from ._core import (
+    AllOf,
+    Claim,
+    FunctionCheck,
+    InequalityCheck,
+    Mutant,
+    replaced,
+    scaled,
+    timed_check,
+)
 from ..bounds import radius_grid as _rg
+from ..bounds import rows as _rows
 from .. import positional as _en
 from ..bounds import edelman as _ed
 from ..bounds import trauger_tewari as _tt
-from ..nets import ReferenceTransformer
+from ._part2_rows import from_model_agreement, row_check
 
 CH = "book/part2/sparse_majority.md"
 F64 = torch.float64
@@ -351,134 +361,6 @@ def _union_mass_ratio(seed: int) -> tuple[float, int]:
     return worst, trials
 
 
-def _grid_up(r: float) -> tuple[int, float]:
-    """``(i, 2^i)`` with ``2^i`` the smallest power of two ``>= r``, by ``frexp`` (independent of
-    :func:`~genbound.bounds.radius_grid.grid_point`)."""
-    mant, ex = math.frexp(r)  # r = mant 2^ex, mant in [0.5, 1)
-    i = ex - 1 if mant == 0.5 else ex
-    return i, math.ldexp(1.0, i)
-
-
-def _prior_product(indices) -> float:
-    from fractions import Fraction
-
-    p = Fraction(1)
-    for i in indices:
-        p *= Fraction(2, 3 * (abs(i) + 1) * (abs(i) + 2))
-    return float(p)
-
-
-def _from_model_agreement(seed: int) -> tuple[float, int]:
-    """The bounds at a model's norms, read by the package, equal the theorems at independently read,
-    rounded radii: ``max(v / ref, ref / v)`` over random :class:`~genbound.nets.ReferenceTransformer`
-    models (depths 1-2 for Trauger-Tewari, 1 for Edelman-type; with and without biases and the dense
-    map; weights scaled over four decades), with and without the radius grid.
-
-    The reference reads every norm from the model's effective maps with numpy (entrywise l1,
-    spectral, Frobenius, column-convention (2,1)), rounds it up with ``frexp`` and gives the confidence
-    ``delta prod_j (2/3)/((|i_j|+1)(|i_j|+2))`` with exact fractions; the theorems are the
-    package's :func:`~genbound.bounds.trauger_tewari.trauger_tewari_bound` and
-    :func:`~genbound.bounds.edelman.edelman_bound`, whose values other claims check against sympy."""
-    import numpy as np
-
-    rng = np.random.default_rng(seed)
-    worst, trials = 1.0, 0
-    for i in range(16):
-        L = 1 + (i % 2)
-        bias, dense = bool(i % 4 >= 2), bool(i % 8 < 6)
-        net = ReferenceTransformer(
-            int(rng.integers(3, 7)),
-            n_layers=L,
-            n_heads=int(rng.integers(1, 3)),
-            bias=bias,
-            dense=dense,
-            seed=int(rng.integers(10**6)),
-        )
-        with torch.no_grad():
-            scale = 10 ** rng.uniform(-2, 2)
-            for prm in net.parameters():
-                prm.mul_(scale)
-        E = net.effective_weights()
-        arr = lambda t: t.detach().double().cpu().numpy()  # noqa: E731
-        l11 = lambda M: float(np.abs(M).sum())  # noqa: E731
-        op = lambda M: float(np.linalg.norm(M, 2))  # noqa: E731
-        fro = lambda M: float(np.linalg.norm(M))  # noqa: E731
-        l21 = lambda M: float(np.linalg.norm(M, axis=0).sum())  # noqa: E731
-        m, delta, B_X = (
-            int(10 ** rng.uniform(2, 12)),
-            float(10 ** rng.uniform(-3, -1)),
-            float(rng.uniform(0.5, 3)),
-        )
-        for grid in (False, True):
-            idx = []
-
-            def rad(v):
-                if not grid:
-                    return v
-                j, r = _grid_up(v)
-                idx.append(j)
-                return r
-
-            layers = []
-            for l in range(L):
-                QK, V = arr(E.QK[l]), arr(E.V[l])
-                H = QK.shape[0]
-                B_QK = tuple(rad(l11(QK[h])) for h in range(H))
-                S_QK = tuple(rad(op(QK[h])) for h in range(H))
-                B_V = tuple(rad(l11(V[h])) for h in range(H))
-                S_V = tuple(rad(op(V[h])) for h in range(H))
-                C = (rad(l11(arr(E.C[l]))), rad(op(arr(E.C[l])))) if dense else (None, None)
-                layers.append(_tt.LayerRadii(B_QK, S_QK, B_V, S_V, *C))
-            B_w = rad(l11(arr(E.w)))
-            d_ref = delta * _prior_product(idx) if grid else delta
-            ref = _tt.trauger_tewari_bound(
-                layers,
-                B_X=B_X,
-                B_w=B_w,
-                d=net.d,
-                m=m,
-                delta=d_ref,
-                out_dim=net.out_dim,
-                L_sigma=net.L_sigma,
-                bias=net.bias,
-                row_norm=net.row_norm,
-            ).value
-            got = _tt.trauger_tewari_bound_from_model(
-                net, m=m, delta=delta, B_X=B_X, radius_grid=grid
-            ).value
-            worst, trials = max(worst, got / ref, ref / got), trials + 1
-            if L == 1:
-                idx = []
-                QK, V = arr(E.QK[0]), arr(E.V[0])
-                H = QK.shape[0]
-                lay = _ed.EdelmanLayerRadii(
-                    tuple(rad(fro(QK[h])) for h in range(H)),
-                    tuple(rad(l21(V[h])) for h in range(H)),
-                    tuple(rad(op(V[h])) for h in range(H)),
-                    rad(l21(arr(E.C[0]))) if dense else None,
-                    rad(op(arr(E.C[0]))) if dense else None,
-                )
-                B_w21, S_w = rad(l21(arr(E.w))), rad(op(arr(E.w)))
-                d_ref = delta * _prior_product(idx) if grid else delta
-                T = int(rng.integers(2, 200))
-                ref = _ed.edelman_bound(
-                    lay,
-                    B_X=B_X,
-                    B_w21=B_w21,
-                    S_w=S_w,
-                    d=net.d,
-                    m=m,
-                    T=T,
-                    delta=d_ref,
-                    bias=net.bias,
-                ).value
-                got = _ed.edelman_bound_from_model(
-                    net, m=m, T=T, delta=delta, B_X=B_X, radius_grid=grid
-                ).value
-                worst, trials = max(worst, got / ref, ref / got), trials + 1
-    return worst, trials
-
-
 def _union_symbolic() -> bool:
     from ..symbolic import radius_grid as srg
 
@@ -529,7 +411,7 @@ register(
             (
                 FunctionCheck(_rounding_check),
                 FunctionCheck(_union_mass_ratio),
-                FunctionCheck(_from_model_agreement),
+                FunctionCheck(from_model_agreement),
             )
         ),
         symbolic=_union_symbolic,
@@ -565,6 +447,70 @@ register(
                 lambda old: lambda delta, indices: delta,
                 name="no-confidence-split",
                 what="every grid point at the full delta (no union bound)",
+            ),
+        ),
+    )
+)
+
+
+# ---------------------------------------------------------------------------------------------------
+# prop-sm-row-bounds
+# ---------------------------------------------------------------------------------------------------
+def _forced(**fixed):
+    """A patch maker: the function called with the keyword arguments ``fixed`` whatever the caller passed."""
+    return lambda old: lambda net, **k: old(net, **{**k, **fixed})
+
+
+register(
+    Claim(
+        label="prop-sm-row-bounds",
+        statement="a saved row's bound columns are the fixed-radius theorems read at the row's saved norms: "
+        "_bound and _trivial of the theorem at the norms rounded up to powers of 2 with confidence "
+        "delta prod_j (2/3)/((|i_j|+1)(|i_j|+2)) over every radius (readout included), _capacity of the "
+        "theorem at the norms themselves, _m_star the sample size at which the certified bound reaches 1/2; "
+        "the Edelman-type bound on seq_len + 1 rows, and nan for a network of more than one layer",
+        chapter=CH,
+        provenance="reconstructed",
+        numeric=FunctionCheck(row_check),
+        covers=("genbound.bounds.rows.bound_fields", "genbound.bounds.rows.bound_results"),
+        mutants=(
+            Mutant(
+                "no-radius-union",
+                "the certified columns at the norms themselves (the union over the grid of radii dropped)",
+                (
+                    (_rows, "trauger_tewari_bound_from_model", _forced(radius_grid=False)),
+                    (_rows, "edelman_bound_from_model", _forced(radius_grid=False)),
+                ),
+            ),
+            Mutant(
+                "readout-split-free",
+                "the readout's grid indices left out of the confidence split (delta' too large)",
+                (
+                    (_tt, "round_radii", lambda old: lambda r, **k: (old(r, **k)[0], [])),
+                    (_ed, "round_radii", lambda old: lambda r, **k: (old(r, **k)[0], [])),
+                ),
+            ),
+            Mutant(
+                "split-by-count",
+                "delta' = delta / k over the k radii (a finite union, not the prior over the grid)",
+                (
+                    (_tt, "union_delta", lambda old: lambda d, idx: d / len(list(idx))),
+                    (_ed, "union_delta", lambda old: lambda d, idx: d / len(list(idx))),
+                ),
+            ),
+            replaced(
+                _rows,
+                "trauger_tewari_bound_from_model",
+                _forced(radius_grid=True),
+                name="capacity-at-grid",
+                what="the capacity read at the rounded radii, not at the network's own norms",
+            ),
+            replaced(
+                _rows,
+                "edelman_bound_from_model",
+                lambda old: lambda net, **k: old(net, **{**k, "T": k["T"] - 1}),
+                name="cls-row-dropped",
+                what="the Edelman-type bound on seq_len rows (the [CLS] row left out)",
             ),
         ),
     )

@@ -22,7 +22,6 @@ import mpmath
 import numpy as np
 import sympy as sp
 import torch
-from scipy.optimize import brentq
 
 from . import register
 from ._core import AllOf, Claim, FunctionCheck, replaced
@@ -31,18 +30,14 @@ from ..bounds import ngram as ng
 from ..char_lm import evaluate as ev
 from ..char_lm.model import CharTransformer, inputs_of
 from ..symbolic import compression as sc
+from ._part7 import DOC_SHARED_MUTANT, TOKEN_SHARED_MUTANTS, azuma_coverage, kraft_coverage
+from ._part7 import azuma_error_width as _azuma_error_width, dict_losses as _dict_losses
+from ._part7 import doc_mutant as _doc_mutant, kl_inv as _kl_inv, swap_range as _swap_range
+from ._part7 import token_mutant as _token_mutant, two_sided as _two_sided
 
 CH = "book/part7/compression.md"
 _COV = "genbound.bounds.compression."
 _EV = "genbound.char_lm.evaluate."
-
-
-def _two_sided(a: float, b: float) -> float:
-    if a == b:
-        return 1.0
-    if a <= 0 or b <= 0:
-        return math.inf
-    return max(a / b, b / a)
 
 
 def _sym(fn, *names):
@@ -352,10 +347,6 @@ def _token_check(seed: int) -> tuple[float, int]:
     return worst, trials
 
 
-def _token_mutant(fn):
-    return lambda old: lambda emp, lo, w, M, C, d: fn(old, emp, lo, w, M, C, d)
-
-
 register(
     Claim(
         label="thm-lm-token-bound",
@@ -363,7 +354,13 @@ register(
         "(1/M) sum_k l_h(x_k) + w sqrt((C(h) ln 2 + ln(1/delta)) / (2M))",
         chapter=CH,
         provenance="paper",
-        numeric=FunctionCheck(_token_check),
+        numeric=AllOf(
+            (
+                FunctionCheck(_token_check),
+                FunctionCheck(azuma_coverage),
+                FunctionCheck(kraft_coverage),
+            )
+        ),
         symbolic=lambda: sc.azuma_occam_deviation().has(sc.C),
         covers=(_COV + "token_bound", _COV + "CompressionBound.of"),
         mutants=(
@@ -388,6 +385,7 @@ register(
                 name="unit-width",
                 what="the deviation of a [0, 1]-valued loss",
             ),
+            *TOKEN_SHARED_MUTANTS,
         ),
     )
 )
@@ -396,21 +394,6 @@ register(
 # ---------------------------------------------------------------------------------------------------
 # thm-lm-document-bound
 # ---------------------------------------------------------------------------------------------------
-def _kl(q, p):
-    out = 0.0
-    if q > 0:
-        out += q * math.log(q / p)
-    if q < 1:
-        out += (1 - q) * math.log((1 - q) / (1 - p))
-    return out
-
-
-def _kl_inv(q, c):
-    if q >= 1 or _kl(q, 1 - 1e-15) <= c:
-        return 1.0
-    return brentq(lambda p: _kl(q, p) - c, q, 1 - 1e-15, xtol=1e-15, rtol=1e-15)
-
-
 def _doc_check(seed: int) -> tuple[float, int]:
     """``document_bound`` against ``lo + w kl^-1((emp - lo)/w, eps)`` with ``eps`` sympy's solution of
     Maurer's tail and the kl inverse by scipy's brentq (two-sided, and at or above it)."""
@@ -428,10 +411,6 @@ def _doc_check(seed: int) -> tuple[float, int]:
     return worst, trials
 
 
-def _doc_mutant(fn):
-    return lambda old: lambda emp, lo, w, m, C, d: fn(old, emp, lo, w, m, C, d)
-
-
 register(
     Claim(
         label="thm-lm-document-bound",
@@ -439,7 +418,9 @@ register(
         "kl(r_S(h) || r(h)) <= (C(h) ln 2 + ln(2 sqrt(m) / delta)) / m, r the loss rescaled to [0, 1]",
         chapter=CH,
         provenance="standard",
-        numeric=FunctionCheck(_doc_check),
+        numeric=AllOf(
+            (FunctionCheck(_doc_check), FunctionCheck(lambda s: kraft_coverage(s, "document")))
+        ),
         symbolic=lambda: sc.maurer_occam_rhs().has(sc.m),
         covers=(
             _COV + "document_bound",
@@ -465,6 +446,7 @@ register(
                 name="kl-half",
                 what="the kl level halved",
             ),
+            DOC_SHARED_MUTANT,
         ),
     )
 )
@@ -474,8 +456,8 @@ register(
 # cor-lm-top1
 # ---------------------------------------------------------------------------------------------------
 def _top1_check(seed: int) -> tuple[float, int]:
-    """``lm_certificates``: the top-1 error bounds are the kl-form token bound and the document bound with
-    the 0-1 loss (``lo = 0, w = 1``), the log-loss bounds with the smoothed range; against the
+    """``lm_certificates``: the top-1 error bounds are the kl-form and the Azuma token bound and the document
+    bound with the 0-1 loss (``lo = 0, w = 1``), the log-loss bounds with the smoothed range; against the
     references of this module (two-sided)."""
     rng = random.Random(seed)
     dev = _sym(sc.azuma_occam_deviation(), "w", "C", "delta", "M")
@@ -492,6 +474,7 @@ def _top1_check(seed: int) -> tuple[float, int]:
         e = errors / M
         worst = max(worst, _two_sided(b["token_err"].bound, min(1.0, _kl_grid_ref(e, M, C, d))))
         worst = max(worst, _two_sided(b["doc_err"].bound, _kl_inv(e, float(rhs(C, m, d)))))
+        worst = max(worst, _two_sided(b["token_err_azuma"].bound, e + float(dev(1.0, C, d, M))))
         worst = max(worst, _two_sided(b["token"].bound, emp + float(dev(w, C, d, M))))
         worst = max(
             worst,
@@ -501,23 +484,11 @@ def _top1_check(seed: int) -> tuple[float, int]:
     return worst, trials
 
 
-def _swap_range(old):
-    def f(emp, sumsq, errors, V, alpha, m, M, C, d, **kw):
-        out = old(emp, sumsq, errors, V, alpha, m, M, C, d, **kw)
-        w = out["width"]
-        out["token_err"] = cb.CompressionBound.of(
-            "token-kl", errors / M, 0.0, w, M, C, d, 1 - 1 / V
-        )
-        return out
-
-    return f
-
-
 register(
     Claim(
         label="cor-lm-top1",
-        statement="the top-1 error of every model h obeys the token-level (kl form) and document-level "
-        "theorems with the 0-1 loss (lo = 0, width = 1)",
+        statement="the top-1 error of every model h obeys the token-level (kl form and Azuma form) and "
+        "document-level theorems with the 0-1 loss (lo = 0, width = 1)",
         chapter=CH,
         provenance="standard",
         numeric=FunctionCheck(_top1_check),
@@ -529,6 +500,13 @@ register(
                 _swap_range,
                 name="error-with-log-loss-width",
                 what="the error bound with the smoothed log-loss's width",
+            ),
+            replaced(
+                cb,
+                "lm_certificates",
+                _azuma_error_width,
+                name="azuma-error-with-log-loss-width",
+                what="the Azuma error bound (the Part VII sweep's saved column) with the smoothed log-loss's width",
             ),
         ),
     )
@@ -773,32 +751,6 @@ def _ngram_code_check(seed: int) -> tuple[float, int]:
         worst = max(worst, 1.0 if int(t.counts.sum()) == n_pos else math.inf)
         trials += 1
     return worst, trials
-
-
-def _dict_losses(train, docs, order, V, alpha, beta):
-    """The smoothed losses (sum, sum of squares) and top-1 errors on ``docs`` of the count table of
-    ``train``, with Python dictionaries."""
-    cells, ctxs = {}, {}
-    for doc in train.tolist():
-        padded = [V] * (order - 1) + doc
-        for t, y in enumerate(doc):
-            x = tuple(padded[t : t + order - 1])
-            cells[(x, y)] = cells.get((x, y), 0) + 1
-            ctxs[x] = ctxs.get(x, 0) + 1
-    s = s2 = 0.0
-    err = 0
-    for doc in docs.tolist():
-        padded = [V] * (order - 1) + doc
-        for t, y in enumerate(doc):
-            x = tuple(padded[t : t + order - 1])
-            if x in ctxs:
-                p = (cells.get((x, y), 0) + beta) / (ctxs[x] + beta * V)
-                best = max(range(V), key=lambda z: (cells.get((x, z), 0), -z))
-            else:
-                p, best = 1 / V, 0
-            loss = -math.log2((1 - alpha) * p + alpha / V)
-            s, s2, err = s + loss, s2 + loss * loss, err + (best != y)
-    return s, s2, err
 
 
 def _ngram_cert_check(seed: int) -> tuple[float, int]:

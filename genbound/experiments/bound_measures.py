@@ -4,7 +4,9 @@ of a result of :mod:`genbound.bounds`, except the two fixed-index sums of :func:
 which add up the per-matrix terms of a spectrum-adaptive report.
 
 This is the one module of the experiments that calls :mod:`genbound.bounds`, so that what the
-experiments report (``value``, ``trivial``, ``capacity``, ``samples_needed``) changes here.
+experiments report (``value``, ``trivial``, ``capacity``, ``samples_needed``) changes here; a row's Part II
+bound columns are assembled by :func:`genbound.bounds.rows.bound_fields` (re-exported here), which a claim
+checks (:prf:ref:`prop-sm-row-bounds`).
 Capacities are the m-free complexities **at the network's own norms** (the result without the radius
 grid); certified values are those of the union over the grid of radii."""
 
@@ -13,8 +15,7 @@ from __future__ import annotations
 import math
 
 from ..weights import TransformerWeights
-from ..bounds.edelman import edelman_bound_from_model
-from ..bounds.trauger_tewari import trauger_tewari_bound_from_model
+from ..bounds.rows import bound_fields, bound_results
 from ..weights import Spectra
 from ..errors import InputError
 
@@ -32,32 +33,6 @@ __all__ = [
     "spectra_to_json",
     "spectra_from_json",
 ]
-
-
-def bound_results(
-    net,
-    *,
-    m: int,
-    seq_len: int,
-    delta: float,
-    B_X: float,
-    margin: float = 1.0,
-    radius_grid: bool = True,
-):
-    """The two Part II bound results of ``net`` (float64), as :mod:`genbound.bounds` returns them:
-    :func:`~genbound.bounds.trauger_tewari.trauger_tewari_bound_from_model` and
-    :func:`~genbound.bounds.edelman.edelman_bound_from_model` (the latter for ``seq_len + 1`` rows,
-    the ``[CLS]`` row included), with ``m`` training sequences, input radius ``B_X``, confidence
-    ``delta``, ramp ``margin`` and, with ``radius_grid`` (default), the union over a grid of radii of
-    :prf:ref:`thm-radius-union` (valid at norms read off a trained network)."""
-
-    tt = trauger_tewari_bound_from_model(
-        net, m=m, delta=delta, B_X=B_X, margin=margin, radius_grid=radius_grid
-    )
-    ed = edelman_bound_from_model(
-        net, m=m, T=seq_len + 1, delta=delta, B_X=B_X, margin=margin, radius_grid=radius_grid
-    )
-    return tt, ed
 
 
 def bounds_for(
@@ -113,48 +88,6 @@ def sample_size_needed(
     )
     tt, ed = (r.samples_needed(target, tol=tol, limit=int(10**max_log10)) for r in results)
     return float(tt), float(ed)
-
-
-def bound_fields(
-    net,
-    *,
-    m: int,
-    seq_len: int,
-    delta: float,
-    B_X: float,
-    margin: float = 1.0,
-    radius_grid: bool = True,
-    m_star_target: float | None = None,
-) -> dict:
-    """What each Part II bound says at ``m``, flat for a results row: ``{tt,edelman}_bound`` (the
-    certified value, with the union over the grid of radii when ``radius_grid``), ``_trivial`` (that
-    value is the trivial cap), ``_capacity`` and, with ``m_star_target``, ``_m_star`` (``samples_needed``
-    of the certified bound, exact).
-
-    ``_capacity`` is the m-free complexity **at the network's own norms** (the ``capacity`` of the
-    result without the radius grid): the grid rounds every radius up to a power of 2, so networks with
-    different norms would share the capacity of one grid point; the capacity is free of ``delta``, so
-    the grid's prior does not enter it, and the rounding changes it by less than a factor 2 per radius."""
-    out = {}
-    certified = bound_results(
-        net, m=m, seq_len=seq_len, delta=delta, B_X=B_X, margin=margin, radius_grid=radius_grid
-    )
-    own = (
-        certified
-        if not radius_grid
-        else bound_results(
-            net, m=m, seq_len=seq_len, delta=delta, B_X=B_X, margin=margin, radius_grid=False
-        )
-    )
-    for name, r, r_own in zip(("tt", "edelman"), certified, own):
-        out[f"{name}_bound"], out[f"{name}_trivial"], out[f"{name}_capacity"] = (
-            r.value,
-            r.trivial,
-            r_own.capacity,
-        )
-        if m_star_target is not None:
-            out[f"{name}_m_star"] = float(r.samples_needed(m_star_target))
-    return out
 
 
 def spectral_measures(net_or_spectra, *, L_phi: float | None = None) -> dict:
@@ -234,20 +167,15 @@ def capacity_fields(
     """
     from ..bounds.sakai_imaizumi import edelman_proxy, spectral_adaptive_bound
 
-    kw = dict(m=m, delta=delta, B_X=B_X, margin=margin)
-    tt = trauger_tewari_bound_from_model(net, radius_grid=True, **kw)
-    tt_own = trauger_tewari_bound_from_model(net, radius_grid=False, **kw)
-    out = {"tt_capacity": tt_own.capacity, "tt_bound": tt.value, "tt_trivial": bool(tt.trivial)}
-    if net.n_layers == 1:
-        ed = edelman_bound_from_model(net, T=seq_len + 1, radius_grid=True, **kw)
-        ed_own = edelman_bound_from_model(net, T=seq_len + 1, radius_grid=False, **kw)
-        out.update(
-            edelman_capacity=ed_own.capacity,
-            edelman_bound=ed.value,
-            edelman_trivial=float(ed.trivial),
-        )
-    else:
-        out.update(edelman_capacity=math.nan, edelman_bound=math.nan, edelman_trivial=math.nan)
+    bf = bound_fields(net, m=m, seq_len=seq_len, delta=delta, B_X=B_X, margin=margin)
+    out = {
+        "tt_capacity": bf["tt_capacity"],
+        "tt_bound": bf["tt_bound"],
+        "tt_trivial": bool(bf["tt_trivial"]),
+        "edelman_capacity": bf["edelman_capacity"],
+        "edelman_bound": bf["edelman_bound"],
+        "edelman_trivial": float(bf["edelman_trivial"]),
+    }
     sp, L_phi = _spectra_of(net if spectra is None else spectra, L_phi)
     sa = spectral_adaptive_bound(sp, L_phi=L_phi, n_samples=m)
     ep = edelman_proxy(sp, L_phi=L_phi, n_samples=m)

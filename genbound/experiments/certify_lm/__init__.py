@@ -32,28 +32,7 @@ from .data import Corpus, corpus_of, load_corpus, split_documents
 from ...char_lm import document_losses, n_params, quantize, symbol_counts
 from .train import train_model
 
-__all__ = ["CertifyLMConfig", "SIZES", "SIZE_STEPS", "certify_size", "bounds_of", "load_corpus"]
-
-
-def bounds_of(emp_bits, errors, V, alpha, m, M, code_bits, delta) -> dict:
-    """The four certificates of one model: smoothed log-loss (bits per character) and top-1 error,
-    document-level and token-level (:mod:`genbound.bounds.compression`).
-
-    Book: :prf:ref:`cor-lm-top1`.
-    """
-    lo, width = cb.smoothed_range(V, alpha)
-    chance = math.log2(V)
-    err = errors / M
-    return {
-        "lo": lo,
-        "width": width,
-        "token": cb.CompressionBound.of("token", emp_bits, lo, width, M, code_bits, delta, chance),
-        "doc": cb.CompressionBound.of("document", emp_bits, lo, width, m, code_bits, delta, chance),
-        "token_err": cb.CompressionBound.of("token", err, 0.0, 1.0, M, code_bits, delta, 1 - 1 / V),
-        "doc_err": cb.CompressionBound.of(
-            "document", err, 0.0, 1.0, m, code_bits, delta, 1 - 1 / V
-        ),
-    }
+__all__ = ["CertifyLMConfig", "SIZES", "SIZE_STEPS", "certify_size", "load_corpus"]
 
 
 def _choose(model, select, cfg, grid_sizes, m, M):
@@ -120,7 +99,17 @@ def certify_size(
     q_ho = document_losses(q, held, [alpha], batch=eb)
     emp = q_tr["smoothed"][alpha] / M
     delta_each = cfg.delta / N_CERTIFICATES
-    b = bounds_of(emp, q_tr["errors"], corpus.V, alpha, m, M, code.total, delta_each)
+    b = cb.lm_certificates(
+        emp,
+        q_tr["smoothed_sq"][alpha],
+        q_tr["errors"],
+        corpus.V,
+        alpha,
+        m,
+        M,
+        code.total,
+        delta_each,
+    )
     n_sub = int(sub.size)
     raw, smooth = full_tr["raw"] / n_sub, full_tr["smoothed"][alpha] / n_sub
     curve = info["curve"]
@@ -162,8 +151,8 @@ def certify_size(
         "quant_cost": q_sub["smoothed"][alpha] / n_sub - smooth,
         "chance_bits": math.log2(corpus.V),
         "token_bound_bits": b["token"].bound,
-        "doc_bound_bits": b["doc"].bound,
-        "token_error_bound": b["token_err"].bound,
+        "doc_bound_bits": b["document"].bound,
+        "token_error_bound": b["token_err_azuma"].bound,
         "doc_error_bound": b["doc_err"].bound,
         "delta": cfg.delta,
         "vocab": cfg.vocab,
