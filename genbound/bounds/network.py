@@ -553,8 +553,12 @@ def network_bound(
                 "log_alpha": float(sens["log_alpha"][i]),
                 "log_sensitivity": float(sens["log_sens"][i] + sens["log_radius"][i]),
                 "log_scale": log_scale,
-                "P": tail_P[-1],  # the rank net's parameter count (N + N' + 1) r (full rank at p > 0)
-                "log_b": tail_lb[-1],  # log of the rank net's b_a (the entropy is P log+(b_a / eps))
+                "P": tail_P[
+                    -1
+                ],  # the rank net's parameter count (N + N' + 1) r (full rank at p > 0)
+                "log_b": tail_lb[
+                    -1
+                ],  # log of the rank net's b_a (the entropy is P log+(b_a / eps))
                 "union_cost": cost,
             }
         )

@@ -24,6 +24,7 @@ from ._part3 import DT, EQ_RTOL
 from ._part3_network import (
     _flat_mats,
     _hybrid_instance,
+    qk_adversarial_ratio,
     _forward,
     _layer_parts,
     _rand_mat,
@@ -90,39 +91,6 @@ def _hybrid_ratios(gen, *, improper: float = 1.0) -> list[tuple[str, float]]:
             else (kind, float((lhs / rhs).max()))
         )
     return ratios
-
-
-def qk_adversarial_ratio(delta: float = 1e-4) -> float:
-    """The query-key line of lem-p-hybrid-step on a built instance where it binds within the softmax's factor 2
-    and the feed-forward block's ``L_phi``: two antipodal tokens at the balanced point of head 1, a third token
-    that head 2 turns into a constant offset placing GELU in its linear range, norms below the projections.
-    The ratio is about ``1 / (2 L_phi) = 0.44``."""
-    e1, e2 = torch.eye(3, dtype=DT)[0], torch.eye(3, dtype=DT)[1]
-    X = torch.stack([e1, -e1, e2]).unsqueeze(0)  # b = 1
-    K = 60.0
-    qk1 = -K * torch.outer(e1, e2)  # token 1 ignores token 3; tokens 1 and 2 tie
-    v1 = torch.outer(e1, e1)  # C_V = 1
-    qk2, v2 = (
-        torch.zeros(3, 3, dtype=DT),
-        2.7 * torch.outer(e2, e2),
-    )  # head 2: (1/3)(2.7) e2 for every token
-    c = 6.0 / math.sqrt(2.0)
-    m_in = torch.tensor([[c, -c], [c, c], [0.0, 0.0]], dtype=DT)  # 6 times a rotation on (e1, e2)
-    m_out = torch.tensor([[1.0, 1.0, 0.0], [-1.0, 1.0, 0.0]], dtype=DT) / math.sqrt(2.0) / 6.0
-    layers = [([qk1, qk2], [v1, v2], m_in, m_out)]
-    D = delta * torch.outer(e1, e1)
-    b = [([qk1 + D, qk2], [v1, v2], m_in, m_out)]
-    lhs = float((_forward(X, layers) - _forward(X, b)).norm(dim=-1).amax())
-    lv = [_spec(W) for W in (qk1, v1, qk2, v2, m_in, m_out)]
-    sens = _net.network_sensitivities(
-        torch.tensor([[lv[0], lv[2]]], dtype=DT),
-        torch.tensor([[lv[1], lv[3]]], dtype=DT),
-        torch.tensor([lv[4]], dtype=DT),
-        torch.tensor([lv[5]], dtype=DT),
-        input_radius=1.0,
-    )
-    meas = float((X[0] @ D).norm(dim=-1).max())
-    return lhs / (math.exp(float(sens["log_alpha"][0] + sens["log_sens"][0])) * meas)
 
 
 def _hybrid_check(seed: int) -> tuple[float, int]:
