@@ -293,17 +293,24 @@ def _panels(u_max: float, panels: int, breaks=()) -> tuple[torch.Tensor, torch.T
 
 
 def quadrature_dudley_integral(
-    log_covers, tail_P, tail_log_b, *, top: float | None = None, breaks=(), panels: int = _PANELS
+    log_covers,
+    tail_P,
+    tail_log_b,
+    *,
+    top: float | None = None,
+    breaks=(),
+    panels: int = _PANELS,
+    u_max: float = _U_MAX,
 ) -> float:
     """``int_0^top sqrt(sum_a H_a(eps)) d eps`` by composite Gauss-Legendre on ``u = log(top / eps)`` in
-    ``[0, 60]`` (``log_covers``: callables ``eps -> H_a(eps)``), plus the piece below ``top e^{-60}`` bounded by
+    ``[0, u_max]`` (60) (``log_covers``: callables ``eps -> H_a(eps)``), plus the piece below ``top e^{-u_max}`` bounded by
     the full-rank entropies ``sum P_a log+(b_a / eps)`` in closed form (:func:`p0_dudley_integral`)."""
     top = dudley_top() if top is None else float(top)
-    u, w = _panels(_U_MAX, panels, breaks)
+    u, w = _panels(u_max, panels, breaks)
     eps = top * torch.exp(-u)
     H = sum(f(eps) for f in log_covers)
     main = float((H.clamp(min=0).sqrt() * eps * w).sum())
-    return main + p0_dudley_integral(tail_P, tail_log_b, top * math.exp(-_U_MAX))
+    return main + p0_dudley_integral(tail_P, tail_log_b, top * math.exp(-u_max))
 
 
 @dataclass(frozen=True)

@@ -111,16 +111,20 @@ def _theorem_instances(seed: int):
     return out
 
 
-def _reference_bound(mats, *, n_samples, delta, margin, input_radius, levels_per_efold):
-    """Theorem P recomputed: numpy SVD, sympy constants, mpmath quadrature; every matrix at p = 0."""
+def _prior(k: int) -> float:
+    return 0.5 if k == 0 else 1 / (2 * (abs(k) + 1) * (abs(k) + 2))
+
+
+def _ref_matrices(mats, *, margin, input_radius, levels_per_efold) -> list[dict]:
+    """Per matrix, in the hybrid order, recomputed from numpy's SVD and sympy's constants: its singular
+    values, shape, rank, spectral level index ``k`` and level ``s``, and ``log_scale``
+    (``log(K kappa alpha sens B / margin)``)."""
     qk, v, m_in, m_out = mats
     L, H = len(qk), len(qk[0])
     J = levels_per_efold
-    lvl = lambda W: math.exp(
-        math.ceil(J * math.log(np.linalg.svd(W.numpy(), compute_uv=False)[0]) - 1e-12) / J
-    )  # noqa: E731
-    kidx = lambda W: math.ceil(J * math.log(np.linalg.svd(W.numpy(), compute_uv=False)[0]) - 1e-12)  # noqa: E731
-    prior = lambda k: 0.5 if k == 0 else 1 / (2 * (abs(k) + 1) * (abs(k) + 2))  # noqa: E731
+    svd = lambda W: np.linalg.svd(W.numpy(), compute_uv=False)  # noqa: E731
+    kidx = lambda W: math.ceil(J * math.log(svd(W)[0]) - 1e-12)  # noqa: E731
+    lvl = lambda W: math.exp(kidx(W) / J)  # noqa: E731
     L_phi, four = se.L_PHI, 4.0
     lam = []
     for l in range(L):
@@ -128,47 +132,51 @@ def _reference_bound(mats, *, n_samples, delta, margin, input_radius, levels_per
         lam.append(L_phi * lvl(m_in[l]) * lvl(m_out[l]) * head)
     alpha = [math.prod(lam[l + 1 :]) for l in range(L)]
     K = (2 * H + 2) * L
-    top = float(sn.dudley_top())
     sens = {k: sn.hybrid_sensitivity(k) for k in ("QK", "V", "M_in", "M_out")}
-    P, lb, union = [], [], 0.0
+    out = []
     for l in range(L):
         b_l = input_radius if l == 0 else 1.0
         entries = []
         for h in range(H):
-            entries += [(qk[l][h], "QK", b_l), (v[l][h], "V", b_l)]
-        entries += [(m_in[l], "M_in", 1.0), (m_out[l], "M_out", lvl(m_in[l]))]
-        for W, kind, radius in entries:
+            entries += [(qk[l][h], "QK", b_l, h), (v[l][h], "V", b_l, h)]
+        entries += [(m_in[l], "M_in", 1.0, -1), (m_out[l], "M_out", lvl(m_in[l]), -1)]
+        for W, kind, radius, h in entries:
             subs = {
-                "C_V": 0,
+                "C_V": lvl(v[l][h]) if kind == "QK" else 0,
                 "C_in": lvl(m_in[l]),
                 "C_out": lvl(m_out[l]),
                 "L_phi": L_phi,
                 "b": b_l,
             }
-            if kind == "QK":
-                hh = [x for x in range(H) if qk[l][x] is W][0]
-                subs["C_V"] = lvl(v[l][hh])
-            S = float(
-                sens[kind].subs({sn.sp.Symbol(k, positive=True): val for k, val in subs.items()})
-            )
-            sv = np.linalg.svd(W.numpy(), compute_uv=False)
-            r = int((sv > 0).sum())
-            rows, cols = W.shape
+            S = float(sens[kind].subs({sn.sp.Symbol(k, positive=True): x for k, x in subs.items()}))
+            sv = svd(W)
             kappa = float(sn.proper_cover_factor()) if kind == "M_in" else 1.0
-            b = (
-                float(sn.rank_net_base())
-                * lvl(W)
-                * math.sqrt(r)
-                * radius
-                * K
-                * kappa
-                * alpha[l]
-                * S
-                / margin
+            rows, cols = W.shape
+            out.append(
+                {
+                    "kind": kind,
+                    "sv": sv[sv > 0],
+                    "rows": rows,
+                    "cols": cols,
+                    "rank": int((sv > 0).sum()),
+                    "k": kidx(W),
+                    "s": lvl(W),
+                    "log_scale": math.log(K * kappa * alpha[l] * S * radius / margin),
+                }
             )
-            P.append((rows + cols + 1) * r)
-            lb.append(math.log(b))
-            union += math.log(min(rows, cols)) - math.log(prior(kidx(W)))
+    return out
+
+
+def _reference_bound(mats, *, n_samples, delta, margin, input_radius, levels_per_efold):
+    """Theorem P recomputed: numpy SVD, sympy constants, mpmath quadrature; every matrix at p = 0."""
+    recs = _ref_matrices(
+        mats, margin=margin, input_radius=input_radius, levels_per_efold=levels_per_efold
+    )
+    top = float(sn.dudley_top())
+    base = float(sn.rank_net_base())
+    P = [(m["rows"] + m["cols"] + 1) * m["rank"] for m in recs]
+    lb = [math.log(base * m["s"] * math.sqrt(m["rank"])) + m["log_scale"] for m in recs]
+    union = sum(math.log(min(m["rows"], m["cols"])) - math.log(_prior(m["k"])) for m in recs)
     mpmath.mp.dps = 25
     f = lambda e: mpmath.sqrt(sum(p * max(l - mpmath.log(e), 0) for p, l in zip(P, lb)))  # noqa: E731
     pts = sorted({0.0, top} | {math.exp(x) for x in lb if math.exp(x) < top})
@@ -177,6 +185,120 @@ def _reference_bound(mats, *, n_samples, delta, margin, input_radius, levels_per
         (math.log(2 / delta) + union) / (2 * n_samples)
     )
     return cap, union, gap
+
+
+def _ref_entropy(x: np.ndarray, *, p, level, s, rows, cols, T, rank) -> np.ndarray:
+    """``H_a`` at operator-norm radii ``x`` (numpy), from the lemma's formula over genbound's rank set."""
+    base, C_S = float(sn.rank_net_base()), float(sn.sudakov_constant())
+    split = float(sn.proper_cover_factor())
+    if p == 0:
+        return (rows + cols + 1) * rank * np.maximum(np.log(base * s * math.sqrt(rank) / x), 0.0)
+    R = min(rows, cols)
+    cand = np.array(
+        sorted({0} | {min(R, int(round(10 ** (math.log10(R) * j / 47)))) for j in range(48)}), float
+    )
+    res = np.where(cand >= R, 0.0, np.minimum(s, (level / (cand + 1)) ** (1 / p)))
+    sp_ = np.where(res > 0, split, 1.0)
+    xx = x[:, None]
+    rank_part = (
+        (rows + cols + 1) * cand * np.maximum(np.log(base * s * np.sqrt(cand) * sp_ / xx), 0.0)
+    )
+    resid = C_S * T * (res * math.sqrt(R * cols) * sp_ / xx) ** 2
+    return (rank_part + resid).min(axis=1)
+
+
+def _ref_integral(covers, n: int = 200_001) -> float:
+    """``int_0^{1/4} sqrt(sum H)`` by the trapezoid rule on ``u = log(top / eps)`` in ``[0, 60]`` (numpy)."""
+    top = float(sn.dudley_top())
+    u = np.linspace(0.0, 60.0, n)
+    eps = top * np.exp(-u)
+    f = np.sqrt(sum(c(eps) for c in covers)) * eps
+    return float(np.trapezoid(f, u))
+
+
+_DEBUG = False
+
+
+def grid_check(seed: int) -> tuple[float, float, int]:
+    """network_bound with a sequence length against a recomputation: every table entry (levels, indices,
+    P, log b, union costs) and the capacity (relative errors), and each matrix's index against the best
+    by the stated score ``24 I + 3 sqrt(c / 2)`` computed independently (``chosen / best``)."""
+    gen = torch.Generator().manual_seed(seed)
+    err, sel, n = 0.0, 1.0, 0
+    for i in range(4):
+        L, H, N, d = 1 + i % 2, 1 + (i // 2) % 2, 4 + i % 2, 6
+        sc = float(torch.empty(1).uniform_(0.02, 0.4, generator=gen))
+        mats = (
+            [[_rand_mat(gen, N, N, sc) for _ in range(H)] for _ in range(L)],
+            [[_rand_mat(gen, N, N, sc) for _ in range(H)] for _ in range(L)],
+            [_rand_mat(gen, N, d, sc) for _ in range(L)],
+            [_rand_mat(gen, d, N, sc) for _ in range(L)],
+        )
+        kw = dict(
+            margin=float(torch.empty(1).uniform_(0.05, 2.0, generator=gen)),
+            input_radius=float(torch.empty(1).uniform_(0.3, 2.0, generator=gen)),
+            levels_per_efold=int(torch.randint(2, 10, (1,), generator=gen)),
+        )
+        T = int(torch.randint(2, 512, (1,), generator=gen))
+        from ..weights import TransformerWeights
+
+        r = _net.network_bound(TransformerWeights.from_proxy_matrices(*mats), seq_len=T, **kw)
+        recs = _ref_matrices(mats, **kw)
+        m = math.ceil(L + math.log(max(N, 2)))
+        grid = [j / m for j in range(2 * m + 1)]
+        covers = []
+        for row, rec in zip(r.table.to_dict("records"), recs):
+            R, q = min(rec["rows"], rec["cols"]), row["p"]
+            scores = {}
+            for pg in grid:
+                if pg == 0:
+                    level, cost = rec["rank"], math.log(R)
+                else:
+                    kM = math.ceil(
+                        kw["levels_per_efold"] * math.log(float((rec["sv"] ** pg).sum())) - 1e-12
+                    )
+                    level, cost = math.exp(kM / kw["levels_per_efold"]), -math.log(_prior(kM))
+                f = lambda e, pg=pg, level=level, rec=rec: _ref_entropy(  # noqa: E731
+                    e / math.exp(rec["log_scale"]),
+                    p=pg,
+                    level=level,
+                    s=rec["s"],
+                    rows=rec["rows"],
+                    cols=rec["cols"],
+                    T=T,
+                    rank=rec["rank"],
+                )
+                scores[pg] = (
+                    24 * _ref_integral([f], 2001) + 3 * math.sqrt(cost / 2),
+                    level,
+                    cost,
+                    f,
+                )
+            _, level, cost, f = scores[min(grid, key=lambda g: abs(g - q))]
+            covers.append(f)
+            full = q > 0
+            P = (rec["rows"] + rec["cols"] + 1) * (R if full else rec["rank"])
+            lb = math.log(9 * rec["s"] * math.sqrt(R if full else rec["rank"])) + rec["log_scale"]
+            union = math.log(len(grid)) + cost - math.log(_prior(rec["k"]))
+            for got, want in (
+                (row["spectral_level"], rec["s"]),
+                (row["log_scale"], rec["log_scale"]),
+                (row["level"], level),
+                (row["P"], P),
+                (row["log_b"], lb),
+                (row["union_cost"], union),
+            ):
+                err = max(err, abs(got - want) / max(abs(want), 1e-300))
+                if _DEBUG and abs(got - want) > 1e-9 * max(abs(want), 1e-300):
+                    print(row["kind"], q, got, want)
+            best = min(v[0] for v in scores.values())
+            sel = max(sel, scores[min(grid, key=lambda g: abs(g - q))][0] / best)
+            n += 1
+        cap = 12 * _ref_integral(covers, 50_001)
+        err = max(err, abs(r.capacity - cap) / cap)
+        if _DEBUG:
+            print("cap", r.capacity, cap)
+    return err, sel, n
 
 
 def qk_adversarial_ratio(delta: float = 1e-4) -> float:
@@ -210,3 +332,77 @@ def qk_adversarial_ratio(delta: float = 1e-4) -> float:
     )
     meas = float((X[0] @ D).norm(dim=-1).max())
     return lhs / (math.exp(float(sens["log_alpha"][0] + sens["log_sens"][0])) * meas)
+
+
+def _hybrid_ratios(gen, *, improper: float = 1.0, split: bool = False) -> list[tuple[str, float]]:
+    """Worst ratios, one per matrix position, of the hybrid step of lem-p-hybrid-step on one instance:
+    earlier matrices replaced by cover-like elements (``M_in``'s scaled into its level, or ``improper`` times
+    it), the matrix changed by ``Delta``, later ones unchanged; the bound reads the production sensitivities."""
+    layers, B_X, X = _hybrid_instance(gen)
+    L, H = len(layers), len(layers[0][0])
+    flat = _flat_mats(layers)
+    s = [
+        _spec(W) * math.exp(float(torch.rand(1, generator=gen)) * 0.1) for W in flat
+    ]  # levels >= norms
+    order = _net.matrix_order(L, H)
+    hat = []
+    for (l, h, kind), W, lvl in zip(order, flat, s):
+        E = W + _rand_mat(gen, *W.shape, 0.3 * lvl)
+        if (
+            kind == "M_in"
+        ):  # a proper element: within the level (or, for the demonstration, outside it)
+            E = E / max(_spec(E) / lvl, 1.0) * improper
+        hat.append(E)
+    lv = lambda k: [x for (ll, hh, kk), x in zip(order, s) if kk == k]  # noqa: E731
+    sq = torch.tensor(lv("QK"), dtype=DT).view(L, H)
+    svv = torch.tensor(lv("V"), dtype=DT).view(L, H)
+    sens = _net.network_sensitivities(
+        sq,
+        svv,
+        torch.tensor(lv("M_in"), dtype=DT),
+        torch.tensor(lv("M_out"), dtype=DT),
+        input_radius=B_X,
+    )
+    ratios = []
+    for j, (l, h, kind) in enumerate(order):
+        D = _rand_mat(
+            gen, *flat[j].shape, float(torch.empty(1).uniform_(0.01, 1.0, generator=gen)) * s[j]
+        )
+        a = _rebuild(layers, list(hat[:j]) + [flat[j]] + flat[j + 1 :])
+        b = _rebuild(layers, list(hat[:j]) + [flat[j] + D] + flat[j + 1 :])
+        lhs = (
+            (_forward(X, a) - _forward(X, b)).norm(dim=-1).amax(dim=-1)
+        )  # max over tokens, per sequence
+        Z = _forward(X, a[:l]) if l else X
+        _, u, hidden = _layer_parts(Z, *a[l])
+        vec = {"QK": Z, "V": Z, "M_in": u, "M_out": hidden}[kind]
+        meas = (vec @ D).norm(dim=-1).amax(dim=-1)
+        rhs = math.exp(float(sens["log_alpha"][j] + sens["log_sens"][j])) * meas
+        radius = float(vec.norm(dim=-1).max()) / math.exp(
+            float(sens["log_radius"][j])
+        )  # |v_t| <= B_a
+        ratios.append(
+            (kind, max(float((lhs / rhs).max()), radius))
+            if not split
+            else (kind, float((lhs / rhs).max()))
+        )
+    return ratios
+
+
+def _hybrid_check(seed: int) -> tuple[float, int]:
+    gen = torch.Generator().manual_seed(seed)
+    worst, n = 0.0, 0
+    for _ in range(60):
+        r = [x for _, x in _hybrid_ratios(gen)]
+        worst, n = max(worst, max(r)), n + len(r)
+    return max(worst, qk_adversarial_ratio()), n + 1
+
+
+def improper_violation(seed: int = 0, factor: float = 3.0, trials: int = 40) -> float:
+    """The worst ratio of the ``M_out`` line when ``M_in``'s element has ``factor`` times its level (the book
+    shows it exceeds 1: the proper cover is needed)."""
+    gen = torch.Generator().manual_seed(seed)
+    worst = 0.0
+    for _ in range(trials):
+        worst = max([worst] + [x for k, x in _hybrid_ratios(gen, improper=factor) if k == "M_out"])
+    return worst

@@ -15,6 +15,8 @@ its premise; ``tests/symbolic/test_network_symbolic.py`` compares them with the 
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 import sympy as sp
 
 from . import sakai_imaizumi as ssi
@@ -38,6 +40,7 @@ __all__ = [
 eps, b, A, eta, w = sp.symbols("epsilon b A eta w", positive=True)
 
 
+@lru_cache(maxsize=None)  # a derivation without arguments: derived once per process
 def rank_net_base() -> sp.Integer:
     """The ``9`` of the rank-``r`` net ``(9 R / eps)^{(N+N'+1) r}`` (Candes and Plan 2011, Lemma 3.1).
 
@@ -52,6 +55,7 @@ def rank_net_base() -> sp.Integer:
     return sp.Integer(sp.simplify(C / (sp.Rational(1, 3))))
 
 
+@lru_cache(maxsize=None)  # a derivation without arguments: derived once per process
 def sudakov_constant() -> sp.Expr:
     """The ``2 pi log 2`` of Sudakov's minoration ``log M <= 2 pi log 2 (w / eta)^2``.
 
@@ -64,6 +68,7 @@ def sudakov_constant() -> sp.Expr:
     return sp.simplify(sol / (w / eta) ** 2)
 
 
+@lru_cache(maxsize=None)  # a derivation without arguments: derived once per process
 def verify_gaussian_max_at_two() -> bool:
     """``E max(g_1, g_2) = 1/sqrt(pi)``, which equals ``sqrt(log 2 / (pi log 2))``: the lower bound of the
     Gaussian maximum is attained at ``M = 2`` (``max(a, b) = (a + b + |a - b|)/2`` and ``a - b ~ N(0, 2)``)."""
@@ -76,6 +81,7 @@ def verify_gaussian_max_at_two() -> bool:
     )
 
 
+@lru_cache(maxsize=None)  # a derivation without arguments: derived once per process
 def proper_cover_factor() -> sp.Integer:
     """The ``2`` of a proper cover: each point ``y`` of an ``eps/2``-cover whose ball meets the class is
     replaced by a class member ``g`` within ``eps/2`` of it; a member ``f`` within ``eps/2`` of ``y`` is then within
@@ -85,6 +91,7 @@ def proper_cover_factor() -> sp.Integer:
     return sp.Integer(sp.simplify(eps / radius))
 
 
+@lru_cache(maxsize=None)  # a derivation without arguments: derived once per process
 def dudley_top() -> sp.Rational:
     """``c / 2`` of :prf:ref:`thm-dudley` for ramp losses: the losses take values in ``[0, 1]``, so each lies
     within ``c = max |l - 1/2| = 1/2`` of ``g_0 = 1/2`` (sympy maximises over ``[0, 1]``)."""
@@ -93,6 +100,7 @@ def dudley_top() -> sp.Rational:
     return sp.Rational(c) / 2
 
 
+@lru_cache(maxsize=None)  # a derivation without arguments: derived once per process
 def prior_total() -> sp.Expr:
     """``sum_k pi(k)`` of the prior on the integers, ``pi(0) = 1/2``, ``pi(k) = 1/(2(|k|+1)(|k|+2))``: 1."""
     k = sp.Symbol("k", integer=True, positive=True)
@@ -105,6 +113,7 @@ def p0_antiderivative() -> sp.Expr:
     return eps * sp.sqrt(u) + b * sp.sqrt(sp.pi) / 2 * sp.erfc(sp.sqrt(u))
 
 
+@lru_cache(maxsize=None)  # a derivation without arguments: derived once per process
 def verify_p0_antiderivative() -> bool:
     """``G' = sqrt(log(b/eps))`` on ``(0, b)`` and ``G(0+) = 0``: so ``int_0^e sqrt(A log(b/x)) dx = sqrt(A) G(e)``
     (substituting ``eps = b e^{-t}``, checked at ``b = 1``)."""
