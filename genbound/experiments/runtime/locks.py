@@ -9,7 +9,7 @@ The lock file is the results file's own, and nothing else is ever written throug
 * it is never truncated: the holder's pid is written over the first bytes, padded to a fixed width,
   and blanked when the lock is released;
 * its name fits any legal results name: ``.NAME.lock`` when that is at most 255 bytes, else a name
-  made of a hash of ``NAME`` (:func:`sidecar_name`; the temporary file of a new results file uses the
+  made of a hash of ``NAME`` (:func:`~genbound.experiments.runtime.locks.sidecar_name`; the temporary file of a new results file uses the
   same rule).
 
 The kernel releases a flock when its holder exits or is killed, so a stale lock file never blocks.
@@ -56,7 +56,7 @@ def sidecar_name(name: str, suffix: str, room: int = 0) -> str:
 
 def lock_path(path) -> Path:
     """The sidecar lock file of the results file at ``path``: ``.NAME.lock`` beside it (a hashed
-    name when that would be longer than a file name may be, :func:`sidecar_name`)."""
+    name when that would be longer than a file name may be, :func:`~genbound.experiments.runtime.locks.sidecar_name`)."""
     path = Path(path)
     return path.with_name(sidecar_name(path.name, ".lock"))
 
