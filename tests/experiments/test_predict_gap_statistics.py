@@ -339,3 +339,80 @@ def test_verdict_table_and_heatmap_show_every_label():
     axes = [a for a in pg.axes_of(fit) if a != "n_train"]
     fig = pg.plot_psi_heatmap({"x": tab, "y": tab}, ["mu", "hp_oracle"], axes)
     assert plotting.tick_label_problems(fig) == [] and len(fig.axes) == 2
+
+
+def _planted(n_seeds=6, seed=0):
+    """A family where raw Psi misleads: at depth 1 the gap is a function of the hyperparameters (the
+    oracle ranks those models perfectly), at depth 2 it is mostly seed noise. ``d1only`` (defined at
+    depth 1 only) has the larger raw Psi with m fixed but trails the oracle on its models; ``broad``
+    (defined everywhere) has a smaller raw Psi but beats the oracle on every model."""
+    rng = np.random.default_rng(seed)
+    df = _family(n_seeds=n_seeds, seed=seed, missing=0.0)
+    hp = 0.5 * df["width"] / 32 + 0.5 * df["label_noise"] - 0.001 * df["n_train"]
+    noise = rng.standard_normal(len(df))
+    df["gap"] = hp + np.where(df["depth"] == 2, 0.3 * noise, 0.0)
+    df["broad"] = df["gap"] + 0.2 * rng.standard_normal(len(df))
+    d1 = df["gap"] + 0.1 * rng.standard_normal(len(df))
+    df["d1only"] = np.where(df["depth"] == 1, d1, np.nan)
+    for c in (
+        *pg.VERDICT_BOUNDS,
+        *pg.PLAIN_NORMS,
+        "spectral_adaptive",
+        "spectral_p0",
+        "spectral_pmax",
+    ):
+        df[c] = df["gap"] + rng.standard_normal(len(df))
+    df["edelman_cap"] = np.where(df["depth"] == 1, df["edelman_cap"], np.nan)
+    df["fit_step"] = rng.integers(10, 100, len(df)).astype(float)
+    return df
+
+
+PLANTED = [
+    "broad",
+    "d1only",
+    *pg.VERDICT_BOUNDS,
+    *pg.PLAIN_NORMS,
+    "spectral_adaptive",
+    "spectral_p0",
+    "spectral_pmax",
+]
+
+
+def test_best_measure_and_baseline_column_compare_matched_models():
+    """The mismatched-set bug of issue 47: the best measure was picked by raw Psi across different
+    model sets, and a depth-1-only row was compared with the oracle scored on every model."""
+    df = _planted()
+    fit = pg.family_frame(df)
+    tab, ex = pg.measure_table(df, PLANTED, n_boot=40, n_null=10, fit=fit)
+    # the trap: raw Psi with m fixed favours the depth-1-only measure
+    assert tab.loc["d1only", "psi_wo"] > tab.loc["broad", "psi_wo"]
+    d1 = fit[fit["depth"] == 1]
+    ax = pg.axes_of(d1)
+    base_d1 = {b: rk.psi(d1, b, axes=ax)["psi_without"] for b in ex["baselines"]}
+    best = max(base_d1, key=base_d1.get)
+    assert tab.loc["d1only", "best_psi_wo"] == best
+    assert tab.loc["d1only", "d_psi_wo"] == pytest.approx(
+        tab.loc["d1only", "psi_wo"] - base_d1[best]
+    )
+    assert tab.loc["d1only", "d_psi_wo"] < 0 < tab.loc["broad", "d_psi_wo"]
+    tests = pg.verdict_tests(fit, tab, ex, n_boot=40, measures=PLANTED)
+    oracle = tests[tests["question"] == "oracle"].set_index("test")
+    row = oracle.loc[[t for t in oracle.index if t.endswith("(psi_wo)")][0]]
+    assert row.name.startswith("broad - ")
+    assert row["estimate"] == pytest.approx(tab.loc["broad", "d_psi_wo"]) and row["estimate"] > 0
+
+
+def test_matched_difference_uses_the_intersection_and_one_set_of_draws():
+    df = _planted()
+    fit = pg.family_frame(df)
+    md = pg.matched_difference(fit, "d1only", "broad", "psi_seed", n_boot=30)
+    d1 = fit[fit["depth"] == 1]
+    assert md["n_models"] == len(d1)
+    ax = pg.axes_of(d1)
+    want = (
+        rk.psi_seed(d1, "d1only", axes=ax)["psi_seed"]
+        - rk.psi_seed(d1, "broad", axes=ax)["psi_seed"]
+    )
+    assert md["estimate"] == pytest.approx(want)
+    same = pg.matched_difference(fit, "broad", "broad", "psi_wo", n_boot=30)
+    assert same["estimate"] == 0 and np.all(same["reps"] == 0)

@@ -12,7 +12,8 @@ them against the measured gap (:func:`summary`, :func:`measure_table`).
 
 Layout, along the experiment's seams: ``family`` (configuration, tasks, coupling, model), ``measures``
 (what is ranked and what is only reported), ``training`` (the stacks and the results file),
-``statistics`` (the tables and the JSON summary), ``baselines`` (measures that know only the
+``statistics`` (the tables and the JSON summary), ``verdict`` (the registered tests, on matched
+models), ``baselines`` (measures that know only the
 hyperparameters), ``nulls`` (random measures, and the index that evaluates the statistics fast),
 ``report`` (what the chapter shows).
 
@@ -85,10 +86,15 @@ from .statistics import (
     paired_gap_changes,
     psi_bootstrap,
     summary,
-    verdict_tests,
     present_baselines,
+)
+from .verdict import (
     PLAIN_NORMS,
+    STEPS,
     VERDICT_BOUNDS,
+    matched_difference,
+    seed_view,
+    verdict_tests,
 )
 from .training import (
     EARLIER_FAMILY_MOVES,
@@ -146,6 +152,9 @@ __all__ = [
     "null_p",
     "normal_p",
     "verdict_tests",
+    "matched_difference",
+    "seed_view",
+    "STEPS",
     "PLAIN_NORMS",
     "VERDICT_BOUNDS",
     "merge_family",
