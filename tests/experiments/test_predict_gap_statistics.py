@@ -416,3 +416,55 @@ def test_matched_difference_uses_the_intersection_and_one_set_of_draws():
     assert md["estimate"] == pytest.approx(want)
     same = pg.matched_difference(fit, "broad", "broad", "psi_wo", n_boot=30)
     assert same["estimate"] == 0 and np.all(same["reps"] == 0)
+
+
+def test_seed_view_reports_both_nulls_and_steps_to_fit():
+    df = _planted()
+    fit = pg.family_frame(df)
+    tab, ex = pg.measure_table(df, PLANTED, n_boot=30, n_null=10, fit=fit)
+    sv = pg.seed_view(fit, tab, ex, measures=PLANTED, n_perm=20, n_boot=30)
+    assert pg.STEPS in sv.index and "broad" in sv.index
+    assert sv.loc["broad", "psi_seed"] == pytest.approx(tab.loc["broad", "psi_seed"])
+    md = pg.matched_difference(fit, "broad", pg.STEPS, "psi_seed", n_boot=30)
+    assert sv.loc["broad", "d_steps"] == pytest.approx(md["estimate"])
+    assert 0 < sv.loc["broad", "p_perm"] <= 1 and 0 < sv.loc["broad", "p_iid"] <= 1
+    iid = pg.verdict_tests(
+        fit, tab, ex, n_boot=30, measures=PLANTED, seeds_view=sv, seed_null="iid"
+    )
+    perm = pg.verdict_tests(fit, tab, ex, n_boot=30, measures=PLANTED, seeds_view=sv)
+    s_i, s_p = (t[t["question"] == "seed"].set_index("test")["p"] for t in (iid, perm))
+    assert s_p["broad psi_seed vs null"] == pytest.approx(sv.loc["broad", "p_perm"])
+    assert s_i["broad psi_seed vs null"] == pytest.approx(sv.loc["broad", "p_iid"])
+    with pytest.raises(ValueError):
+        pg.verdict_tests(fit, tab, ex, measures=PLANTED, seeds_view=sv, seed_null="other")
+
+
+def test_answers_table_words_and_p_values():
+    assert pg.fmt_p(4.97e-11) == "< 1e-6" and pg.fmt_p(0.0) == "< 1e-6"
+    assert pg.word(0.1, 0.05, 0.2, True) == "beat" and pg.word(-0.1, -0.2, -0.05, True) == "below"
+    assert pg.word(-0.05, -0.1, -0.01, False).startswith("tie (borderline")
+    df = _planted()
+    fit = pg.family_frame(df)
+    parts = {}
+    for lab, f in (("x", fit[fit["task"] == "x"]), ("pooled", fit)):
+        tab, ex = pg.measure_table(df, PLANTED, n_boot=20, n_null=10, fit=f)
+        sv = pg.seed_view(f, tab, ex, measures=PLANTED, n_perm=10, n_boot=20)
+        kw = dict(n_boot=20, measures=PLANTED, seeds_view=sv)
+        pairs = [(b, n) for b in pg.VERDICT_BOUNDS for n in pg.PLAIN_NORMS]
+        parts[lab] = {
+            "tab": tab,
+            "seeds": sv,
+            "tests": pg.verdict_tests(f, tab, ex, **kw),
+            "tests_iid": pg.verdict_tests(f, tab, ex, seed_null="iid", **kw),
+            "radius": pg.norm_comparisons(f, pairs, n_boot=20),
+            "axes": pg.norm_comparisons(f, pairs, stats=("psi_wo",), per_axis=True, n_boot=20),
+        }
+    worst = pg.worst_case_over_tasks({"x": parts["x"]["tab"]}, ["broad", "d1only"])
+    assert worst[1] == pytest.approx(max(parts["x"]["tab"].loc[["broad", "d1only"], "d_psi_wo"]))
+    out = pg.answers_table(parts, worst=worst[:2], p0_share=0.5)
+    assert list(out.index) == list(pg.ANSWER_QUESTIONS) and {"x", "pooled", "reading"} <= set(
+        out.columns
+    )
+    text = " ".join(out.to_numpy().ravel())
+    assert "e-1" not in text and "p 0 " not in text and "p 0;" not in text
+    assert out.loc[pg.ANSWER_QUESTIONS[0], "pooled"].startswith(("beat", "tie", "below"))

@@ -21,6 +21,7 @@ hyperparameters), ``nulls`` (random measures, and the index that evaluates the s
 (('depth', 'width', 'lr', 'batch', 'weight_decay', 'init_scale', 'label_noise', 'input_flip', 'n_train'), 2, True)
 """
 
+from .answers import ANSWER_QUESTIONS, answers_table, word, worst_case_over_tasks
 from .baselines import HP_FIXED, baseline_names, hp_baselines, hp_features
 from .confounds import (
     MERGED_NORMS,
@@ -60,6 +61,7 @@ from .measures import (
 from .report import (
     DASH,
     fmt,
+    fmt_p,
     interval,
     noise_table,
     null_table,
@@ -93,6 +95,7 @@ from .verdict import (
     STEPS,
     VERDICT_BOUNDS,
     matched_difference,
+    norm_comparisons,
     seed_view,
     verdict_tests,
 )
@@ -115,6 +118,11 @@ from .training import (
 )
 
 __all__ = [
+    "ANSWER_QUESTIONS",
+    "answers_table",
+    "fmt_p",
+    "word",
+    "worst_case_over_tasks",
     "AXES",
     "TASKS",
     "FamilyConfig",
@@ -153,6 +161,7 @@ __all__ = [
     "normal_p",
     "verdict_tests",
     "matched_difference",
+    "norm_comparisons",
     "seed_view",
     "STEPS",
     "PLAIN_NORMS",

@@ -25,13 +25,23 @@ import numpy as np
 from .. import ranking as rk
 from .confounds import seed_permutation_null
 from .measures import MEASURES
-from .statistics import _interval, axes_of, measure_frame, normal_p, psi_bootstrap
+from .statistics import (
+    _interval,
+    _psi_from_terms,
+    _psi_terms,
+    _seed_weights,
+    axes_of,
+    measure_frame,
+    normal_p,
+    psi_bootstrap,
+)
 
 __all__ = [
     "PLAIN_NORMS",
     "VERDICT_BOUNDS",
     "STEPS",
     "matched_difference",
+    "norm_comparisons",
     "seed_view",
     "verdict_tests",
 ]
@@ -47,23 +57,30 @@ _KEY = {"psi": "psi", "psi_wo": "psi_without_n_train", "psi_seed": "psi_seed"}
 
 
 def matched_difference(
-    fit, a: str, b: str, stat: str, *, n_boot: int = 1000, seed: int = 0
+    fit, a: str, b: str, stat: str, *, n_boot: int = 1000, seed: int = 0, axis: str | None = None
 ) -> dict:
     """``stat`` (``psi``, ``psi_wo`` or ``psi_seed``) of measure ``a`` minus that of ``b`` on the fitted
     models of ``fit`` where **both** are finite, with the replicates of the difference on the same draws
-    of the seed indices of ``fit`` (:func:`~genbound.experiments.predict_gap.psi_bootstrap`). Returns
-    ``{"estimate", "lo", "hi", "reps", "n_models", "value_a", "value_b"}``."""
+    of the seed indices of ``fit`` (:func:`~genbound.experiments.predict_gap.psi_bootstrap`). With
+    ``axis``, ``stat`` is ignored and the difference is that of ``psi_axis`` (the groups that differ in
+    that axis only). Returns ``{"estimate", "lo", "hi", "reps", "n_models", "value_a", "value_b"}``."""
     ok = np.isfinite(fit[a].to_numpy(float)) & np.isfinite(fit[b].to_numpy(float))
     d = fit[ok]
     axes = axes_of(d)
     seeds = np.sort(fit["seed"].unique())
-    reps = psi_bootstrap(d, [a, b], axes=axes, n_boot=n_boot, seed=seed, seeds=seeds)
-    if stat == "psi_seed":
-        va, vb = (rk.psi_seed(d, m, axes=axes)["psi_seed"] for m in (a, b))
+    if axis is not None:
+        W = _seed_weights(seeds, n_boot, seed)
+        r = {m: _psi_from_terms(_psi_terms(d, m, axes, seeds), W, [axis]) for m in (a, b)}
+        va, vb = (rk.psi(d, m, axes=axes)["per_axis"][axis] for m in (a, b))
+        diff = r[a] - r[b]
     else:
-        col = "psi" if stat == "psi" else "psi_without"
-        va, vb = (rk.psi(d, m, axes=axes)[col] for m in (a, b))
-    diff = reps[a][_KEY[stat]] - reps[b][_KEY[stat]]
+        reps = psi_bootstrap(d, [a, b], axes=axes, n_boot=n_boot, seed=seed, seeds=seeds)
+        if stat == "psi_seed":
+            va, vb = (rk.psi_seed(d, m, axes=axes)["psi_seed"] for m in (a, b))
+        else:
+            col = "psi" if stat == "psi" else "psi_without"
+            va, vb = (rk.psi(d, m, axes=axes)[col] for m in (a, b))
+        diff = reps[a][_KEY[stat]] - reps[b][_KEY[stat]]
     lo, hi = _interval(diff)
     return {
         "estimate": va - vb,
@@ -225,3 +242,36 @@ def verdict_tests(
     out["p_holm"] = [adj[t]["p_holm"] for t in out["test"]]
     out["reject"] = [adj[t]["reject"] for t in out["test"]]
     return out
+
+
+def norm_comparisons(
+    fit, pairs, *, stats=("psi_wo", "psi_seed"), n_boot: int = 1000, seed: int = 0, per_axis=False
+):
+    """:func:`matched_difference` for each pair ``(a, b)`` and statistic, with its two-sided
+    :func:`~genbound.experiments.predict_gap.normal_p` (unadjusted: these are exploratory) and, with
+    ``per_axis``, one row per axis of ``psi_wo`` too (``stat`` ``psi_<axis>``, the difference of
+    ``psi_a`` on the matched models). A DataFrame: ``a``, ``b``, ``stat``, ``n_models``, ``estimate``,
+    ``lo``, ``hi``, ``p``."""
+    import pandas as pd
+
+    rows = []
+    for a, b in pairs:
+        todo = [(st, None) for st in stats]
+        if per_axis:
+            ok = np.isfinite(fit[a].to_numpy(float)) & np.isfinite(fit[b].to_numpy(float))
+            todo += [(f"psi_{x}", x) for x in axes_of(fit[ok]) if x != "n_train"]
+        for st, ax in todo:
+            md = matched_difference(fit, a, b, st, n_boot=n_boot, seed=seed, axis=ax)
+            rows.append(
+                {
+                    "a": a,
+                    "b": b,
+                    "stat": st,
+                    "n_models": md["n_models"],
+                    "estimate": md["estimate"],
+                    "lo": md["lo"],
+                    "hi": md["hi"],
+                    "p": normal_p(md["estimate"], md["reps"]),
+                }
+            )
+    return pd.DataFrame(rows)
