@@ -339,3 +339,132 @@ def test_verdict_table_and_heatmap_show_every_label():
     axes = [a for a in pg.axes_of(fit) if a != "n_train"]
     fig = pg.plot_psi_heatmap({"x": tab, "y": tab}, ["mu", "hp_oracle"], axes)
     assert plotting.tick_label_problems(fig) == [] and len(fig.axes) == 2
+
+
+def _planted(n_seeds=6, seed=0):
+    """A family where raw Psi misleads: at depth 1 the gap is a function of the hyperparameters (the
+    oracle ranks those models perfectly), at depth 2 it is mostly seed noise. ``d1only`` (defined at
+    depth 1 only) has the larger raw Psi with m fixed but trails the oracle on its models; ``broad``
+    (defined everywhere) has a smaller raw Psi but beats the oracle on every model."""
+    rng = np.random.default_rng(seed)
+    df = _family(n_seeds=n_seeds, seed=seed, missing=0.0)
+    hp = 0.5 * df["width"] / 32 + 0.5 * df["label_noise"] - 0.001 * df["n_train"]
+    noise = rng.standard_normal(len(df))
+    df["gap"] = hp + np.where(df["depth"] == 2, 0.3 * noise, 0.0)
+    df["broad"] = df["gap"] + 0.2 * rng.standard_normal(len(df))
+    d1 = df["gap"] + 0.1 * rng.standard_normal(len(df))
+    df["d1only"] = np.where(df["depth"] == 1, d1, np.nan)
+    for c in (
+        *pg.VERDICT_BOUNDS,
+        *pg.PLAIN_NORMS,
+        "spectral_adaptive",
+        "spectral_p0",
+        "spectral_pmax",
+    ):
+        df[c] = df["gap"] + rng.standard_normal(len(df))
+    df["edelman_cap"] = np.where(df["depth"] == 1, df["edelman_cap"], np.nan)
+    df["fit_step"] = rng.integers(10, 100, len(df)).astype(float)
+    return df
+
+
+PLANTED = [
+    "broad",
+    "d1only",
+    *pg.VERDICT_BOUNDS,
+    *pg.PLAIN_NORMS,
+    "spectral_adaptive",
+    "spectral_p0",
+    "spectral_pmax",
+]
+
+
+def test_best_measure_and_baseline_column_compare_matched_models():
+    """The mismatched-set bug of issue 47: the best measure was picked by raw Psi across different
+    model sets, and a depth-1-only row was compared with the oracle scored on every model."""
+    df = _planted()
+    fit = pg.family_frame(df)
+    tab, ex = pg.measure_table(df, PLANTED, n_boot=40, n_null=10, fit=fit)
+    # the trap: raw Psi with m fixed favours the depth-1-only measure
+    assert tab.loc["d1only", "psi_wo"] > tab.loc["broad", "psi_wo"]
+    d1 = fit[fit["depth"] == 1]
+    ax = pg.axes_of(d1)
+    base_d1 = {b: rk.psi(d1, b, axes=ax)["psi_without"] for b in ex["baselines"]}
+    best = max(base_d1, key=base_d1.get)
+    assert tab.loc["d1only", "best_psi_wo"] == best
+    assert tab.loc["d1only", "d_psi_wo"] == pytest.approx(
+        tab.loc["d1only", "psi_wo"] - base_d1[best]
+    )
+    assert tab.loc["d1only", "d_psi_wo"] < 0 < tab.loc["broad", "d_psi_wo"]
+    tests = pg.verdict_tests(fit, tab, ex, n_boot=40, measures=PLANTED)
+    oracle = tests[tests["question"] == "oracle"].set_index("test")
+    row = oracle.loc[[t for t in oracle.index if t.endswith("(psi_wo)")][0]]
+    assert row.name.startswith("broad - ")
+    assert row["estimate"] == pytest.approx(tab.loc["broad", "d_psi_wo"]) and row["estimate"] > 0
+
+
+def test_matched_difference_uses_the_intersection_and_one_set_of_draws():
+    df = _planted()
+    fit = pg.family_frame(df)
+    md = pg.matched_difference(fit, "d1only", "broad", "psi_seed", n_boot=30)
+    d1 = fit[fit["depth"] == 1]
+    assert md["n_models"] == len(d1)
+    ax = pg.axes_of(d1)
+    want = (
+        rk.psi_seed(d1, "d1only", axes=ax)["psi_seed"]
+        - rk.psi_seed(d1, "broad", axes=ax)["psi_seed"]
+    )
+    assert md["estimate"] == pytest.approx(want)
+    same = pg.matched_difference(fit, "broad", "broad", "psi_wo", n_boot=30)
+    assert same["estimate"] == 0 and np.all(same["reps"] == 0)
+
+
+def test_seed_view_reports_both_nulls_and_steps_to_fit():
+    df = _planted()
+    fit = pg.family_frame(df)
+    tab, ex = pg.measure_table(df, PLANTED, n_boot=30, n_null=10, fit=fit)
+    sv = pg.seed_view(fit, tab, ex, measures=PLANTED, n_perm=20, n_boot=30)
+    assert pg.STEPS in sv.index and "broad" in sv.index
+    assert sv.loc["broad", "psi_seed"] == pytest.approx(tab.loc["broad", "psi_seed"])
+    md = pg.matched_difference(fit, "broad", pg.STEPS, "psi_seed", n_boot=30)
+    assert sv.loc["broad", "d_steps"] == pytest.approx(md["estimate"])
+    assert 0 < sv.loc["broad", "p_perm"] <= 1 and 0 < sv.loc["broad", "p_iid"] <= 1
+    iid = pg.verdict_tests(
+        fit, tab, ex, n_boot=30, measures=PLANTED, seeds_view=sv, seed_null="iid"
+    )
+    perm = pg.verdict_tests(fit, tab, ex, n_boot=30, measures=PLANTED, seeds_view=sv)
+    s_i, s_p = (t[t["question"] == "seed"].set_index("test")["p"] for t in (iid, perm))
+    assert s_p["broad psi_seed vs null"] == pytest.approx(sv.loc["broad", "p_perm"])
+    assert s_i["broad psi_seed vs null"] == pytest.approx(sv.loc["broad", "p_iid"])
+    with pytest.raises(ValueError):
+        pg.verdict_tests(fit, tab, ex, measures=PLANTED, seeds_view=sv, seed_null="other")
+
+
+def test_answers_table_words_and_p_values():
+    assert pg.fmt_p(4.97e-11) == "< 1e-6" and pg.fmt_p(0.0) == "< 1e-6"
+    assert pg.word(0.1, 0.05, 0.2, True) == "beat" and pg.word(-0.1, -0.2, -0.05, True) == "below"
+    assert pg.word(-0.05, -0.1, -0.01, False).startswith("tie (borderline")
+    df = _planted()
+    fit = pg.family_frame(df)
+    parts = {}
+    for lab, f in (("x", fit[fit["task"] == "x"]), ("pooled", fit)):
+        tab, ex = pg.measure_table(df, PLANTED, n_boot=20, n_null=10, fit=f)
+        sv = pg.seed_view(f, tab, ex, measures=PLANTED, n_perm=10, n_boot=20)
+        kw = dict(n_boot=20, measures=PLANTED, seeds_view=sv)
+        pairs = [(b, n) for b in pg.VERDICT_BOUNDS for n in pg.PLAIN_NORMS]
+        parts[lab] = {
+            "tab": tab,
+            "seeds": sv,
+            "tests": pg.verdict_tests(f, tab, ex, **kw),
+            "tests_iid": pg.verdict_tests(f, tab, ex, seed_null="iid", **kw),
+            "radius": pg.norm_comparisons(f, pairs, n_boot=20),
+            "axes": pg.norm_comparisons(f, pairs, stats=("psi_wo",), per_axis=True, n_boot=20),
+        }
+    worst = pg.worst_case_over_tasks({"x": parts["x"]["tab"]}, ["broad", "d1only"])
+    assert worst[1] == pytest.approx(max(parts["x"]["tab"].loc[["broad", "d1only"], "d_psi_wo"]))
+    out = pg.answers_table(parts, worst=worst[:2], p0_share=0.5)
+    assert list(out.index) == list(pg.ANSWER_QUESTIONS) and {"x", "pooled", "reading"} <= set(
+        out.columns
+    )
+    text = " ".join(out.to_numpy().ravel())
+    assert "e-1" not in text and "p 0 " not in text and "p 0;" not in text
+    assert out.loc[pg.ANSWER_QUESTIONS[0], "pooled"].startswith(("beat", "tie", "below"))

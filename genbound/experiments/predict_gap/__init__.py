@@ -12,7 +12,8 @@ them against the measured gap (:func:`summary`, :func:`measure_table`).
 
 Layout, along the experiment's seams: ``family`` (configuration, tasks, coupling, model), ``measures``
 (what is ranked and what is only reported), ``training`` (the stacks and the results file),
-``statistics`` (the tables and the JSON summary), ``baselines`` (measures that know only the
+``statistics`` (the tables and the JSON summary), ``verdict`` (the registered tests, on matched
+models), ``baselines`` (measures that know only the
 hyperparameters), ``nulls`` (random measures, and the index that evaluates the statistics fast),
 ``report`` (what the chapter shows).
 
@@ -20,6 +21,7 @@ hyperparameters), ``nulls`` (random measures, and the index that evaluates the s
 (('depth', 'width', 'lr', 'batch', 'weight_decay', 'init_scale', 'label_noise', 'input_flip', 'n_train'), 2, True)
 """
 
+from .answers import ANSWER_QUESTIONS, answers_table, word, worst_case_over_tasks
 from .baselines import HP_FIXED, baseline_names, hp_baselines, hp_features
 from .confounds import (
     MERGED_NORMS,
@@ -59,6 +61,7 @@ from .measures import (
 from .report import (
     DASH,
     fmt,
+    fmt_p,
     interval,
     noise_table,
     null_table,
@@ -85,10 +88,16 @@ from .statistics import (
     paired_gap_changes,
     psi_bootstrap,
     summary,
-    verdict_tests,
     present_baselines,
+)
+from .verdict import (
     PLAIN_NORMS,
+    STEPS,
     VERDICT_BOUNDS,
+    matched_difference,
+    norm_comparisons,
+    seed_view,
+    verdict_tests,
 )
 from .training import (
     EARLIER_FAMILY_MOVES,
@@ -109,6 +118,11 @@ from .training import (
 )
 
 __all__ = [
+    "ANSWER_QUESTIONS",
+    "answers_table",
+    "fmt_p",
+    "word",
+    "worst_case_over_tasks",
     "AXES",
     "TASKS",
     "FamilyConfig",
@@ -146,6 +160,10 @@ __all__ = [
     "null_p",
     "normal_p",
     "verdict_tests",
+    "matched_difference",
+    "norm_comparisons",
+    "seed_view",
+    "STEPS",
     "PLAIN_NORMS",
     "VERDICT_BOUNDS",
     "merge_family",

@@ -16,6 +16,7 @@ from .statistics import fitted_models, measure_frame
 __all__ = [
     "DASH",
     "fmt",
+    "fmt_p",
     "interval",
     "rank_table",
     "noise_table",
@@ -157,11 +158,11 @@ def trivial_shares(df) -> dict:
 
 
 def plot_measures_vs_gap(df, measures: Sequence[str], *, height_per_row: float = 1.9):
-    """One row of panels per measure and one column per task and training-set size: the measure (log
-    scale when positive) against the gap, one dot per fitted model, colour by label noise and marker by
-    depth; the panel's ``tau`` in its title (within one training-set size, so a ``1/sqrt(m)`` factor
-    cannot help). Returns the figure (tick labels fitted by
-    ``genbound.plotting.fit_tick_labels``)."""
+    """One row of panels per measure and one column per task and training-set size ``m``: the measure
+    (linear axis: several measures are already logs) against the gap, one dot per fitted model, colour
+    by label noise, marker by depth, marker size by width; the panel's ``m`` and ``tau`` in its title
+    (within one training-set size, so a ``1/sqrt(m)`` factor cannot help). Returns the figure (tick
+    labels fitted by ``genbound.plotting.fit_tick_labels``)."""
     from ... import plotting
 
     fit = fitted_models(df)
@@ -176,30 +177,30 @@ def plot_measures_vs_gap(df, measures: Sequence[str], *, height_per_row: float =
     noise = sorted(fit["label_noise"].unique()) if "label_noise" in fit else [0.0]
     colours = {q: f"C{k}" for k, q in enumerate(noise)}
     markers = {1: "o", 2: "^"}
+    widths = sorted(fit["width"].unique())
+    size = {w: 3.0 * (k + 1) for k, w in enumerate(widths)}
     for i, m in enumerate(measures):
         d = measure_frame(fit, m)
         for j, (task, n) in enumerate(cols):
             ax = axes[i, j]
             sub = d[(d["task"] == task) & (d["n_train"] == n)]
-            for (q, depth), g in sub.groupby(["label_noise", "depth"]):
+            for (q, depth, w), g in sub.groupby(["label_noise", "depth", "width"]):
                 ax.scatter(
                     g[m],
                     g["gap"],
-                    s=5,
+                    s=size[w],
                     alpha=0.5,
                     color=colours.get(q, "C9"),
                     marker=markers.get(depth, "s"),
-                    label=f"noise {q:g}, depth {depth}",
+                    label=f"noise {q:g}, depth {depth}, width {w}",
                     linewidths=0,
                 )
-            if len(sub) and (sub[m] > 0).all():
-                ax.set_xscale("log")
             tau_v = rk.kendall_tau(sub[m], sub["gap"]) if len(sub) >= 2 else math.nan
-            ax.set_title(f"{task[:6]} n={n}\ntau {fmt(tau_v)}", fontsize=6)
+            ax.set_title(f"{task[:6]} m={n}\ntau {fmt(tau_v)}", fontsize=6)
             ax.tick_params(which="both", labelsize=6)
             if j == 0:
                 ax.set_ylabel(f"gap\n{m}", fontsize=6)
-    axes[0, 0].legend(fontsize=4, loc="best")
+    axes[0, 0].legend(fontsize=3, loc="best")
     fig.tight_layout()
     plotting.fit_tick_labels(fig)
     fig.tight_layout()  # again: the labels fit_tick_labels kept set the spacing
@@ -256,6 +257,21 @@ def plot_psi_heatmap(tables: dict, measures: Sequence[str], axes: Sequence[str])
     return fig
 
 
+def fmt_p(p) -> str:
+    """A p-value for prose and tables: ``< 1e-6`` below 1e-6, one significant digit below 0.001,
+    else two (``DASH`` when undefined).
+
+    >>> fmt_p(4.97e-11), fmt_p(0.0), fmt_p(0.00034), fmt_p(0.0551), fmt_p(1.0)
+    ('< 1e-6', '< 1e-6', '0.0003', '0.055', '1')
+    """
+    if p is None or not math.isfinite(float(p)):
+        return DASH
+    p = float(p)
+    if p < 1e-6:
+        return "< 1e-6"
+    return f"{p:.1g}" if p < 1e-3 else f"{p:.2g}"
+
+
 def _verdict_key(question: str, test: str) -> str:
     """The row of a registered test in :func:`verdict_table`: the test itself, except the oracle rows,
     whose measures are chosen per table (keyed by the statistic, the chosen names in the cell)."""
@@ -276,7 +292,7 @@ def verdict_table(tests: dict):
     for label, t in tests.items():
         cells = {}
         for r in t.itertuples():
-            txt = f"{interval(r.estimate, r.lo, r.hi)}, p {r.p_holm:.2g}" + (
+            txt = f"{interval(r.estimate, r.lo, r.hi)}, p {fmt_p(r.p_holm)}" + (
                 " (r)" if r.reject else ""
             )
             if r.question == "oracle":

@@ -48,10 +48,7 @@ __all__ = [
     "bootstrap_p",
     "null_p",
     "normal_p",
-    "verdict_tests",
     "present_baselines",
-    "PLAIN_NORMS",
-    "VERDICT_BOUNDS",
 ]
 
 
@@ -285,6 +282,47 @@ def present_baselines(fit) -> list[str]:
     return names
 
 
+def _vs_best_baseline(tab, fit, names, baselines, reps, *, n_boot: int, seed: int) -> dict:
+    """Fill ``best_<stat>`` and ``d_<stat>`` (with ``_lo``, ``_hi``) of ``tab`` for ``psi`` and
+    ``psi_wo``: each measure minus the best hyperparameter-only baseline **on the measure's own models**
+    (a depth-1-only measure against the baselines scored on the depth-1 models, chosen there), on the
+    same seed draws. Returns the replicates of the differences, ``{(measure, stat): array}``."""
+    key = {"psi": "psi", "psi_wo": "psi_without_n_train"}
+    seeds = np.sort(fit["seed"].unique())
+    on_set: dict = {}  # per set of models: the baselines' point values and replicates there
+    out = {}
+    for m in names:
+        d = measure_frame(fit, m)
+        k = tuple(d.index)
+        if k not in on_set:
+            if len(d) == len(fit):
+                pts = {b: {s: tab.loc[b, s] for s in key} for b in baselines}
+                on_set[k] = (pts, reps)
+            else:
+                ax = axes_of(d)
+                r = psi_bootstrap(d, baselines, axes=ax, n_boot=n_boot, seed=seed, seeds=seeds)
+                ps = {b: rk.psi(d, b, axes=ax) for b in baselines}
+                pts = {
+                    b: {
+                        "psi": ps[b]["psi"] if m_dependent(b) else math.nan,
+                        "psi_wo": ps[b]["psi_without"],
+                    }
+                    for b in baselines
+                }
+                on_set[k] = (pts, r)
+        pts, r = on_set[k]
+        for stat in key:
+            cands = [b for b in baselines if np.isfinite(pts[b][stat])]
+            best = max(cands, key=lambda b: pts[b][stat]) if cands else None
+            ok = best is not None and np.isfinite(tab.loc[m, stat])
+            diff = reps[m][key[stat]] - r[best][key[stat]] if ok else np.full(n_boot, np.nan)
+            tab.loc[m, f"best_{stat}"] = best
+            tab.loc[m, f"d_{stat}"] = tab.loc[m, stat] - pts[best][stat] if ok else math.nan
+            tab.loc[m, f"d_{stat}_lo"], tab.loc[m, f"d_{stat}_hi"] = _interval(diff)
+            out[(m, stat)] = diff
+    return out
+
+
 def measure_table(
     df,
     measures: Sequence[str] = MEASURES,
@@ -299,15 +337,18 @@ def measure_table(
     (:func:`m_dependent`), ``tau``, ``psi``, ``psi_wo`` (the training-set size held fixed), ``psi_seed``
     (the seed view), each with a seed-bootstrap interval (``_lo``, ``_hi``); ``cmi``; the sign errors
     ``se_mean``, ``se_p90``, ``se_max`` over all environments; ``d_psi`` (``m``-dependent measures only)
-    and ``d_psi_wo``: the measure minus the best hyperparameter-only baseline on that statistic (named
-    in ``best_psi``, ``best_psi_wo``), with intervals from the same draws; for every statistic of
+    and ``d_psi_wo``: the measure minus the best hyperparameter-only baseline on that statistic, both on
+    **the measure's own models** (for a depth-1-only measure, the baselines scored and chosen on the
+    depth-1 models; the chosen one named in ``best_psi``, ``best_psi_wo``), with intervals from the
+    same draws; for every statistic of
     ``NULL_STATS`` the flag ``beyond_<stat>`` (beyond the 95th,
     for sign errors below the 5th, percentile of ``n_null`` random measures on the same models); one
     ``psi_<axis>`` per axis. ``m``-free measures have ``tau``, ``psi``, ``cmi`` and sign errors ``nan``.
     A hyperparameter-only baseline has ``psi_seed`` 0 by definition (it is a function of the setting;
     its cross-fitted column differs between the two halves of the seed indices only through the split).
-    Returns ``(table, extras)``, ``extras`` holding the bootstrap replicates (``reps``), the null
-    samples per model subset (``nulls``: ``"all"`` and ``"depth1"``) and their percentiles."""
+    Returns ``(table, extras)``, ``extras`` holding the bootstrap replicates (``reps``), those of the
+    differences from the best baseline (``d_reps``, keyed ``(measure, stat)``), the null samples per
+    model subset (``nulls``: ``"all"`` and ``"depth1"``) and their percentiles."""
     import pandas as pd
 
     fit = family_frame(df) if fit is None else fit
@@ -374,21 +415,14 @@ def measure_table(
                 row[f"beyond_{k}"] = False
         rows.append(row)
     tab = pd.DataFrame(rows).set_index("measure")
-    for stat, key in (("psi", "psi"), ("psi_wo", "psi_without_n_train")):
-        cands = [b for b in baselines if np.isfinite(tab.loc[b, stat])]
-        best = max(cands, key=lambda b: tab.loc[b, stat]) if cands else None
-        tab[f"best_{stat}"] = best
-        for m in names:
-            ok = best is not None and np.isfinite(tab.loc[m, stat])
-            diff = reps[m][key] - reps[best][key] if ok else np.full(n_boot, np.nan)
-            tab.loc[m, f"d_{stat}"] = tab.loc[m, stat] - tab.loc[best, stat] if ok else math.nan
-            tab.loc[m, f"d_{stat}_lo"], tab.loc[m, f"d_{stat}_hi"] = _interval(diff)
+    d_reps = _vs_best_baseline(tab, fit, names, baselines, reps, n_boot=n_boot, seed=seed)
     return tab, {
         "reps": reps,
         "nulls": nulls,
         "null_percentiles": pct,
         "axes": axes,
         "baselines": baselines,
+        "d_reps": d_reps,
     }
 
 
@@ -488,132 +522,6 @@ def paired_gap_changes(df, axes: Sequence[str] | None = None):
 
 def _num(x):
     return float(x) if x is not None and math.isfinite(float(x)) else None
-
-
-#: The plain norms every bound is compared with in the verdict (the Lipschitz skeleton the bounds share).
-PLAIN_NORMS = ("log_spec_prod", "log_fro_prod")
-#: The bound capacities of the verdict (m-free forms: compared with the training-set size fixed).
-VERDICT_BOUNDS = ("tt_cap", "edelman_cap", "sa_cap", "edproxy_cap")
-
-
-def verdict_tests(
-    fit, tab, extras, *, n_boot: int = 1000, seed: int = 0, measures: Sequence[str] = MEASURES
-):
-    """The tests the chapter's verdict rests on, fixed before looking at the family (the list below),
-    with Holm's adjustment over all of them (:func:`~genbound.experiments.ranking.holm`):
-
-    1. ``oracle``: the best measure of the weights minus the best hyperparameter-only baseline, in
-       ``Psi`` with the training-set size fixed (all measures) and in ``Psi`` (the ``m``-dependent ones);
-    2. ``seed``: for every measure of the weights, ``psi_seed`` against the null (one-sided,
-       :func:`null_p`);
-    3. ``norms``: each bound capacity of ``VERDICT_BOUNDS`` minus each plain norm of ``PLAIN_NORMS``, in
-       ``Psi`` with the training-set size fixed and in ``psi_seed``;
-    4. ``index``: the adaptive spectrum-adaptive proxy minus its two fixed-index sums, in the same two
-       statistics.
-
-    Differences get the two-sided :func:`~genbound.experiments.predict_gap.normal_p` of the estimate against the standard deviation of its
-    replicates on the same seed draws (for a depth-1-only measure, both sides on the depth-1 models);
-    ``psi_seed`` the one-sided :func:`~genbound.experiments.predict_gap.normal_p` against the null's mean and standard deviation. The
-    ``/sqrt(m)`` forms are left out of test 2 (within a setting they equal their ``m``-free forms). Returns a DataFrame: ``question``,
-    ``test``, ``estimate``, ``lo``, ``hi``, ``p``, ``p_holm``, ``reject`` (at 0.05)."""
-    import pandas as pd
-
-    reps, base = extras["reps"], extras["baselines"]
-    seeds = fit["seed"].unique()
-    key = {"psi": "psi", "psi_wo": "psi_without_n_train", "psi_seed": "psi_seed"}
-    rows = []
-
-    def diff(a, b, stat):
-        da, db = measure_frame(fit, a), measure_frame(fit, b)
-        ra, rb = reps[a][key[stat]], reps[b][key[stat]]
-        est = tab.loc[a, stat] - tab.loc[b, stat]
-        if len(da) != len(db):  # compare on the smaller set of models
-            small = da if len(da) < len(db) else db
-            other = b if len(da) < len(db) else a
-            ro = psi_bootstrap(
-                small, [other], axes=axes_of(small), n_boot=n_boot, seed=seed, seeds=seeds
-            )[other]
-            st_o = measure_stats(small, other, axes=axes_of(small), simpson=False)
-            val = {
-                "psi": st_o["psi"],
-                "psi_wo": st_o["psi_without_n_train"],
-                "psi_seed": st_o["psi_seed"],
-            }[stat]
-            if other == b:
-                rb, est = ro[key[stat]], tab.loc[a, stat] - val
-            else:
-                ra, est = ro[key[stat]], val - tab.loc[b, stat]
-        d = ra - rb
-        lo, hi = _interval(d)
-        return est, lo, hi, normal_p(est, d)
-
-    weights = [m for m in measures if m not in base]
-    for stat in ("psi_wo", "psi"):
-        cand = [m for m in weights if np.isfinite(tab.loc[m, stat])]
-        bcand = [b for b in base if np.isfinite(tab.loc[b, stat])]
-        if cand and bcand:
-            m = max(cand, key=lambda k: tab.loc[k, stat])
-            b = max(bcand, key=lambda k: tab.loc[k, stat])
-            est, lo, hi, p = diff(m, b, stat)
-            rows.append(
-                {
-                    "question": "oracle",
-                    "test": f"{m} - {b} ({stat})",
-                    "estimate": est,
-                    "lo": lo,
-                    "hi": hi,
-                    "p": p,
-                }
-            )
-    for m in weights:
-        if m.endswith(
-            "_sqrtm"
-        ):  # sqrt(m) is constant within a setting: the same psi_seed as its m-free form
-            continue
-        sub = tab.loc[m, "null_subset"]
-        v, null = tab.loc[m, "psi_seed"], extras["nulls"][sub]["psi_seed"].to_numpy(float)
-        rows.append(
-            {
-                "question": "seed",
-                "test": f"{m} psi_seed vs null",
-                "estimate": v,
-                "lo": tab.loc[m, "psi_seed_lo"],
-                "hi": tab.loc[m, "psi_seed_hi"],
-                "p": normal_p(v, null, two_sided=False, null_mean=float(np.mean(null))),
-            }
-        )
-    for b in VERDICT_BOUNDS:
-        for nrm in PLAIN_NORMS:
-            for stat in ("psi_wo", "psi_seed"):
-                est, lo, hi, p = diff(b, nrm, stat)
-                rows.append(
-                    {
-                        "question": "norms",
-                        "test": f"{b} - {nrm} ({stat})",
-                        "estimate": est,
-                        "lo": lo,
-                        "hi": hi,
-                        "p": p,
-                    }
-                )
-    for fixed in ("spectral_p0", "spectral_pmax"):
-        for stat in ("psi_wo", "psi_seed"):
-            est, lo, hi, p = diff("spectral_adaptive", fixed, stat)
-            rows.append(
-                {
-                    "question": "index",
-                    "test": f"spectral_adaptive - {fixed} ({stat})",
-                    "estimate": est,
-                    "lo": lo,
-                    "hi": hi,
-                    "p": p,
-                }
-            )
-    out = pd.DataFrame(rows)
-    adj = rk.holm(dict(zip(out["test"], out["p"])))
-    out["p_holm"] = [adj[t]["p_holm"] for t in out["test"]]
-    out["reject"] = [adj[t]["reject"] for t in out["test"]]
-    return out
 
 
 def summary(
