@@ -16,6 +16,7 @@ import torch
 from .. import schatten_entropy as se
 from ..bounds import network as _net
 from ..symbolic import network as sn
+from ..weights import TransformerWeights
 from ._part3 import DT
 
 
@@ -240,8 +241,6 @@ def grid_check(seed: int) -> tuple[float, float, int]:
             levels_per_efold=int(torch.randint(2, 10, (1,), generator=gen)),
         )
         T = int(torch.randint(2, 512, (1,), generator=gen))
-        from ..weights import TransformerWeights
-
         r = _net.network_bound(TransformerWeights.from_proxy_matrices(*mats), seq_len=T, **kw)
         recs = _ref_matrices(mats, **kw)
         m = math.ceil(L + math.log(max(N, 2)))
