@@ -204,9 +204,16 @@ def _add_report_options(p) -> None:
         metavar="B",
         default=None,
         help="a second checkpoint of the same architecture (for example the fine-tuned model of "
-        "a base PATH): a table of each matrix's sigma_max, frobenius, stable_rank, rank (and "
-        "contribution, where a bound exists) in PATH and B with their ratio B / PATH and "
-        "difference, and the two bound values side by side",
+        "a base PATH): what moved first (a per-layer summary, then each changed matrix's "
+        "sigma_max, frobenius, stable_rank, rank and, where a bound exists, contribution in PATH "
+        "and B with their ratio B / PATH, largest change first), and the bounds side by side",
+    )
+    p.add_argument(
+        "--all",
+        action="store_true",
+        dest="show_all",
+        help="with --compare: list every matrix and every layer's summary, the unchanged ones too "
+        "(by default they are counted)",
     )
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.add_argument(
@@ -321,6 +328,8 @@ def _check_numbers(args) -> None:
             raise ParameterError(
                 f"--{name.replace('_', '-')} must be a positive finite number, got {v}"
             )
+    if getattr(args, "show_all", False) and getattr(args, "compare", None) is None:
+        raise ParameterError("--all lists the unchanged matrices of --compare; pass --compare B")
     if args.seq_len is not None and args.seq_len < 1:
         raise ParameterError(f"--seq-len must be >= 1, got {args.seq_len}")
     if args.grid_m is not None:
@@ -396,7 +405,8 @@ def _run_compare(args, kwargs: dict) -> int:
     if args.csv:
         table.to_csv(args.csv, index=False)
     d = comparison_dict(a, b, table, path_a=str(args.path), path_b=str(args.compare))
-    print(json.dumps(d) if args.json else comparison_report(d, table))
+    show_all = getattr(args, "show_all", False)
+    print(json.dumps(d) if args.json else comparison_report(d, table, show_all=show_all))
     return 0
 
 
