@@ -155,7 +155,7 @@ def merged_parameters(model: torch.nn.Module, where: str) -> dict[str, torch.Ten
     and its adapter tensors. Adapters of another kind raise with :data:`MERGE_HINT`.
     """
     sd: dict[str, torch.Tensor] = dict(model.named_parameters())
-    for name, mod in model.named_modules():
+    for name, mod in getattr(model, "named_modules", list)():
         if not hasattr(mod, "base_layer") or not isinstance(
             getattr(mod, "base_layer"), torch.nn.Module
         ):
