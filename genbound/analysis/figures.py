@@ -96,10 +96,8 @@ def analysis_figure(a):
         if row == 0:
             left.legend(fontsize="small")
             right.legend(fontsize="small")
-    title = _title(a)
-    fig.suptitle(title, fontsize=10)
-    top = 1.0 - (title.count("\n") + 1) * 0.2 / fig.get_size_inches()[1]  # 0.2 in per line
-    fig.tight_layout(rect=(0.0, 0.0, 1.0, top))
+    fig.suptitle(_title(a), fontsize=10)
+    fig.tight_layout()  # leaves the title its room
     fit_tick_labels(fig)
     return fig
 

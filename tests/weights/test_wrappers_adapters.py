@@ -233,3 +233,14 @@ def test_adapter_folders_and_adapter_tensors_are_refused(tmp_path, capsys):
     model.save_pretrained(full)  # a model saved with its adapter layers in place
     with pytest.raises(ArchitectureError, match=r"adapter tensors .*merge_and_unload\(\)"):
         load_weights(full)
+
+
+def test_analyze_with_a_config_override_reads_through_holders_and_adapters():
+    import genbound
+
+    model = _model("bert")
+    torch.manual_seed(1)
+    _lora(model, ["query"])
+    want = genbound.analyze(model).matrices()
+    got = genbound.analyze(Lightning(model), config=model.config).matrices()
+    assert got.equals(want)
