@@ -253,7 +253,7 @@ def analyze(
     ``config`` (a dict or a Hugging Face config with the family's size keys); or
     :class:`~genbound.weights.TransformerWeights`. ``config`` also overrides the sizes of a module.
     A model whose blocks the papers' bound does not all cover (Llama, Mistral, Qwen, Gemma, Phi-3,
-    Mixtral, GPT-NeoX, Falcon, GPT-J: ``weights.covered`` is False) gives a :class:`SpectraOnly`
+    Mixtral, GPT-NeoX, Falcon, GPT-J, BLOOM, DeBERTa-v2: ``weights.covered`` is False) gives a :class:`SpectraOnly`
     report instead: every matrix's spectra (``.matrices()``), the reasons per kind (``.reasons``),
     and no bound (``.bound`` is ``None``; ``.spectral``/``.edelman`` raise :class:`NoBoundError`);
     ``.spectra_only`` tells the two apart.

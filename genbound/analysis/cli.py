@@ -72,7 +72,7 @@ def _description() -> str:
             "proxy on a checkpoint folder (config.json + model.safetensors) of a family the "
             "papers' bound covers (BERT, RoBERTa, ELECTRA, DistilBERT, GPT-2, OPT, ViT), layer by "
             "layer. For a family it does not cover (Llama, Mistral, Qwen, Gemma, Phi-3, Mixtral, "
-            "GPT-NeoX, Falcon, GPT-J) the report is labelled SPECTRA ONLY, NO BOUND: why, per "
+            "GPT-NeoX, Falcon, GPT-J, BLOOM, DeBERTa-v2) the report is labelled SPECTRA ONLY, NO BOUND: why, per "
             "matrix kind, then every matrix's spectra. --compare B: two checkpoints of one "
             "architecture, matrix by matrix."
         )

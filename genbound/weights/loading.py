@@ -211,8 +211,7 @@ def _positive_int(value, key: str, where: str) -> int:
     return value
 
 
-#: Sizes a config may leave out: ``layers`` (counted from the tensors), ``kv_heads`` (= heads),
-#: ``head_dim`` (= hidden / heads).
+#: Sizes a config may leave out: ``layers`` (counted), ``kv_heads`` (heads), ``head_dim`` (N / H).
 _OPTIONAL_SIZES = ("layers", "kv_heads", "head_dim")
 
 
@@ -242,7 +241,8 @@ def config_sizes(config, family: Family, where: str) -> dict[str, int | None]:
             if size == "d_ff" and family.default_d_ff is not None:
                 out[size] = family.default_d_ff(out["hidden"])
                 continue
-            needed = ", ".join(v for k, v in family.sizes.items() if k not in _OPTIONAL_SIZES)
+            opt = _OPTIONAL_SIZES + (("d_ff",) if family.default_d_ff is not None else ())
+            needed = ", ".join(v for k, v in family.sizes.items() if k not in opt)
             raise ArchitectureError(
                 f"{where} has no {key!r}; a {family.name} config needs {needed}"
             )
@@ -709,7 +709,7 @@ def load_weights(source, *, attention_scale: bool | None = None, layers=None) ->
     :class:`TransformerWeights` (then ``attention_scale`` and ``layers`` apply to it, see
     :meth:`TransformerWeights.select`). Families: ``genbound.weights.families`` (BERT, RoBERTa,
     ELECTRA, DistilBERT, GPT-2, OPT, ViT with the bound; Llama, Mistral, Qwen2, Qwen3, Gemma,
-    Gemma 2, Phi-3, Mixtral, GPT-NeoX, Falcon, GPT-J with per-matrix spectra only, see
+    Gemma 2, Phi-3, Mixtral, GPT-NeoX, Falcon, GPT-J, BLOOM, DeBERTa-v2 with per-matrix spectra only, see
     :meth:`TransformerWeights.matrix_table`); encoder-decoders are refused with the reason.
     Nothing is downloaded and, for folders, no weight is read until spectra are taken (layer by
     layer). ``attention_scale=True`` puts the model's score scale (``1/sqrt(d_head)``) into every
