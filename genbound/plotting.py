@@ -31,6 +31,8 @@ __all__ = [
     "tick_label_problems",
     "plot_schatten_curve",
     "plot_contributions",
+    "plot_per_layer",
+    "plot_esd",
 ]
 
 #: Path of the shared matplotlib style sheet.
@@ -213,4 +215,58 @@ def plot_contributions(report, *, ax=None):
     ax.set_yscale("log")
     ax.xaxis.set_major_locator(plt.MaxNLocator(integer=True))
     ax.legend(fontsize="small")
+    return ax
+
+
+def plot_per_layer(table, column: str, *, ax=None, ylabel: str | None = None, label=None):
+    """One matrix kind's ``column`` (``contribution``, ``sigma_max``, ...) against its layer: one
+    marker per matrix (per head, per expert), and the layer's median as a line, on a log scale where
+    every value is positive and they span a decade or more. ``table`` holds the kind's rows (columns ``layer`` and ``column``).
+    Returns the ``Axes``."""
+    import numpy as np
+
+    if ax is None:
+        _, ax = new_axes()
+    x = table["layer"].to_numpy(dtype=float)
+    y = table[column].to_numpy(dtype=float)
+    ax.scatter(x, y, s=10, alpha=0.6, label=label)
+    layers = np.unique(x)
+    if len(layers):
+        med = [float(np.median(y[x == v])) for v in layers]
+        ax.plot(layers, med, color="0.25", linewidth=1.0, label="layer median")
+    if len(y) and np.all(y > 0) and y.max() >= 10 * y.min():  # a decade or more: log
+        ax.set_yscale("log")
+    ax.set_xlabel("layer")
+    ax.set_ylabel(ylabel or column)
+    ax.xaxis.set_major_locator(plt.MaxNLocator(integer=True))
+    return ax
+
+
+def plot_esd(svals, *, ax=None, bins: int = 40, marks: dict | None = None, label=None):
+    """The empirical spectral density of a set of matrices on log-log axes: a histogram (a density,
+    log-spaced bins) of the nonzero eigenvalues ``lambda = sigma^2`` of ``W^T W`` pooled over the
+    arrays of singular values ``svals``, as WeightWatcher draws it, with vertical lines at ``marks``
+    (label -> eigenvalue), for example the largest ``sigma_max^2``. Returns the ``Axes``."""
+    import numpy as np
+
+    if ax is None:
+        _, ax = new_axes()
+    lam = np.concatenate([np.asarray(s, dtype=float).ravel() ** 2 for s in svals] or [np.zeros(0)])
+    lam = lam[np.isfinite(lam) & (lam > 0)]
+    if lam.size:
+        lo, hi = lam.min(), lam.max()
+        edges = (
+            np.geomspace(lo, hi * (1 + 1e-9), bins + 1) if hi > lo else np.array([lo / 2, lo * 2])
+        )
+        dens, edges = np.histogram(lam, bins=edges, density=True)
+        ax.stairs(np.where(dens > 0, dens, np.nan), edges, fill=True, alpha=0.5, label=label)
+        ax.set_xscale("log")
+        if np.any(dens > 0):
+            ax.set_yscale("log")
+    styles = iter(["--", ":", "-."])
+    for name, value in (marks or {}).items():
+        if np.isfinite(value) and value > 0:
+            ax.axvline(value, color="0.2", linestyle=next(styles, "--"), linewidth=1.0, label=name)
+    ax.set_xlabel(r"eigenvalue $\lambda = \sigma^2$")
+    ax.set_ylabel("density")
     return ax

@@ -88,6 +88,20 @@ def _configs():
             T.GPTJConfig(vocab_size=20, n_embd=N, n_layer=L, n_head=H, rotary_dim=8, n_inner=F),
             T.GPTJForCausalLM,
         ),
+        "bloom": (
+            T.BloomConfig(vocab_size=20, hidden_size=N, n_layer=L, n_head=H),
+            T.BloomForCausalLM,
+        ),
+        "deberta_v2": (
+            T.DebertaV2Config(
+                relative_attention=True,
+                pos_att_type=["p2c", "c2p"],
+                share_att_key=True,
+                position_buckets=8,
+                **c,
+            ),
+            T.DebertaV2Model,
+        ),
         "vit": (
             T.ViTConfig(
                 hidden_size=N,
@@ -119,6 +133,8 @@ UNCOVERED = {
     **{a: {"QK"} for a in ("gpt_neox", "falcon", "falcon_gqa", "falcon_mha", "gptj")},
     "opt": set(),
     "vit": set(),
+    "bloom": {"QK"},  # ALiBi
+    "deberta_v2": {"QK"},  # disentangled attention
 }
 
 
@@ -206,6 +222,18 @@ def reference_layer(arch: str, sd: dict, cfg: dict, l: int):
             q, k, v = w[:, 0], w[:, 1], w[:, 2]
         ff = [("M_in", -1, g("mlp.dense_h_to_4h")), ("M_out", -1, g("mlp.dense_4h_to_h"))]
         return q, k, v, g("self_attention.dense"), ff
+    if fam == "bloom":
+        dh = N // H
+        g = lambda n: _get(sd, f"h.{l}.{n}.weight")  # noqa: E731
+        w = g("self_attention.query_key_value").reshape(H, 3, dh, N)  # view(..., H, 3, dh)
+        ff = [("M_in", -1, g("mlp.dense_h_to_4h")), ("M_out", -1, g("mlp.dense_4h_to_h"))]
+        return w[:, 0], w[:, 1], w[:, 2], g("self_attention.dense"), ff
+    if fam == "deberta_v2":
+        dh = N // H
+        g = lambda n: _get(sd, f"encoder.layer.{l}.{n}.weight")  # noqa: E731
+        qkv = [g(f"attention.self.{x}_proj").reshape(H, dh, N) for x in ("query", "key", "value")]
+        ff = [("M_in", -1, g("intermediate.dense")), ("M_out", -1, g("output.dense"))]
+        return (*qkv, g("attention.output.dense"), ff)
     if fam == "gptj":
         dh = N // H
         g = lambda n: _get(sd, f"h.{l}.{n}.weight")  # noqa: E731

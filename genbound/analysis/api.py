@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import ClassVar
 
 from ..errors import ArchitectureError, ParameterError
@@ -90,6 +90,8 @@ class SpectraOnly:
     seconds: float
     rank_tol: float
     n_samples: int | None = None
+    #: every matrix's singular values (:class:`~genbound.weights.model.MatrixSpectrum`), table order
+    spectra: tuple = field(default=(), repr=False)
     #: True: there is no bound in this report.
     spectra_only: ClassVar[bool] = True
     #: No bound value: the papers' bound does not cover this model.
@@ -144,12 +146,16 @@ def _weights_of_module(source, config, *, attention_scale: bool, layers):
             f"config= applies to a state dict or a torch.nn.Module, not to a "
             f"{type(source).__name__} (a checkpoint folder has its own config.json)"
         )
+    from ..weights.modules import merged_parameters, unwrap_holders
+
+    where = f"module {type(source).__name__}"
+    inner = unwrap_holders(source)[0] if hasattr(source, "_modules") else source
     return weights_from_state_dict(
-        dict(source.named_parameters()),
+        merged_parameters(inner, where),
         config,
         attention_scale=attention_scale,
         layers=layers,
-        source=f"module {type(source).__name__}",
+        source=where,
     )
 
 
@@ -247,7 +253,7 @@ def analyze(
     ``config`` (a dict or a Hugging Face config with the family's size keys); or
     :class:`~genbound.weights.TransformerWeights`. ``config`` also overrides the sizes of a module.
     A model whose blocks the papers' bound does not all cover (Llama, Mistral, Qwen, Gemma, Phi-3,
-    Mixtral, GPT-NeoX, Falcon, GPT-J: ``weights.covered`` is False) gives a :class:`SpectraOnly`
+    Mixtral, GPT-NeoX, Falcon, GPT-J, BLOOM, DeBERTa-v2: ``weights.covered`` is False) gives a :class:`SpectraOnly`
     report instead: every matrix's spectra (``.matrices()``), the reasons per kind (``.reasons``),
     and no bound (``.bound`` is ``None``; ``.spectral``/``.edelman`` raise :class:`NoBoundError`);
     ``.spectra_only`` tells the two apart.
@@ -286,9 +292,12 @@ def analyze(
     n_samples = _checked_arguments(mode, n_samples)
     w = weights_of(source, config=config, attention_scale=attention_scale, layers=layers)
     if not w.covered:  # the papers' bound does not describe some block: spectra only, no bound
-        table = w.matrix_table(device=dev, rank_tol=rank_tol)
+        ms = tuple(w.matrix_spectra(device=dev))  # kept for the figure and --svals
+        table = w.matrix_table(rank_tol=rank_tol, spectra=ms)
         seconds = time.perf_counter() - t0
-        return SpectraOnly(w, table, str(dev), seconds, rank_tol=rank_tol, n_samples=n_samples)
+        return SpectraOnly(
+            w, table, str(dev), seconds, rank_tol=rank_tol, n_samples=n_samples, spectra=ms
+        )
     r, e, nb = _both_proxies(
         w,
         dev,

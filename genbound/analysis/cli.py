@@ -47,8 +47,9 @@ from pathlib import Path
 from ..errors import GenboundError, ParameterError, require
 from ..experiments.runtime.outputs import check_apart, files_in
 from ..experiments.runtime.results import results_file_kind
-from .api import analyze, weights_of
+from .api import analyze
 from .compare import compare_checkpoints, comparison_dict, comparison_report
+from .esd import check_svals_path, write_svals
 from .figures import check_plot_format, write_plot
 from .report import JSON_FIELDS, KINDS, MATRIX_FIELDS, console_report, spectra_only_report
 
@@ -71,7 +72,7 @@ def _description() -> str:
             "proxy on a checkpoint folder (config.json + model.safetensors) of a family the "
             "papers' bound covers (BERT, RoBERTa, ELECTRA, DistilBERT, GPT-2, OPT, ViT), layer by "
             "layer. For a family it does not cover (Llama, Mistral, Qwen, Gemma, Phi-3, Mixtral, "
-            "GPT-NeoX, Falcon, GPT-J) the report is labelled SPECTRA ONLY, NO BOUND: why, per "
+            "GPT-NeoX, Falcon, GPT-J, BLOOM, DeBERTa-v2) the report is labelled SPECTRA ONLY, NO BOUND: why, per "
             "matrix kind, then every matrix's spectra. --compare B: two checkpoints of one "
             "architecture, matrix by matrix."
         )
@@ -111,8 +112,16 @@ def _add_output_options(p) -> None:
     p.add_argument(
         "--plot",
         metavar="FILE",
-        help="write a figure of the per-matrix contributions (format from the "
-        "extension: png, pdf, svg, ...)",
+        help="write a figure titled with the model, family and verdict: per matrix kind, a "
+        "per-layer panel (each matrix's proxy term, or sigma_max for a spectra-only family) and "
+        "the empirical spectral density, log-log (format from the extension: png, pdf, svg, ...)",
+    )
+    p.add_argument(
+        "--svals",
+        metavar="FILE.npz",
+        help="write every matrix's singular values (descending, float64) to a numpy .npz archive, "
+        "one array per matrix named like L0.H3.QK, L0.M_in, L1.E2.M_gate, for fitting your own "
+        "spectral densities (numpy.load(FILE))",
     )
 
 
@@ -204,9 +213,16 @@ def _add_report_options(p) -> None:
         metavar="B",
         default=None,
         help="a second checkpoint of the same architecture (for example the fine-tuned model of "
-        "a base PATH): a table of each matrix's sigma_max, frobenius, stable_rank, rank (and "
-        "contribution, where a bound exists) in PATH and B with their ratio B / PATH and "
-        "difference, and the two bound values side by side",
+        "a base PATH): what moved first (a per-layer summary, then each changed matrix's "
+        "sigma_max, frobenius, stable_rank, rank and, where a bound exists, contribution in PATH "
+        "and B with their ratio B / PATH, largest change first), and the bounds side by side",
+    )
+    p.add_argument(
+        "--all",
+        action="store_true",
+        dest="show_all",
+        help="with --compare: list every matrix and every layer's summary, the unchanged ones too "
+        "(by default they are counted)",
     )
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.add_argument(
@@ -248,12 +264,13 @@ def _check_path(path, option: str) -> None:
         raise ParameterError(f"{option} {path}: folder {str(parent)!r} is not writable")
 
 
-def check_outputs(csv=None, plot=None, *, overwrite: bool = False) -> None:
-    """Refuse output paths that could not be written, before any work: ``csv``/``plot`` must name a file in an
-    existing, writable folder, must not be a genbound results file of an experiment (unless
-    ``overwrite``), and ``plot`` must end in a format matplotlib writes (``.png``, ``.pdf``,
-    ``.svg``, ...). Raises :class:`~genbound.errors.ParameterError` naming the option."""
-    for option, path in (("--csv", csv), ("--plot", plot)):
+def check_outputs(csv=None, plot=None, *, overwrite: bool = False, svals=None) -> None:
+    """Refuse output paths that could not be written, before any work: ``csv``/``plot``/``svals``
+    must name a file in an existing, writable folder, must not be a genbound results file of an
+    experiment (unless ``overwrite``), ``plot`` must end in a format matplotlib writes (``.png``,
+    ``.pdf``, ``.svg``, ...) and ``svals`` in ``.npz``. Raises
+    :class:`~genbound.errors.ParameterError` naming the option."""
+    for option, path in (("--csv", csv), ("--plot", plot), ("--svals", svals)):
         if path is None:
             continue
         _check_path(path, option)
@@ -266,6 +283,8 @@ def check_outputs(csv=None, plot=None, *, overwrite: bool = False) -> None:
             )
     if plot is not None:
         check_plot_format(plot)
+    if svals is not None:
+        check_svals_path(svals)
 
 
 #: The names of the files a checkpoint folder is read from (config, index, weights, the cache's ref).
@@ -304,7 +323,8 @@ def check_outputs_apart(args) -> None:
     inputs = {"a file of the checkpoint PATH": checkpoint_inputs(args.path)}
     if getattr(args, "compare", None) is not None:
         inputs["a file of the checkpoint --compare B"] = checkpoint_inputs(args.compare)
-    check_apart({"--csv": args.csv, "--plot": args.plot}, inputs)
+    outputs = {"--csv": args.csv, "--plot": args.plot, "--svals": getattr(args, "svals", None)}
+    check_apart(outputs, inputs)
 
 
 def _check_numbers(args) -> None:
@@ -321,6 +341,8 @@ def _check_numbers(args) -> None:
             raise ParameterError(
                 f"--{name.replace('_', '-')} must be a positive finite number, got {v}"
             )
+    if getattr(args, "show_all", False) and getattr(args, "compare", None) is None:
+        raise ParameterError("--all lists the unchanged matrices of --compare; pass --compare B")
     if args.seq_len is not None and args.seq_len < 1:
         raise ParameterError(f"--seq-len must be >= 1, got {args.seq_len}")
     if args.grid_m is not None:
@@ -334,20 +356,14 @@ def _check_numbers(args) -> None:
 
 
 def _check_plot(args) -> None:
-    """Refuse ``--plot`` with ``--compare``, and ``--plot`` of a model without a bound (the figure
-    draws the bound's contributions), before any spectrum."""
-    if args.plot and getattr(args, "compare", None) is not None:
-        raise ParameterError("--plot and --compare together: draw each model's figure on its own")
-    if not args.plot:
-        return
-    w = weights_of(args.path, layers=args.layers)
-    if not w.covered:
-        raise ParameterError(
-            f"--plot {args.plot}: the figure draws each matrix's contribution to the bound, and "
-            f"this {w.family} model has none (the papers' bound does not cover "
-            f"{', '.join(k for k, c in w.coverage.items() if not c.covered)}); drop --plot for "
-            f"its spectra-only report"
-        )
+    """Refuse ``--plot`` or ``--svals`` with ``--compare``, before any spectrum (each model's figure
+    and singular values are its own analysis's)."""
+    for option in ("plot", "svals"):
+        if getattr(args, option, None) and getattr(args, "compare", None) is not None:
+            raise ParameterError(
+                f"--{option} and --compare together: write each model's {option} on its own "
+                f"(genbound analyze PATH --{option} FILE)"
+            )
 
 
 def fix_heap_growth(threshold: int = 128 * 1024) -> bool:
@@ -396,7 +412,8 @@ def _run_compare(args, kwargs: dict) -> int:
     if args.csv:
         table.to_csv(args.csv, index=False)
     d = comparison_dict(a, b, table, path_a=str(args.path), path_b=str(args.compare))
-    print(json.dumps(d) if args.json else comparison_report(d, table))
+    show_all = getattr(args, "show_all", False)
+    print(json.dumps(d) if args.json else comparison_report(d, table, show_all=show_all))
     return 0
 
 
@@ -406,13 +423,14 @@ def _run_one(args, kwargs: dict) -> int:
     table = a.matrices()
     if args.csv:
         table.to_csv(args.csv, index=False)
+    if getattr(args, "svals", None):
+        write_svals(a, args.svals)
+    if args.plot:
+        write_plot(a, args.plot)
+    d = a.to_dict()
     if a.spectra_only:
-        d = a.to_dict()
         print(json.dumps(d) if args.json else spectra_only_report(a, d, table))
         return 0
-    if args.plot:
-        write_plot(a.spectral, args.plot)
-    d = a.to_dict()
     print(json.dumps(d) if args.json else console_report(a, d, table, top=args.top))
     return 0
 
@@ -420,7 +438,12 @@ def _run_one(args, kwargs: dict) -> int:
 def run(args) -> int:
     """The handler of ``genbound analyze``: every option and output path checked, then one report."""
     require("torch", "genbound analyze")
-    check_outputs(csv=args.csv, plot=args.plot, overwrite=getattr(args, "overwrite", False))
+    check_outputs(
+        csv=args.csv,
+        plot=args.plot,
+        overwrite=getattr(args, "overwrite", False),
+        svals=getattr(args, "svals", None),
+    )
     check_outputs_apart(args)
     _check_numbers(args)
     fix_heap_growth()

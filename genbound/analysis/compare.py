@@ -1,8 +1,9 @@
 """Two checkpoints of one architecture compared matrix by matrix: ``genbound analyze A --compare B``.
 
 One concept: the comparison (architectures checked first, then each matrix's spectral quantities in A
-and B with their ratio B / A and difference, and both bounds side by side where both exist). Each side
-is :func:`genbound.analysis.api.analyze` of its checkpoint: nothing here computes a spectrum or a bound.
+and B with their ratio B / A and difference, sorted by how much they moved, a per-layer summary, and
+both bounds side by side where both exist). Each side is :func:`genbound.analysis.api.analyze` of its
+checkpoint: nothing here computes a spectrum or a bound.
 """
 
 from __future__ import annotations
@@ -15,12 +16,14 @@ from .api import analyze, weights_of
 from .report import table_text
 
 if TYPE_CHECKING:  # annotations only: pandas is imported where a table is built
+    import numpy as np
     import pandas as pd
 
 __all__ = [
     "COMPARED",
     "check_same_architecture",
     "compare_table",
+    "layer_summary",
     "comparison_dict",
     "comparison_report",
     "compare_checkpoints",
@@ -90,13 +93,28 @@ def _matched_tables(a, b):
     return ta, tb
 
 
+def _change(table) -> "np.ndarray":
+    """Per row, the largest ``|log ratio|`` of the matrix's own quantities (:data:`OWN`; ``inf``
+    where a ratio is 0, infinite or undefined: a matrix that vanished or appeared moved most)."""
+    import numpy as np
+
+    cols = [f"{q}_ratio" for q in OWN if f"{q}_ratio" in table.columns]
+    r = table[cols].to_numpy(dtype=float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        lr = np.abs(np.log(r))
+    lr[~np.isfinite(lr)] = np.inf
+    return lr.max(axis=1) if lr.shape[1] else np.zeros(len(table))
+
+
 def compare_table(a, b) -> "pd.DataFrame":
     """Two reports of one architecture (:class:`~genbound.analysis.api.Analysis` or
     :class:`~genbound.analysis.api.SpectraOnly`), matrix by matrix:
     columns ``kind, layer, head, expert, rows, cols``, then for each quantity ``q`` of
     :data:`COMPARED` (``contribution`` only when both have a bound) ``q_a, q_b, q_ratio`` (``B / A``,
-    exactly 1 where equal) and ``q_diff`` (``B - A``). Rows whose identity or shape differ raise
-    :class:`~genbound.errors.ShapeError` naming the first."""
+    exactly 1 where equal) and ``q_diff`` (``B - A``), and ``change``: the largest ``|log q_ratio|``
+    over the matrix's own quantities (:data:`OWN`; 0 for a matrix that did not move). Rows are sorted by ``change``, largest first (ties
+    in layer order). Rows whose identity or shape differ raise :class:`~genbound.errors.ShapeError`
+    naming the first."""
     ta, tb = _matched_tables(a, b)
     out = ta[_KEYS].copy()
     for q in (q for q in COMPARED if q in ta.columns and q in tb.columns):
@@ -104,12 +122,42 @@ def compare_table(a, b) -> "pd.DataFrame":
         out[f"{q}_a"], out[f"{q}_b"] = ta[q].to_numpy(), tb[q].to_numpy()
         out[f"{q}_ratio"] = _ratio(ta[q], tb[q])
         out[f"{q}_diff"] = tb[q].to_numpy(dtype=dtype) - ta[q].to_numpy(dtype=dtype)
+    out["change"] = _change(out)
+    out = out.sort_values("change", ascending=False, kind="stable")
     return out.reset_index(drop=True)
 
 
+def layer_summary(table) -> "pd.DataFrame":
+    """Per layer and matrix kind (in layer order): ``matrices``, ``changed`` (how many differ), the
+    median ``sigma_max_ratio`` and ``frobenius_ratio`` over the group's matrices, and its largest
+    ``change``."""
+    import pandas as pd
+
+    t = table.assign(_changed=_changed(table))
+    kinds = list(dict.fromkeys(t.sort_index()["kind"]))  # the kinds in the report's order
+    g = t.groupby(["layer", "kind"], sort=False)
+    out = pd.DataFrame(
+        {
+            "matrices": g.size(),
+            "changed": g["_changed"].sum().astype(int),
+            "sigma_max_ratio": g["sigma_max_ratio"].median(),
+            "frobenius_ratio": g["frobenius_ratio"].median(),
+            "change": g["change"].max(),
+        }
+    ).reset_index()
+    out["_k"] = out["kind"].map({k: i for i, k in enumerate(kinds)})
+    out = out.sort_values(["layer", "_k"], kind="stable").drop(columns="_k")
+    return out.reset_index(drop=True)
+
+
+#: The quantities of a matrix itself: a row changed when one differs (a contribution moves with the
+#: other matrices too, through the bound's weights, so it is shown but does not make a row changed).
+OWN = ("sigma_max", "frobenius", "stable_rank", "rank")
+
+
 def _changed(table) -> "pd.Series":
-    """Rows where any compared quantity differs between A and B."""
-    cols = [c for c in table.columns if c.endswith("_ratio")]
+    """Rows where a matrix's own quantity (:data:`OWN`) differs between A and B."""
+    cols = [f"{q}_ratio" for q in OWN if f"{q}_ratio" in table.columns]
     return (table[cols] != 1.0).any(axis=1)
 
 
@@ -118,10 +166,13 @@ def _bounds_side_by_side(a, b) -> dict | None:
     if a.spectra_only or b.spectra_only:
         return None
     out = {}
-    for name, get in (
+    getters = [
         ("spectral_adaptive", lambda r: r.spectral.value),
         ("edelman_log", lambda r: r.edelman.log_value),
-    ):
+    ]
+    if getattr(a, "network", None) is not None and getattr(b, "network", None) is not None:
+        getters.insert(0, ("proved_capacity", lambda r: r.network.capacity))
+    for name, get in getters:
         x, y = float(get(a)), float(get(b))
         out[name] = {
             "a": json_float(x),
@@ -139,10 +190,14 @@ def _json_value(v):
 
 def comparison_dict(a, b, table, *, path_a: str, path_b: str) -> dict:
     """The ``--json`` object of ``--compare``: both sources, the bounds side by side (``null`` when a
-    model has none: ``spectra_only``), and ``matrices``: the rows of :func:`compare_table`
-    (non-finite numbers as ``null``)."""
+    model has none: ``spectra_only``; ``proved_capacity`` first where both have the proved bound),
+    ``summary``: the rows of :func:`layer_summary`, and ``matrices``: the rows of
+    :func:`compare_table`, largest change first (non-finite numbers as ``null``)."""
     w = a.weights
-    rows = [{k: _json_value(v) for k, v in r.items()} for r in table.to_dict(orient="records")]
+
+    def records(t):
+        return [{k: _json_value(v) for k, v in r.items()} for r in t.to_dict(orient="records")]
+
     return {
         "a": path_a,
         "b": path_b,
@@ -156,7 +211,8 @@ def comparison_dict(a, b, table, *, path_a: str, path_b: str) -> dict:
         "verdict_b": b.verdict(),
         "n_matrices": len(table),
         "n_changed": int(_changed(table).sum()),
-        "matrices": rows,
+        "summary": records(layer_summary(table)),
+        "matrices": records(table),
     }
 
 
@@ -169,10 +225,13 @@ def _bound_lines(d: dict) -> list[str]:
         ]
     lines = []
     for name, words in (
-        ("spectral_adaptive", "spectral-adaptive proxy"),
-        ("edelman_log", "log Edelman-style proxy"),
+        ("proved_capacity", "proved capacity (theorem P)"),
+        ("spectral_adaptive", "spectral-adaptive proxy (not a bound)"),
+        ("edelman_log", "log Edelman-style proxy (not a bound)"),
     ):
-        v = d["bound"][name]
+        v = d["bound"].get(name)
+        if v is None:
+            continue
         show = [("-" if x is None else f"{x:.6g}") for x in (v["a"], v["b"], v["ratio"])]
         lines.append(f"{words}: A {show[0]}   B {show[1]}   ratio {show[2]}")
     return lines + [f"A: {d['verdict_a']}", f"B: {d['verdict_b']}"]
@@ -185,19 +244,69 @@ def _shown_columns(table) -> list[str]:
     cols += ["stable_rank_ratio", "rank_diff"]
     if "contribution_ratio" in table.columns:
         cols.append("contribution_ratio")
-    return cols
+    return cols + ["change"]
 
 
-def comparison_report(d: dict, table) -> str:
-    """The text of ``genbound analyze A --compare B``."""
+def _where(row) -> str:
+    """``M_in layer 0`` / ``QK layer 1 head 0`` / ``M_in layer 0 expert 2``."""
+    out = f"{row['kind']} layer {int(row['layer'])}"
+    if int(row["head"]) >= 0:
+        out += f" head {int(row['head'])}"
+    if int(row["expert"]) >= 0:
+        out += f" expert {int(row['expert'])}"
+    return out
+
+
+def _moved_line(d: dict, table) -> str:
+    """How many matrices moved, and the one that moved most with its ratios."""
+    head = (
+        f"changed: {d['n_changed']} of {d['n_matrices']} matrices (sigma_max, frobenius, stable "
+        f"rank or rank differ)"
+    )
+    if d["n_changed"] == 0:
+        return head + "; A and B have the same spectra"
+    top = table.iloc[0]
+    ratios = ", ".join(
+        f"{q} x{top[f'{q}_ratio']:.6g}" for q in ("sigma_max", "frobenius") if f"{q}_ratio" in top
+    )
+    return head + f"; the largest change: {_where(top)} ({ratios})"
+
+
+def comparison_report(d: dict, table, *, show_all: bool = False) -> str:
+    """The text of ``genbound analyze A --compare B``: what moved first (the count and the largest
+    change), the bounds side by side, the per-layer summary (groups with a change; every group with
+    ``show_all``), then the matrices that changed, largest change first; the unchanged ones are
+    counted, and listed with ``show_all`` (``--all``)."""
+    changed = _changed(table)
+    summary = layer_summary(table)
+    moved = summary if show_all else summary[summary["changed"] > 0]
+    rows = table if show_all else table[changed]
     lines = [
         f"compare A = {d['a']} with B = {d['b']}: {d['family']}, {d['layers']} layers, hidden "
         f"{d['hidden']}, {d['heads']} heads; {d['n_matrices']} matrices; ratio = B / A, "
         f"diff = B - A",
+        _moved_line(d, table),
         *_bound_lines(d),
-        f"matrices that differ (any ratio != 1): {d['n_changed']} of {d['n_matrices']}",
-        table_text(table[_shown_columns(table)], digits=6),
     ]
+    if len(moved):
+        lines += [
+            "per layer and kind"
+            + ("" if show_all else " (groups with a change)")
+            + ": median ratio over the group's matrices",
+            table_text(moved, digits=6),
+        ]
+    if len(rows):
+        lines += [
+            "matrices" + ("" if show_all else " that changed") + ", largest |log ratio| first "
+            "(change: the largest over sigma_max, frobenius, stable rank and rank):",
+            table_text(rows[_shown_columns(table)], digits=6),
+        ]
+    unchanged = int((~changed).sum())
+    if unchanged and not show_all:
+        lines.append(
+            f"{unchanged} unchanged matrices not listed (sigma_max, frobenius, stable rank and rank "
+            f"equal); --all lists every matrix"
+        )
     return "\n".join(lines)
 
 

@@ -6,10 +6,11 @@ and computes from it, layer by layer, the :class:`Spectra` (singular values and 
 that every bound of Part III needs. Book: :ref:`ch-sakai-trained` (the trained-transformer chapter of
 Part III) and :ref:`ch-schatten`.
 
-Sixteen families, one small module each under ``genbound.weights.families``: BERT (RoBERTa,
+Eighteen families, one small module each under ``genbound.weights.families``: BERT (RoBERTa,
 ELECTRA), DistilBERT, GPT-2, OPT and ViT, whose blocks the papers' bound covers, and Llama, Mistral,
-Qwen2, Qwen3, Gemma, Gemma 2, Phi-3, Mixtral, GPT-NeoX, Falcon and GPT-J, whose rotary query-key
-maps, gated feed-forward blocks or mixtures of experts it does not: for those,
+Qwen2, Qwen3, Gemma, Gemma 2, Phi-3, Mixtral, GPT-NeoX, Falcon, GPT-J, BLOOM and DeBERTa-v2, whose
+rotary, ALiBi or disentangled query-key maps, gated feed-forward blocks or mixtures of experts it
+does not: for those,
 :meth:`TransformerWeights.matrix_table` reports every matrix's spectrum with ``covered`` and a
 ``note``, and :meth:`TransformerWeights.spectra` (the bound's input) is refused with the reasons.
 Grouped- and multi-query attention, fused query-key-value and gate-up tensors are split by the

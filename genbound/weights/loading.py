@@ -45,6 +45,8 @@ from .files import (
     sharded_safetensors,
 )
 from .model import TransformerWeights, layer_ids
+from .modules import merged_parameters, module_config, refuse_adapter_folder, refuse_adapter_names
+from .modules import unwrap_holders
 from .stores import DictStore, SafetensorsStore, check_real_tensor
 
 __all__ = [
@@ -77,7 +79,7 @@ def _supported() -> str:
 
 
 def _mapped_model_types() -> str:
-    return ", ".join(m for f in FAMILIES for m in f.members)
+    return ", ".join(dict.fromkeys(m for f in FAMILIES for m in f.members))
 
 
 def _anchor_hits(fam, names: list[str]) -> list[str]:
@@ -113,7 +115,7 @@ def _model_type(config, where: str) -> str | None:
 
 
 def find_family(
-    names, where: str, *, only: Family | None = None, config=None
+    names, where: str, *, only: Family | None = None, config=None, module: bool = False
 ) -> tuple[Family, str]:
     """The family of a checkpoint, and the model prefix before its parameter names.
 
@@ -122,7 +124,7 @@ def find_family(
     Mistral, Qwen2, Qwen3, Gemma, Gemma 2 and, after a ``decoder.`` prefix, OPT). A refused family
     (encoder-decoders) raises with its reason; a ``model_type`` nobody mapped raises naming it;
     names shared by several families and no ``model_type`` raise naming the candidates. ``only``
-    restricts the search to one family.
+    restricts the search to one family; ``module=True`` words the hints for an ``nn.Module``.
 
     >>> find_family(["transformer.h.0.attn.c_attn.weight"], "x")[0].name, find_family(["transformer.h.0.attn.c_attn.weight"], "x")[1]
     ('gpt2', 'transformer.')
@@ -130,6 +132,7 @@ def find_family(
     'qwen2'
     """
     names = list(names)
+    refuse_adapter_names(names, where)
     mt = _model_type(config, f"the config of {where}")
     fams = [only] if only is not None else FAMILIES
     if mt is not None and only is None:
@@ -151,11 +154,17 @@ def find_family(
         if mt is None:
             if len(cands) == 1 or only is not None:
                 return cands[0]
+            fix = (
+                "pass the Hugging Face model itself (it has a .config), or weights_from_state_dict"
+                "(model.state_dict(), config) with a config naming its model_type"
+                if module
+                else "add 'model_type' to the config"
+            )
             raise ArchitectureError(
                 f"{where}: its parameter names are shared by the "
-                + ", ".join(f.name for f, _ in cands)
-                + " families and its config has no model_type to choose among them; add "
-                "'model_type' to the config"
+                + ", ".join(dict.fromkeys(f.name for f, _ in cands))
+                + f" families and {'it has no config with a' if module else 'its config has no'}"
+                f" model_type to choose among them; {fix}"
             )
         mine = [(f, p) for f, p in cands if mt.lower() in f.members]
         if mine:  # several name maps of one architecture (saved files, in-memory modules)
@@ -202,8 +211,7 @@ def _positive_int(value, key: str, where: str) -> int:
     return value
 
 
-#: Sizes a config may leave out: ``layers`` (counted from the tensors), ``kv_heads`` (= heads),
-#: ``head_dim`` (= hidden / heads).
+#: Sizes a config may leave out: ``layers`` (counted), ``kv_heads`` (heads), ``head_dim`` (N / H).
 _OPTIONAL_SIZES = ("layers", "kv_heads", "head_dim")
 
 
@@ -233,7 +241,8 @@ def config_sizes(config, family: Family, where: str) -> dict[str, int | None]:
             if size == "d_ff" and family.default_d_ff is not None:
                 out[size] = family.default_d_ff(out["hidden"])
                 continue
-            needed = ", ".join(v for k, v in family.sizes.items() if k not in _OPTIONAL_SIZES)
+            opt = _OPTIONAL_SIZES + (("d_ff",) if family.default_d_ff is not None else ())
+            needed = ", ".join(v for k, v in family.sizes.items() if k not in opt)
             raise ArchitectureError(
                 f"{where} has no {key!r}; a {family.name} config needs {needed}"
             )
@@ -572,40 +581,13 @@ def bert_weights_from_state_dict(
     )
 
 
-def _module_config(model, fam: Family, prefix: str, sd) -> dict:
-    """Sizes of a module without ``.config``: from its tensors and its attention module's head count."""
-    mod = model
-    q_name = fam.tensor_name(prefix, 0, "query")
-    for part in q_name.split(".")[:-2]:
-        mod = getattr(mod, part, None) if not part.isdigit() else mod[int(part)]
-        if mod is None:
-            break
-    heads = None
-    for attr in ("num_attention_heads", "n_heads", "num_heads", "n_head"):
-        heads = getattr(mod, attr, None) if mod is not None else None
-        if heads is not None:
-            break
-    if heads is None:
-        raise ArchitectureError(
-            f"module {type(model).__name__} has no .config and the module holding {q_name!r} "
-            f"has no num_attention_heads (or n_heads) attribute; pass a state dict and a config"
-        )
-    q = sd[q_name]
-    spec = fam.roles["ff_in"]
-    f_in = sd[fam.tensor_name(prefix, 0, "ff_in")]
-    N = q.shape[0] if fam.roles["query"].conv1d else q.shape[1]
-    F = f_in.shape[1] if spec.conv1d else f_in.shape[0]
-    keys = fam.sizes
-    return {keys["hidden"]: int(N), keys["heads"]: heads, keys["d_ff"]: int(F)}
-
-
 def _weights_from_module(model, attention_scale, layers) -> TransformerWeights:
-    where = f"module {type(model).__name__}"
-    sd = dict(model.named_parameters())
-    config = getattr(model, "config", None)
-    fam, prefix = find_family(sd, where, config=config)
+    inner, config, path = unwrap_holders(model)
+    where = f"module {type(model).__name__}" + (f" (its .{'.'.join(path)})" if path else "")
+    sd = merged_parameters(inner, where)
+    fam, prefix = find_family(sd, where, config=config, module=True)
     if config is None:
-        config = _module_config(model, fam, prefix, sd)
+        config = module_config(inner, fam, prefix, sd)
     return weights_from_state_dict(
         sd, config, attention_scale=attention_scale, layers=layers, source=where, family=fam.name
     )
@@ -646,6 +628,7 @@ def _weights_from_folder(path: Path, attention_scale, layers) -> TransformerWeig
             f"{str(path)!r} is a file; expected a folder holding config.json and model.safetensors"
         )
     path = hf_snapshot(path)
+    refuse_adapter_folder(path)
     cfg_path = path / "config.json"
     if not cfg_path.exists():  # a FIFO or a device is refused by read_json, naming its kind
         raise ArchitectureError(
@@ -726,7 +709,7 @@ def load_weights(source, *, attention_scale: bool | None = None, layers=None) ->
     :class:`TransformerWeights` (then ``attention_scale`` and ``layers`` apply to it, see
     :meth:`TransformerWeights.select`). Families: ``genbound.weights.families`` (BERT, RoBERTa,
     ELECTRA, DistilBERT, GPT-2, OPT, ViT with the bound; Llama, Mistral, Qwen2, Qwen3, Gemma,
-    Gemma 2, Phi-3, Mixtral, GPT-NeoX, Falcon, GPT-J with per-matrix spectra only, see
+    Gemma 2, Phi-3, Mixtral, GPT-NeoX, Falcon, GPT-J, BLOOM, DeBERTa-v2 with per-matrix spectra only, see
     :meth:`TransformerWeights.matrix_table`); encoder-decoders are refused with the reason.
     Nothing is downloaded and, for folders, no weight is read until spectra are taken (layer by
     layer). ``attention_scale=True`` puts the model's score scale (``1/sqrt(d_head)``) into every

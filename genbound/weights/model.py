@@ -512,17 +512,16 @@ class TransformerWeights:
             _return_freed_memory()
         return out
 
-    def matrix_table(self, *, device=None, layers=None, rank_tol: float = 1e-10):
-        """:meth:`matrix_spectra` as a DataFrame, one row per matrix: ``kind, layer, head, expert,
-        rows, cols, rank, sigma_max, frobenius, nuclear, stable_rank, norm_21, route, covered,
-        note``. ``rank`` counts singular values above ``rank_tol * min(rows, cols) * max(sigma_max,
-        1)`` (the rank rule of the bound's tables). ``covered`` False means the papers' bound does
-        not describe the matrix's block (``note`` says why): its numbers are spectra only.
-        """
+    def matrix_table(self, *, device=None, layers=None, rank_tol: float = 1e-10, spectra=None):
+        """:meth:`matrix_spectra` (or ``spectra``, its result) as a DataFrame, one row per matrix:
+        ``kind, layer, head, expert, rows, cols, rank, sigma_max, frobenius, nuclear, stable_rank,
+        norm_21, route, covered, note``. ``rank`` counts singular values above ``rank_tol * min(rows,
+        cols) * max(sigma_max, 1)`` (the rank rule of the bound's tables). ``covered`` False means the
+        papers' bound does not describe the matrix's block (``note`` says why): spectra only."""
         import pandas as pd
 
         rows = []
-        for m in self.matrix_spectra(device=device, layers=layers):
+        for m in spectra or self.matrix_spectra(device=device, layers=layers):
             s = m.svals.double()
             smax = float(s[0]) if s.numel() else 0.0
             thr = rank_tol * min(m.rows, m.cols) * max(smax, 1.0)

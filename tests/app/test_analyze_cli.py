@@ -318,9 +318,9 @@ def no_work(monkeypatch):
     monkeypatch.setattr(TransformerWeights, "spectra", boom)
 
 
-@pytest.mark.parametrize("opt", ["--csv", "--plot"])
+@pytest.mark.parametrize("opt", ["--csv", "--plot", "--svals"])
 def test_missing_output_folder_refused_before_work(ckpt, tmp_path, capsys, no_work, opt):
-    target = tmp_path / "missing" / ("x.csv" if opt == "--csv" else "x.png")
+    target = tmp_path / "missing" / {"--csv": "x.csv", "--plot": "x.png", "--svals": "x.npz"}[opt]
     _refused(
         ["analyze", str(ckpt), opt, str(target), "--device", "cpu"], capsys, opt, "does not exist"
     )

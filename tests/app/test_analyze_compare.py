@@ -105,8 +105,11 @@ def test_changed_matrices_and_only_they_differ(pair, tmp_path, capsys):
     sa = d["bound"]["spectral_adaptive"]
     assert (sa["a"], sa["b"]) == (ga.spectral.value, gb.spectral.value)
     assert sa["ratio"] == pytest.approx(gb.spectral.value / ga.spectral.value, rel=1e-12)
-    assert list(t["contribution_a"]) == pytest.approx(list(ga.matrices()["contribution"]), 1e-12)
-    assert list(t["contribution_b"]) == pytest.approx(list(gb.matrices()["contribution"]), 1e-12)
+    keys = ["kind", "layer", "head"]
+    back = t.sort_values(keys).reset_index(drop=True)  # the table is sorted by change
+    for g, col in ((ga, "contribution_a"), (gb, "contribution_b")):
+        own = g.matrices().sort_values(keys).reset_index(drop=True)
+        assert list(back[col]) == pytest.approx(list(own["contribution"]), 1e-12)
     assert d["spectra_only"] is False and d["n_changed"] >= len(CHANGED)
 
 
@@ -123,7 +126,9 @@ def test_console_shows_both_bounds_and_the_table(pair, capsys):
     out = _run([a, "--compare", b], capsys).out
     lines = out.splitlines()
     assert lines[0].startswith(f"compare A = {a} with B = {b}")
-    assert lines[1].startswith("spectral-adaptive proxy: A ") and " B " in lines[1]
+    assert lines[1].startswith(f"changed: {len(CHANGED)} of {LAYERS * (2 * HEADS + 2)} matrices")
+    assert lines[2].startswith("proved capacity (theorem P): A ") and " B " in lines[2]
+    assert lines[3].startswith("spectral-adaptive proxy (not a bound): A ")
     assert "sigma_max_ratio" in out and "contribution_ratio" in out
 
 
@@ -161,7 +166,7 @@ def test_spectra_only_pair_compares_spectra_without_a_bound(tmp_path, capsys):
     assert d["spectra_only"] is True and d["bound"] is None
     assert not any(k.startswith("contribution") for k in d["matrices"][0])
     out = _run([p, "--compare", q], capsys).out
-    assert out.splitlines()[1].startswith("SPECTRA ONLY, NO BOUND")
+    assert out.splitlines()[2].startswith("SPECTRA ONLY, NO BOUND")
     assert "proxy: A" not in out
 
 
@@ -171,3 +176,56 @@ def test_plot_with_compare_is_refused_first(pair, tmp_path, capsys):
     err = _run([a, "--compare", b, "--plot", tmp_path / "f.png"], capsys, rc=2).err
     assert err.startswith("genbound: error: --plot and --compare") and err.count("\n") == 1
     assert not (tmp_path / "f.png").exists()
+
+
+def test_what_moved_leads_sorted_by_change_with_a_layer_summary(pair, tmp_path, capsys):
+    a, b = pair
+    csv = tmp_path / "cmp.csv"
+    d = json.loads(_run([a, "--compare", b, "--json", "--csv", csv], capsys).out)
+    t = pd.read_csv(csv)
+    # rows sorted by the largest |log ratio|, largest first: the changed matrices lead
+    own = ["sigma_max_ratio", "frobenius_ratio", "stable_rank_ratio", "rank_ratio"]
+    ratios = t[own].to_numpy(dtype=float)
+    assert np.allclose(t["change"], np.abs(np.log(ratios)).max(axis=1), rtol=1e-12, atol=0)
+    assert (np.diff(t["change"]) <= 0).all()
+    lead = {(r.kind, int(r.layer), int(r.head)) for r in t.head(len(CHANGED)).itertuples()}
+    assert lead == CHANGED and (t["change"].iloc[len(CHANGED) :] == 0).all()
+    assert d["n_changed"] == len(CHANGED)
+    assert [r["change"] for r in d["matrices"]] == list(t["change"])
+    # per layer and kind: the median ratio over the group's matrices (independent SVDs)
+    ra, rb = _sigma_max(a), _sigma_max(b)
+    summary = {(r["layer"], r["kind"]): r for r in d["summary"]}
+    assert len(summary) == LAYERS * 4 and summary[0, "M_in"]["changed"] == 1
+    assert summary[0, "M_in"]["sigma_max_ratio"] == pytest.approx(
+        rb["M_in", 0, -1] / ra["M_in", 0, -1], rel=1e-9
+    )
+    heads = [rb["QK", 1, h] / ra["QK", 1, h] for h in range(HEADS)]
+    assert summary[1, "QK"]["sigma_max_ratio"] == pytest.approx(np.median(heads), rel=1e-9)
+    assert summary[1, "QK"]["changed"] == 1 and summary[1, "V"]["changed"] == 0
+    assert d["bound"]["proved_capacity"]["ratio"] != 1.0  # the proved bound sees the change
+
+    out = _run([a, "--compare", b], capsys).out
+    n = LAYERS * (2 * HEADS + 2)
+    assert "the largest change: " in out.splitlines()[1]
+    assert "per layer and kind (groups with a change)" in out
+    assert f"{n - len(CHANGED)} unchanged matrices not listed" in out and "--all" in out
+    listed = out.split("stable rank and rank):")[1].splitlines()
+    assert len([x for x in listed if x.strip()]) == 1 + len(CHANGED) + 1  # header, rows, count
+    full = _run([a, "--compare", b, "--all"], capsys).out
+    listed = full.split("stable rank and rank):")[1].splitlines()
+    assert len([x for x in listed if x.strip()]) == 1 + n and "not listed" not in full
+    assert out.index("per layer and kind") < out.index("largest |log ratio| first")
+    assert "contribution_ratio" in out  # shown, although a contribution moves with the others
+
+
+def test_all_without_compare_is_refused(pair, capsys):
+    a, _ = pair
+    err = _run([a, "--all"], capsys, rc=2).err
+    assert err.startswith("genbound: error: --all") and "--compare" in err
+
+
+def test_a_checkpoint_against_itself_lists_nothing(pair, capsys):
+    a, _ = pair
+    out = _run([a, "--compare", a], capsys).out
+    assert "A and B have the same spectra" in out and "largest |log ratio|" not in out
+    assert "12 unchanged matrices not listed" in out

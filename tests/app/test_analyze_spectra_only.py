@@ -125,20 +125,16 @@ def test_csv_and_n_samples(saved, tmp_path, capsys):
     assert d["spectral_adaptive_samples_needed"] is None and "no bound exists" in d["verdict"]
 
 
-def test_plot_is_refused_before_any_spectrum(saved, tmp_path, capsys, monkeypatch):
+def test_plot_draws_the_spectra_figure_and_keeps_the_csv(saved, tmp_path, capsys):
     pytest.importorskip("matplotlib")
-    from genbound.weights import model as wmodel
-
-    def boom(*a, **k):
-        raise AssertionError("a spectrum was computed before the refusal")
-
-    monkeypatch.setattr(wmodel, "_head_summary", boom)
-    _, path = saved
+    arch, path = saved
+    png, csv = tmp_path / "f.png", tmp_path / "t.csv"
     capsys.readouterr()
-    assert main(["analyze", str(path), "--plot", str(tmp_path / "f.png"), "--device", "cpu"]) == 2
-    err = capsys.readouterr().err
-    assert err.startswith("genbound: error: --plot") and err.count("\n") == 1
-    assert not (tmp_path / "f.png").exists()
+    argv = ["analyze", str(path), "--plot", str(png), "--csv", str(csv), "--device", "cpu"]
+    assert main(argv) == 0
+    assert "SPECTRA ONLY, NO BOUND" in capsys.readouterr().out
+    assert png.stat().st_size > 10_000
+    _check_rows(pd.read_csv(csv), _reference_rows(arch, path))
 
 
 def test_api_says_there_is_no_bound(saved):

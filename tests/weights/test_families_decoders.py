@@ -94,7 +94,8 @@ def test_coverage_is_said_per_matrix(saved, arch):
     gqa = t.loc[t["kind"].isin(["QK", "V"]), "note"].str.contains("grouped-query")
     assert gqa.all() == (kv < w.n_heads) and gqa.any() == (kv < w.n_heads), arch
     if "QK" in UNCOVERED[arch]:
-        assert t.loc[t["kind"] == "QK", "note"].str.contains("rotary").all()
+        why = {"bloom": "ALiBi", "deberta_v2": "disentangled attention"}.get(arch, "rotary")
+        assert t.loc[t["kind"] == "QK", "note"].str.contains(why).all()
     if "M_gate" in UNCOVERED[arch]:
         assert t.loc[t["kind"] == "M_gate", "note"].str.contains("bounded inputs").all()
     if arch == "qwen3":
@@ -149,12 +150,17 @@ def test_covered_families_give_the_reference_bound(saved, arch, scaled, capsys):
     assert rel(out["edelman_log"], ref["edelman_log"]) <= RTOL
 
 
-@pytest.mark.parametrize("arch", ["llama", "gemma2", "falcon_gqa", "gpt_neox"])
+@pytest.mark.parametrize(
+    "arch", ["llama", "gemma2", "falcon_gqa", "gpt_neox", "bloom", "deberta_v2"]
+)
 def test_attention_scale_is_the_modules_scaling(saved, arch):
     model, path = saved[arch]
-    if arch.startswith("falcon"):
+    if arch.startswith("falcon") or arch == "bloom":
         att = model.transformer.h[0].self_attention
         scaling = float(att.inv_norm_factor)
+    elif arch == "deberta_v2":  # forward: scores / sqrt(dh * (1 + |{c2p, p2c}|))
+        att = model.encoder.layer[0].attention.self
+        scaling = 1.0 / float(att.attention_head_size * (1 + len(att.pos_att_type))) ** 0.5
     elif arch == "gpt_neox":
         scaling = float(model.gpt_neox.layers[0].attention.scaling)
     else:
@@ -232,15 +238,15 @@ def test_unmapped_model_type_is_one_line_naming_it(saved, tmp_path, capsys):
     # names nobody maps: the line names the model_type, not a list of tensors
     from safetensors.torch import save_file
 
-    q = tmp_path / "bloom"
+    q = tmp_path / "mpt"
     q.mkdir()
     save_file(
-        {"h.0.self_attention.query_key_value.weight": torch.zeros(12, 4)},
+        {"transformer.blocks.0.attn.Wqkv.weight": torch.zeros(12, 4)},
         str(q / "model.safetensors"),
     )
-    (q / "config.json").write_text(json.dumps({"model_type": "bloom"}))
+    (q / "config.json").write_text(json.dumps({"model_type": "mpt"}))
     err = _cli_error(q, capsys)
-    assert "model_type 'bloom'" in err and "found '" not in err
+    assert "model_type 'mpt'" in err and "found '" not in err
 
 
 def test_esm_is_told_its_model_type_is_unmapped(tmp_path, capsys):
@@ -389,3 +395,21 @@ def test_llama_layer_benchmark_at_tiny_size(capsys):
     if not torch.cuda.is_available():
         assert mod.main([*argv, "--device", "cuda"]) == 2
         assert capsys.readouterr().err.count("\n") == 1
+
+
+def test_deberta_with_per_layer_position_projections_is_refused_by_name(tmp_path, capsys):
+    cfg = transformers.DebertaV2Config(
+        vocab_size=20,
+        hidden_size=N,
+        num_hidden_layers=1,
+        num_attention_heads=H,
+        intermediate_size=F,
+        relative_attention=True,
+        pos_att_type=["p2c", "c2p"],
+        share_att_key=False,
+        position_buckets=8,
+    )
+    transformers.DebertaV2Model(cfg).save_pretrained(tmp_path)
+    err = _cli_error(tmp_path, capsys)
+    assert "pos_key_proj" in err or "pos_query_proj" in err
+    assert "do not consume" in err

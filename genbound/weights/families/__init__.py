@@ -8,7 +8,8 @@ fused tensor it is), which ``config.json`` keys give the sizes, the score scale 
 and what in its block the papers' bound does not cover (:meth:`Family.coverage`). One module each:
 :mod:`.bert` (BERT, RoBERTa, ELECTRA), :mod:`.distilbert`, :mod:`.gpt2`, :mod:`.opt`, :mod:`.vit`,
 :mod:`.llama`, :mod:`.mistral`, :mod:`.qwen2`, :mod:`.qwen3`, :mod:`.gemma`, :mod:`.gemma2`,
-:mod:`.phi3`, :mod:`.mixtral`, :mod:`.gpt_neox`, :mod:`.falcon`, :mod:`.gptj`.
+:mod:`.phi3`, :mod:`.mixtral`, :mod:`.gpt_neox`, :mod:`.falcon`, :mod:`.gptj`, :mod:`.bloom`,
+:mod:`.deberta_v2`.
 :mod:`.encoder_decoder` holds :class:`Refusal` s: recognised, and refused with the reason. Adding a
 family is one small module here (it imports from :mod:`.base`, never from this package: imports go
 one way) plus one entry in :data:`FAMILIES`; the README's family table is checked against
@@ -26,6 +27,8 @@ from __future__ import annotations
 
 from . import (
     bert,
+    bloom,
+    deberta_v2,
     distilbert,
     encoder_decoder,
     falcon,
@@ -95,6 +98,8 @@ FAMILIES: tuple[Family, ...] = (
     gpt_neox.FAMILY,
     falcon.FAMILY,
     gptj.FAMILY,
+    bloom.FAMILY,
+    deberta_v2.FAMILY,
 )
 #: Families that are recognised and refused.
 REFUSALS: tuple[Refusal, ...] = (encoder_decoder.T5, encoder_decoder.BART)
