@@ -437,7 +437,8 @@ def network_bound(
     """Theorem P (:prf:ref:`thm-p-network`) on a :class:`~genbound.weights.TransformerWeights` (or exact
     :class:`~genbound.weights.Spectra`): with probability ``1 - delta`` the ramp-loss gap of the reference
     model built from these matrices is at most ``result.gap_at(n)``. Without ``seq_len`` only ``p = 0`` is
-    used (the bound is then free of the sequence length); with it, every index of the authors' grid."""
+    used (the bound is then free of the sequence length); with it, every index of the authors' grid, each
+    matrix choosing its own by the rule of :prf:ref:`prop-p-network-grid`."""
     delta = check_real(delta, "delta", lo=0.0, hi=1.0, lo_open=True, hi_open=True)
     margin = check_real(margin, "margin", lo=0.0, lo_open=True)
     input_radius = check_real(input_radius, "input_radius", lo=0.0, lo_open=True)

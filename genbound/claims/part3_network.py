@@ -29,6 +29,9 @@ from ._part3_network import (
     grid_check,
 )
 
+# the chapter's demonstrations, computed beside the checks (re-exported for book/part3/network.md)
+from ._part3_network import improper_violation, qk_adversarial_ratio  # noqa: E402, F401
+
 CH = "book/part3/network.md"
 
 

@@ -47,6 +47,9 @@ SAMPLE_SIZE_M = {
     "genbound.bounds.trauger_tewari.TTBound",
     "genbound.bounds.edelman.EdelmanBound",  # the field m (n_samples: a property)
     "genbound.rademacher.DudleyResult",
+    # moved down from genbound.experiments.bound_measures (Part II's rows, in the chapters' m)
+    "genbound.bounds.rows.bound_results",
+    "genbound.bounds.rows.bound_fields",
 }
 
 
