@@ -48,6 +48,7 @@ __all__ = [
     "gaussian_max_lower_bound",
     "spectral_ball_width",
     "sudakov_log_cover",
+    "sudakov_log_cover_log",
 ]
 
 #: Exponents of ``(sum_j c_j^{1/3} a_j^{2/3})^3`` (:data:`genbound.symbolic.allocation.ALLOCATION_EXPONENTS`).
@@ -362,4 +363,11 @@ def sudakov_log_cover(width, eps) -> torch.Tensor:
     4.355172
     """
     w = torch.as_tensor(width, dtype=torch.float64)
-    return SUDAKOV_CONSTANT * (w / torch.as_tensor(eps, dtype=torch.float64)) ** 2
+    return sudakov_log_cover_log(w.log(), torch.as_tensor(eps, dtype=torch.float64).log())
+
+
+def sudakov_log_cover_log(log_width, log_eps) -> torch.Tensor:
+    """:func:`sudakov_log_cover` with the width and ``eps`` given by their logs (beyond float64's range the
+    value is ``inf``, never NaN): ``2 pi log 2 exp(2 (log_width - log_eps))``."""
+    lw = torch.as_tensor(log_width, dtype=torch.float64)
+    return SUDAKOV_CONSTANT * torch.exp(2.0 * (lw - log_eps))

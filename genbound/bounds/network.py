@@ -235,7 +235,7 @@ def matrix_log_cover(
     lx = log_x.unsqueeze(-1)
     rank_part = _cov.rank_net_log_cover_log(cand, rows, cols, (s * cand.sqrt() * split).log(), lx)
     width = _cov.spectral_ball_width(resid, 1.0, rows, cols) * math.sqrt(float(seq_len))
-    resid_part = _cov.SUDAKOV_CONSTANT * torch.exp(2 * ((width * split).log() - lx))
+    resid_part = _cov.sudakov_log_cover_log((width * split).log(), lx)
     return (rank_part + resid_part).min(dim=-1).values
 
 
@@ -574,6 +574,12 @@ def network_bound(
         integral = p0_dudley_integral(tail_P, tail_lb, top)
     else:
         integral = quadrature_dudley_integral(covers, tail_P, tail_lb, top=top, breaks=breaks)
+    if not math.isfinite(
+        integral
+    ):  # never a silent NaN: the weights' levels are finite by construction
+        raise InputError(
+            f"theorem P's entropy integral is not finite ({integral}); the spectra hold a non-finite value"
+        )
     return NetworkBound(
         capacity=_rad.DUDLEY_INTEGRAL_COEF * integral,
         union_cost=total_union_cost(costs),

@@ -94,11 +94,13 @@ def _theorem_instances(seed: int):
         sc = float(torch.empty(1).uniform_(0.2, 20.0, generator=gen))
         mk = lambda r, c: _rand_mat(gen, r, c, sc)  # noqa: E731
         qk = [[mk(N, N) for _ in range(H)] for _ in range(L)]
-        if (
-            i % 4 == 3
-        ):  # a low-rank query-key map (exactly rank 1 in the dense SVD is not guaranteed: kept full)
+        if i % 4 == 3:  # one query-key map far smaller than the rest
             qk[0][0] = qk[0][0] * 1e-3
         v = [[mk(N, N) for _ in range(H)] for _ in range(L)]
+        if (
+            i % 4 == 2
+        ):  # a value map with exactly zero columns: its rank counts only nonzero singular values
+            v[0][0][:, N // 2 :] = 0.0
         m_in = [mk(N, d) for _ in range(L)]
         m_out = [mk(d, N) for _ in range(L)]
         kw = dict(

@@ -169,12 +169,22 @@ def _expected_max(M: int) -> float:
     return float(mpmath.quad(f, [-mpmath.inf, -5, 0, 2, 4, 6, 8, mpmath.inf]))
 
 
+def _rel(got: float, want: float) -> float:
+    """``|got - want| / |want|``, and ``inf`` when ``got`` is not finite (a NaN must fail, not slip past max)."""
+    if not math.isfinite(got):
+        return math.inf
+    return abs(got - want) / max(abs(want), 1e-300)
+
+
 def _sudakov_check(seed: int) -> tuple[float, int]:
     Ms = sorted(
         {2, 3, 4, 5, 7, 10, 16, 30, 100, 1000, 10**4, 10**5, 10**6, 10**8, 10**10}
         | {int(x) for x in np.random.default_rng(seed).integers(2, 10**6, 6)}
     )
     worst = max(float(_cov.gaussian_max_lower_bound(M)) / _expected_max(M) for M in Ms)
+    C = float(sn.sudakov_constant())  # the cover itself, against the derived constant
+    for w, e in ((1.0, 1.0), (3.0, 0.5), (0.2, 7.0), (1e70, 1e-70)):
+        worst = max(worst, 1.0 + _rel(float(_cov.sudakov_log_cover(w, e)), C * (w / e) ** 2))
     return worst, len(Ms)
 
 
@@ -307,6 +317,8 @@ def _closed_form_check(seed: int) -> tuple[float, int]:
         )  # odd i: some b_a below the top (kinks)
         top = 0.25
         got = _net.p0_dudley_integral(P, lb, top)
+        if not math.isfinite(got):
+            return math.inf, n
         f = lambda e: mpmath.sqrt(
             sum(p * max(mpmath.log(mpmath.e**l / e), 0) for p, l in zip(P, lb))
         )  # noqa: E731
@@ -323,7 +335,7 @@ def _closed_form_check(seed: int) -> tuple[float, int]:
             q4 = _net.quadrature_dudley_integral(
                 covs, P, lb, top=top, u_max=4.0
             )  # the tail carries weight
-            worst = max(worst, abs(q - got) / got, abs(q4 - got) / got)
+            worst = max(worst, _rel(q, got), _rel(q4, got))
     return 1.0 + worst, n
 
 
@@ -435,7 +447,7 @@ def _theorem_check(seed: int) -> tuple[float, int]:
         r = _net.network_bound(w, **kw)
         cap, union, gap = _reference_bound(mats, **kw)
         for got, want in ((r.capacity, cap), (r.union_cost, union), (r.value, gap)):
-            worst = max(worst, abs(got - want) / abs(want))
+            worst = max(worst, _rel(got, want))
         n += 1
     return 1.0 + worst, n
 
