@@ -203,6 +203,7 @@ register(
         covers=(
             "genbound.covering.gaussian_max_lower_bound",
             "genbound.covering.sudakov_log_cover",
+            "genbound.covering.sudakov_log_cover_log",
         ),
         mutants=(
             scaled(
