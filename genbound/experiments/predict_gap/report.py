@@ -163,6 +163,8 @@ def plot_measures_vs_gap(df, measures: Sequence[str], *, height_per_row: float =
     by label noise, marker by depth, marker size by width; the panel's ``m`` and ``tau`` in its title
     (within one training-set size, so a ``1/sqrt(m)`` factor cannot help). Returns the figure (tick
     labels fitted by ``genbound.plotting.fit_tick_labels``)."""
+    from matplotlib.ticker import MaxNLocator
+
     from ... import plotting
 
     fit = fitted_models(df)
@@ -198,6 +200,10 @@ def plot_measures_vs_gap(df, measures: Sequence[str], *, height_per_row: float =
             tau_v = rk.kendall_tau(sub[m], sub["gap"]) if len(sub) >= 2 else math.nan
             ax.set_title(f"{task[:6]} m={n}\ntau {fmt(tau_v)}", fontsize=6)
             ax.tick_params(which="both", labelsize=6)
+            ax.xaxis.set_major_locator(
+                MaxNLocator(3)
+            )  # a linear axis over a wide range: few, short labels
+            ax.ticklabel_format(axis="x", style="sci", scilimits=(-2, 3))
             if j == 0:
                 ax.set_ylabel(f"gap\n{m}", fontsize=6)
     axes[0, 0].legend(fontsize=3, loc="best")
