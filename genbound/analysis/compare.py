@@ -150,8 +150,8 @@ def layer_summary(table) -> "pd.DataFrame":
     return out.reset_index(drop=True)
 
 
-#: The quantities of a matrix itself: a row changed when one differs (a contribution moves with the
-#: other matrices too, through the bound's weights, so it is shown but does not make a row changed).
+#: The quantities of a matrix itself, whose difference makes a row changed (a contribution moves with
+#: the other matrices too, through the bound's weights, so it is shown but does not make a row changed).
 OWN = ("sigma_max", "frobenius", "stable_rank", "rank")
 
 

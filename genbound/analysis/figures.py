@@ -1,7 +1,7 @@
 """The figure of ``genbound analyze --plot FILE``: one row of panels per matrix kind.
 
 One concept: the analysis figure (which file names it can be written to, and what it draws, with the
-book's style from :mod:`genbound.plotting`). Titled with the model, its family and the first clause of
+book's style from ``genbound.plotting``). Titled with the model, its family and the first clause of
 the verdict line; per kind, the left panel is the per-layer view (each matrix's ``sigma_max``, the
 spectral norm the proved bound pays for, and the layer's median; the proxies' terms are not drawn:
 at ``p = 0`` they count ranks and do not move with the weights) and the right panel the empirical
