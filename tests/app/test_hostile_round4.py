@@ -22,6 +22,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from blocking import in_thread
 from genbound import cli
 from genbound.errors import CheckpointError, ParameterError, ResultsFileError
 from genbound.testing import make_bert_checkpoint
@@ -233,25 +234,6 @@ SCHEMA = res.Schema("demo", (("n", int), ("seed", int), ("loss", float)), key=("
 ENV = {"threads": 1}
 
 
-def _in_thread(fn, timeout=10.0):
-    """Run ``fn`` in a thread; fail (instead of hanging) when it blocks."""
-    import threading
-
-    box = {}
-
-    def target():
-        try:
-            box["value"] = fn()
-        except BaseException as exc:  # noqa: BLE001 - handed to the test
-            box["error"] = exc
-
-    t = threading.Thread(target=target, daemon=True)
-    t.start()
-    t.join(timeout)
-    assert not t.is_alive(), "blocked"
-    return box
-
-
 @pytest.mark.parametrize("kind", ["fifo", "zero", "null", "socket"])
 def test_results_paths_that_are_not_regular_files(tmp_path, kind):
     import socket
@@ -271,7 +253,7 @@ def test_results_paths_that_are_not_regular_files(tmp_path, kind):
         lambda: res.read_results(path, SCHEMA),
         lambda: res.open_results(path, SCHEMA, {"steps": 1}, environment=ENV),
     ):
-        box = _in_thread(fn)
+        box = in_thread(fn)
         assert isinstance(box.get("error"), ResultsFileError), box
         assert name in str(box["error"])
 

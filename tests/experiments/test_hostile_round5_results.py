@@ -5,10 +5,10 @@ to the format version."""
 from __future__ import annotations
 
 import os
-import threading
 
 import pytest
 
+from blocking import in_thread
 from genbound.errors import ResultsFileError
 from genbound.experiments.runtime import results as res
 from genbound.experiments.runtime.locks import lock_path
@@ -19,22 +19,6 @@ ENV = {"threads": 1}
 
 def _open(path, **kw):
     return res.open_results(path, SCHEMA, {"steps": 1}, environment=ENV, **kw)
-
-
-def _in_thread(fn, timeout=10.0):
-    box = {}
-
-    def target():
-        try:
-            box["value"] = fn()
-        except BaseException as exc:  # noqa: BLE001 - handed to the test
-            box["error"] = exc
-
-    t = threading.Thread(target=target, daemon=True)
-    t.start()
-    t.join(timeout)
-    assert not t.is_alive(), "blocked"
-    return box
 
 
 # ---------------------------------------------------------------------------------------------- locks
@@ -79,7 +63,7 @@ def test_a_lock_file_with_other_content_is_left_untouched(tmp_path):
 def test_a_fifo_lock_is_refused_without_blocking(tmp_path):
     path = tmp_path / "r.csv"
     os.mkfifo(lock_path(path))
-    box = _in_thread(lambda: _open(path))
+    box = in_thread(lambda: _open(path))
     assert isinstance(box.get("error"), ResultsFileError) and "not a regular file" in str(
         box["error"]
     )
@@ -184,7 +168,7 @@ def test_a_corpus_file_that_is_not_a_regular_file_is_refused_at_once(tmp_path, k
         os.mkfifo(folder / "a.txt")
     else:
         (folder / "a.txt").symlink_to("/dev/zero")
-    box = _in_thread(lambda: load_corpus(folder))
+    box = in_thread(lambda: load_corpus(folder))
     err = box.get("error")
     assert isinstance(err, InputError), box
     assert ("FIFO" if kind == "fifo" else "character device") in str(err)

@@ -4,11 +4,11 @@ before reading, and model objects that are not real tensors (meta, sparse) refus
 from __future__ import annotations
 
 import os
-import threading
 
 import pytest
 import torch
 
+from blocking import in_thread
 from genbound.errors import CheckpointError, GenboundError
 from genbound.testing import make_bert_checkpoint
 from genbound.weights import load_weights, weights_from_state_dict
@@ -33,22 +33,6 @@ def _config():
 def _model():
     torch.manual_seed(0)
     return transformers.BertModel(_config())
-
-
-def _in_thread(fn, timeout=10.0):
-    box = {}
-
-    def target():
-        try:
-            box["value"] = fn()
-        except BaseException as exc:  # noqa: BLE001 - handed to the test
-            box["error"] = exc
-
-    t = threading.Thread(target=target, daemon=True)
-    t.start()
-    t.join(timeout)
-    assert not t.is_alive(), "blocked"
-    return box
 
 
 @pytest.fixture()
@@ -85,7 +69,7 @@ def test_a_config_that_is_not_a_regular_file_is_refused_at_once(ckpt, kind):
         os.mkfifo(cfg)
     else:
         cfg.symlink_to("/dev/zero")
-    box = _in_thread(lambda: load_weights(ckpt))
+    box = in_thread(lambda: load_weights(ckpt))
     assert isinstance(box.get("error"), GenboundError), box
     assert ("FIFO" if kind == "fifo" else "character device") in str(box["error"])
 
