@@ -156,6 +156,8 @@ def main(argv=None) -> int:
             if dev.type == "cuda"
             else None,
             "host_peak_rss_gb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e6,
+            "proved_capacity": res.network.capacity,
+            "proved_union_cost": res.network.union_cost,
             "spectral_adaptive": res.spectral.value,
             "edelman_log": res.edelman.log_value,
             "p_opt_zero": int((res.spectral.table["p_opt"] == 0).sum()),

@@ -152,3 +152,27 @@ def test_quadrature_at_p_above_0_lies_between_riemann_sums():
         tail = net.p0_dudley_integral(tail_P, tail_lb, float(eps[-1]))
         assert lower <= q <= upper + tail
         assert (upper - lower) / q < 1e-3
+
+
+@pytest.mark.gpu
+def test_cpu_and_cuda_agree_on_theorem_p(minilm_path):
+    """The spectra behind theorem P computed on CUDA give the CPU's capacity, union cost and per-matrix table,
+    with and without a sequence length (the grid at p > 0 reads every singular value)."""
+    from genbound.weights import load_weights
+
+    w = load_weights(minilm_path)
+    for seq_len in (None, 128):
+        a = net.network_bound(w, 10**6, seq_len=seq_len, device="cpu")
+        b = net.network_bound(w, 10**6, seq_len=seq_len, device="cuda")
+        assert math.isclose(a.capacity, b.capacity, rel_tol=1e-9), seq_len
+        assert math.isclose(a.union_cost, b.union_cost, rel_tol=1e-9), seq_len
+        assert (a.table["p"] == b.table["p"]).all() and (a.table["level"] == b.table["level"]).all()
+
+
+@pytest.mark.gpu
+def test_analyze_on_cuda_gives_the_cpu_headline(minilm_path):
+    """`genbound analyze --device cuda` prints the proved bound the CPU prints."""
+    a = genbound.analyze(minilm_path, device="cpu")
+    b = genbound.analyze(minilm_path, device="cuda")
+    assert math.isclose(a.network.capacity, b.network.capacity, rel_tol=1e-9)
+    assert math.isclose(a.spectral.value, b.spectral.value, rel_tol=1e-9)
