@@ -3,11 +3,23 @@
 genbound computes in float64 by default (small singular values, ranks and Schatten quasi-norms with
 ``p < 1`` are not reliable in float32) and on the GPU when one is present.
 
->>> from genbound.device import resolve_device
+Where a result lives (one rule for every function with a ``device`` argument):
+
+* ``device`` says where the arithmetic runs; ``None`` and ``"auto"`` pick CUDA when it is present.
+* With ``None``/``"auto"`` a tensor result comes back where the input lives (:func:`home_device`):
+  the input tensor's device, and the CPU for arrays, lists, files and loaded weights. Code written on
+  a laptop therefore runs unchanged on a GPU machine, only faster.
+* A named device (``"cpu"``, ``"cuda"``, ``"cuda:1"``) is where the result stays.
+* Modules (:class:`genbound.nets.ReferenceTransformer`) are built on the CPU unless a device is
+  named, as every ``torch.nn`` module is.
+
+>>> from genbound.device import home_device, resolve_device
 >>> resolve_device("cpu").type
 'cpu'
 >>> resolve_device("auto").type in {"cpu", "cuda"}
 True
+>>> home_device(None, [[1.0]]).type, home_device("auto", torch.zeros(1)).type
+('cpu', 'cpu')
 """
 
 from __future__ import annotations
@@ -16,7 +28,7 @@ import torch
 
 from .errors import DeviceError, ParameterError
 
-__all__ = ["DEFAULT_DTYPE", "resolve_device", "resolve_dtype", "cuda_available"]
+__all__ = ["DEFAULT_DTYPE", "resolve_device", "home_device", "resolve_dtype", "cuda_available"]
 
 #: Default floating-point type of every computation.
 DEFAULT_DTYPE = torch.float64
@@ -41,7 +53,7 @@ def resolve_device(device: str | torch.device | None = None) -> torch.device:
     machine without it raises :class:`~genbound.errors.DeviceError` instead of failing later deep
     inside torch.
     """
-    if device is None or (isinstance(device, str) and device.strip().lower() == "auto"):
+    if _is_auto(device):
         return torch.device("cuda" if cuda_available() else "cpu")
     try:
         dev = torch.device(device)
@@ -56,6 +68,23 @@ def resolve_device(device: str | torch.device | None = None) -> torch.device:
     if dev.type not in {"cpu", "cuda"}:
         raise DeviceError(f"device type {dev.type!r} is not supported; use 'cpu' or 'cuda'")
     return dev
+
+
+def _is_auto(device) -> bool:
+    return device is None or (isinstance(device, str) and device.strip().lower() == "auto")
+
+
+def home_device(device, *inputs) -> torch.device:
+    """Where a result goes back to: the named ``device`` when one is named; for ``None``/``"auto"``
+    the device of the first tensor among ``inputs``, else the CPU (arrays, lists, files, weights read
+    from disk). The arithmetic itself runs on :func:`resolve_device` of ``device``.
+    """
+    if not _is_auto(device):
+        return resolve_device(device)
+    for x in inputs:
+        if isinstance(x, torch.Tensor):
+            return x.device
+    return torch.device("cpu")
 
 
 def resolve_dtype(dtype: str | torch.dtype | None = None) -> torch.dtype:

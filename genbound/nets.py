@@ -272,7 +272,9 @@ class ReferenceTransformer(nn.Module):
     layer; with ``bias`` every linear map has a bias; ``score_scale`` is ``s`` (default
     ``1/sqrt(d_head)``); ``cls_index`` is the row that is read out (default the last, as in the authors'
     code); ``dense`` includes ``W_C`` in every layer; ``seed`` seeds the (normal, ``1/sqrt(fan_in)``)
-    initialisation; biases start at zero.
+    initialisation; biases start at zero. ``device``: where the parameters live, the CPU unless one is
+    named (``"cuda"``, or ``"auto"`` for CUDA when present), as for every ``torch.nn`` module; inputs
+    are moved to it by :meth:`forward`.
 
     >>> net = ReferenceTransformer(3, n_layers=2, row_norm=True, bias=True, seed=1)
     >>> X = torch.randn(2, 7, 3, dtype=torch.float64)
@@ -320,7 +322,7 @@ class ReferenceTransformer(nn.Module):
             raise ParameterError(f"cls_index must be an integer row index, got {cls_index!r}")
         self.cls_index = cls_index
         dtype = resolve_dtype(dtype)
-        device = resolve_device(device)
+        device = resolve_device("cpu" if device is None else device)
         gen = torch.Generator().manual_seed(0 if seed is None else int(seed))
         self.layers = nn.ModuleList(
             _Layer(

@@ -27,7 +27,7 @@ from typing import Callable
 import torch
 
 from ._validate import as_tensor, check_positive_int, check_real
-from .device import resolve_device
+from .device import home_device, resolve_device
 from .errors import ParameterError
 
 __all__ = [
@@ -419,7 +419,7 @@ def empirical_rademacher_linear(
     """
     if norm not in _DUAL:
         raise ParameterError(f"norm must be one of {sorted(_DUAL)}, got {norm!r}")
-    dev = resolve_device(device)
+    dev, home = resolve_device(device), home_device(device, X)
     X = as_tensor(X, "X", min_ndim=2, device=dev)
     if X.ndim > 3:
         raise ParameterError(f"X must have shape (m, d) or (batch, m, d), got {tuple(X.shape)}")
@@ -455,7 +455,7 @@ def empirical_rademacher_linear(
     stderr = torch.zeros_like(mean) if exact else (var / n).sqrt()
     if squeeze:
         mean, stderr = mean[0], stderr[0]
-    return RademacherEstimate(mean, stderr, n, exact)
+    return RademacherEstimate(mean.to(home), stderr.to(home), n, exact)
 
 
 def rademacher_finite_exact(A) -> torch.Tensor:

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 import torch
 
 from ._validate import as_tensor, broadcast_shape, check_positive_int, check_real
-from .device import resolve_device, resolve_dtype
+from .device import home_device, resolve_device, resolve_dtype
 from .errors import InputError, ParameterError, ShapeError
 
 __all__ = [
@@ -65,7 +65,8 @@ def singular_values(W, *, device=None, dtype=None, driver: str | None = None) ->
     W
         A tensor, array or nested list, at least 2-D, finite.
     device
-        ``None``/``"auto"`` (CUDA if available), ``"cpu"``, ``"cuda"``.
+        Where the SVD runs: ``None``/``"auto"`` (CUDA if available; the result comes back on
+        ``W``'s device, the CPU for arrays and lists), ``"cpu"``, ``"cuda"`` (the result stays there).
     dtype
         ``None`` (float64) or ``"float32"``.
     driver
@@ -78,14 +79,14 @@ def singular_values(W, *, device=None, dtype=None, driver: str | None = None) ->
     >>> singular_values(torch.zeros(4, 2, 3)).shape
     torch.Size([4, 2])
     """
-    dev = resolve_device(device)
+    dev, home = resolve_device(device), home_device(device, W)
     t = as_tensor(W, "W", min_ndim=2, device=dev, dtype=resolve_dtype(dtype))
     if t.shape[-1] == 0 or t.shape[-2] == 0:
         raise ShapeError(f"W has an empty matrix dimension (shape {tuple(t.shape)})")
     kwargs = {"driver": driver} if (driver is not None and dev.type == "cuda") else {}
     s = torch.linalg.svdvals(t, **kwargs)
     # torch documents descending order; enforce it rather than trust every backend.
-    return torch.sort(s, dim=-1, descending=True).values
+    return torch.sort(s, dim=-1, descending=True).values.to(home)
 
 
 def product_singular_values(left, right, *, device=None, dtype=None) -> torch.Tensor:
@@ -108,7 +109,7 @@ def product_singular_values(left, right, *, device=None, dtype=None) -> torch.Te
     >>> bool(torch.allclose(s[:3], singular_values(A @ B)[:3], rtol=1e-12))
     True
     """
-    dev = resolve_device(device)
+    dev, home = resolve_device(device), home_device(device, left, right)
     dt = resolve_dtype(dtype)
     L = as_tensor(left, "left", min_ndim=2, device=dev, dtype=dt)
     R = as_tensor(right, "right", min_ndim=2, device=dev, dtype=dt)
@@ -125,14 +126,14 @@ def product_singular_values(left, right, *, device=None, dtype=None) -> torch.Te
         ) from exc
     k = min(rows, cols)
     if r >= k:  # nothing to gain: the product is small or not low rank
-        return singular_values(L @ R, device=dev, dtype=dt)
+        return singular_values(L @ R, device=dev, dtype=dt).to(home)
     R1 = torch.linalg.qr(L, mode="r").R  # (..., r, r) because rows > r
     R2 = torch.linalg.qr(R.transpose(-1, -2), mode="r").R  # (..., r, r) because cols > r
     core = R1 @ R2.transpose(-1, -2)
     s = torch.sort(torch.linalg.svdvals(core), dim=-1, descending=True).values
     out = torch.zeros(*batch, k, dtype=dt, device=dev)
     out[..., :r] = s.expand(*batch, r)
-    return out
+    return out.to(home)
 
 
 def effective_rank_tol(rank_tol: float, dtype: torch.dtype) -> float:

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 import torch
 
 from .._validate import as_tensor, check_positive_int, shown, shown_value
-from ..device import resolve_device
+from ..device import home_device, resolve_device
 from ..errors import ArchitectureError, NonFiniteError, ParameterError, ShapeError
 from ..spectra import DEFAULT_CERT_RTOL, certified_singular_values
 from .record import ALL_KINDS, HEAD_KINDS, KINDS, MLP_HEAD, Spectra, kind_attr
@@ -237,7 +237,7 @@ class TransformerWeights:
             raise ArchitectureError(
                 "these weights were given as dense proxy matrices: they have no thin factors"
             )
-        dev = resolve_device(device)
+        dev, home = resolve_device(device), home_device(device)
         H, N, dh = self.n_heads, self.hidden, self.d_head
         KV = self.kv_heads or H
         g = self._kv_index(dev)  # query head h uses key/value head g[h]
@@ -249,11 +249,11 @@ class TransformerWeights:
             c = self.score_scale(layer)
             if c != 1.0:
                 left = left * c
-            return left, b
+            return left.to(home), b.to(home)
         a = self._raw(layer, "value", dev).reshape(KV, dh, N)
         a = a if g is None else a[g]
         o = self._raw(layer, "attn_out", dev)  # (N, H*dh): rows of o^T for head h are o[:, s_h]^T
-        return a.transpose(-1, -2), o.transpose(0, 1).reshape(H, dh, N)
+        return a.transpose(-1, -2).to(home), o.transpose(0, 1).reshape(H, dh, N).to(home)
 
     def matrix(
         self,
@@ -271,7 +271,7 @@ class TransformerWeights:
         kinds need ``expert``.
         """
         layer = self._check_layer(layer)
-        dev = resolve_device(device)
+        dev, home = resolve_device(device), home_device(device)
         if kind in HEAD_KINDS:
             if head is None:
                 raise ParameterError(
@@ -281,12 +281,12 @@ class TransformerWeights:
             if head >= self.n_heads:
                 raise ParameterError(f"head must be < n_heads = {self.n_heads}, got {head}")
             if self.is_dense:
-                return getattr(self._store, kind_attr(kind))[layer, head].to(dev)
+                return getattr(self._store, kind_attr(kind))[layer, head].to(home)
             left, right = self.head_factors(kind, layer, device=dev)
-            return left[head] @ right[head]
+            return (left[head] @ right[head]).to(home)
         if kind not in self.kinds:
             raise ParameterError(f"unknown matrix kind {kind!r}; expected one of {self.kinds}")
-        return self._mlp_matrix(kind, layer, dev, expert)
+        return self._mlp_matrix(kind, layer, dev, expert).to(home)
 
     def _raw(self, layer: int, role: str, dev, expert: int | None = None) -> torch.Tensor:
         """One raw weight tensor of layer ``layer`` in float64 on ``dev``, checked for finiteness."""
@@ -330,7 +330,7 @@ class TransformerWeights:
         """Singular values, ``(2,1)`` norms and routes of one layer's matrices: ``{kind: (svals, norm21, route)}``."""
         layer = self._check_layer(layer)
         method = _check_method(method)
-        dev = resolve_device(device)
+        dev, home = resolve_device(device), home_device(device)
         out = {}
         if self.is_dense:
             for kind in HEAD_KINDS:
@@ -357,7 +357,7 @@ class TransformerWeights:
             del M
             out[kind] = (_sorted_desc(s), n21, route)
             _return_freed_memory()
-        return out
+        return {k: (s.to(home), n21.to(home), r) for k, (s, n21, r) in out.items()}
 
     def spectra(
         self,
@@ -388,8 +388,8 @@ class TransformerWeights:
                 f"model, so genbound gives no bound for it ({self.uncovered_reason()}); its "
                 f"per-matrix spectra, labelled so: load_weights(...).matrix_table()"
             )
-        dev = resolve_device(device)
-        key = (str(dev), method, ff_route if method == "core" else None)
+        dev, home = resolve_device(device), home_device(device)
+        key = (str(dev), str(home), method, ff_route if method == "core" else None)
         if cache and key in self._cache:
             return self._cache[key]
         layers = range(self.n_layers)
@@ -427,7 +427,7 @@ class TransformerWeights:
             d_ff=self.d_ff,
             method=method,
             routes=routes,
-        )
+        ).to(home)
         if cache:
             self._cache[key] = sp
         return sp
@@ -451,7 +451,7 @@ class TransformerWeights:
         :func:`~genbound.spectra.certified_singular_values`. This works for every family, covered
         or not: nothing here is a bound. ``layers`` restricts the layers (default all).
         """
-        dev = resolve_device(device)
+        dev, home = resolve_device(device), home_device(device)
         ids = range(self.n_layers) if layers is None else layer_ids(self.n_layers, layers)
         cov = self.coverage or {}
         out = []
@@ -477,7 +477,7 @@ class TransformerWeights:
                             expert=-1,
                             rows=self.hidden,
                             cols=self.hidden,
-                            svals=_sorted_desc(s[h]),
+                            svals=_sorted_desc(s[h]).to(home),
                             norm21=float(n21[h]),
                             route=route,
                             covered=True if c is None else c.covered,
@@ -501,7 +501,7 @@ class TransformerWeights:
                             expert=-1 if e is None else e,
                             rows=int(M.shape[0]),
                             cols=int(M.shape[1]),
-                            svals=_sorted_desc(cert.svals),
+                            svals=_sorted_desc(cert.svals).to(home),
                             norm21=float(_colnorm_sum(M)),
                             route=cert.route,
                             covered=True if c is None else c.covered,

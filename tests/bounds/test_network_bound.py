@@ -154,13 +154,23 @@ def test_quadrature_at_p_above_0_lies_between_riemann_sums():
         assert (upper - lower) / q < 1e-3
 
 
+@pytest.fixture(scope="module")
+def bert_checkpoint(tmp_path_factory):
+    """A small BERT-architecture checkpoint on disk (the GPU machine has no MiniLM package)."""
+    from genbound.testing import make_bert_checkpoint
+
+    folder = tmp_path_factory.mktemp("bert")
+    make_bert_checkpoint(folder, layers=2, heads=4, hidden=64, d_ff=256, seed=5, std=0.2)
+    return folder
+
+
 @pytest.mark.gpu
-def test_cpu_and_cuda_agree_on_theorem_p(minilm_path):
+def test_cpu_and_cuda_agree_on_theorem_p(bert_checkpoint):
     """The spectra behind theorem P computed on CUDA give the CPU's capacity, union cost and per-matrix table,
     with and without a sequence length (the grid at p > 0 reads every singular value)."""
     from genbound.weights import load_weights
 
-    w = load_weights(minilm_path)
+    w = load_weights(bert_checkpoint)
     for seq_len in (None, 128):
         a = net.network_bound(w, 10**6, seq_len=seq_len, device="cpu")
         b = net.network_bound(w, 10**6, seq_len=seq_len, device="cuda")
@@ -170,9 +180,9 @@ def test_cpu_and_cuda_agree_on_theorem_p(minilm_path):
 
 
 @pytest.mark.gpu
-def test_analyze_on_cuda_gives_the_cpu_headline(minilm_path):
+def test_analyze_on_cuda_gives_the_cpu_headline(bert_checkpoint):
     """`genbound analyze --device cuda` prints the proved bound the CPU prints."""
-    a = genbound.analyze(minilm_path, device="cpu")
-    b = genbound.analyze(minilm_path, device="cuda")
+    a = genbound.analyze(bert_checkpoint, device="cpu")
+    b = genbound.analyze(bert_checkpoint, device="cuda")
     assert math.isclose(a.network.capacity, b.network.capacity, rel_tol=1e-9)
     assert math.isclose(a.spectral.value, b.spectral.value, rel_tol=1e-9)

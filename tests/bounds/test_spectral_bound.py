@@ -426,7 +426,7 @@ def test_checkpoint_convenience_is_the_package_function(tmp_path):
     w = gb.load_weights(tmp_path)
     a, b = (
         gb.spectral_adaptive_bound(str(tmp_path), device="cpu", n_samples=50),
-        si.spectral_adaptive_bound(w),
+        si.spectral_adaptive_bound(w, device="cpu"),
     )
     assert a.value == b.value and a.n_samples == 50
     assert gb.edelman_proxy(tmp_path).log_value == si.edelman_proxy(w).log_value

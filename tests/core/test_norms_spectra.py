@@ -135,6 +135,41 @@ def test_cpu_and_gpu_agree():
     )
 
 
+def test_home_device_is_the_inputs_unless_one_is_named():
+    from genbound.device import home_device
+
+    assert home_device(None, [[1.0]]).type == "cpu"
+    assert home_device("auto", np.ones((2, 2)), torch.zeros(1)).type == "cpu"
+    assert home_device(" AUTO ").type == "cpu"
+    assert home_device("cpu", torch.zeros(1)).type == "cpu"
+    with pytest.raises(gb.DeviceError):
+        home_device("tpu", torch.zeros(1))
+
+
+@pytest.mark.gpu
+def test_results_come_back_where_the_input_lives(tmp_path):
+    """The device contract (genbound.device) on a machine with CUDA: computed there, handed back where
+    the input lives unless a device is named; modules are built on the CPU."""
+    from genbound.nets import ReferenceTransformer
+    from genbound.testing import make_bert_checkpoint
+
+    W = torch.randn(3, 6, 5, dtype=torch.float64)
+    assert gb.singular_values(W).device.type == "cpu"
+    assert gb.singular_values(W.cuda()).device.type == "cuda"
+    assert gb.singular_values(W, device="cuda").device.type == "cuda"
+    assert gb.product_singular_values(W[0], W[0].T).device.type == "cpu"
+    assert gb.empirical_rademacher_linear(W[0], n_draws=64).value.device.type == "cpu"
+    make_bert_checkpoint(tmp_path, layers=1, heads=2, hidden=8, d_ff=16, seed=0)
+    w = gb.load_weights(tmp_path)
+    assert w.matrix("QK", 0, 0).device.type == "cpu" and w.matrix("M_in", 0).device.type == "cpu"
+    assert w.spectra().m_in.device.type == "cpu" and w.spectra(device="cuda").m_in.is_cuda
+    assert all(m.svals.device.type == "cpu" for m in w.matrix_spectra())
+    assert {t.device.type for t in w.head_factors("V", 0)} == {"cpu"}
+    assert gb.spectral_adaptive_bound(w).log_terms.device.type == "cpu"
+    assert ReferenceTransformer(4).w.device.type == "cpu"
+    assert ReferenceTransformer(4, device="auto").w.is_cuda
+
+
 # --- norms ---------------------------------------------------------------------------------------
 
 

@@ -95,8 +95,9 @@ def keras_init_(net, generator: torch.Generator):
 
 def stack_parameters(nets, *, dtype=torch.float32, device=None) -> dict[str, torch.Tensor]:
     """The parameters of one-layer nets stacked along a new leading model axis ``K`` (leaf tensors
-    with ``requires_grad``), keyed by the names of :class:`genbound.nets.ReferenceTransformer`."""
-    dev = resolve_device(device)
+    with ``requires_grad``), keyed by the names of :class:`genbound.nets.ReferenceTransformer`;
+    on ``device``, by default the first net's."""
+    dev = nets[0].w.device if device is None else resolve_device(device)
     out = {}
     for name in _PARAM_NAMES:
         ts = [_param(net, name).detach() for net in nets]
