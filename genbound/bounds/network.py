@@ -20,8 +20,9 @@ the peeling factor ``alpha``); the radius ``eps`` of the loss class is split equ
 Each matrix's entropy is a rank-``r`` net (:func:`genbound.covering.rank_net_log_cover`) plus, at ``p > 0``, a
 Sudakov cover of the spectral residual (:func:`genbound.covering.sudakov_log_cover`), with ``r`` chosen at every
 scale (:func:`matrix_log_cover`). Dudley's integral runs from 0 to ``1/4`` with the entropies summed under one
-square root: in closed form when every matrix sits at ``p = 0`` (:func:`p0_dudley_integral`), by composite
-Gauss-Legendre quadrature otherwise (:func:`quadrature_dudley_integral`).
+square root: in closed form when every matrix sits at ``p = 0`` (:func:`p0_dudley_integral`), otherwise by an
+upper Riemann sum (:func:`quadrature_dudley_integral`): every entropy falls as ``eps`` grows, so the value at
+each cell's smaller radius bounds the cell, and the sum is an upper bound on the integral, not an estimate.
 
 The gap at ``n`` is ``2 capacity / sqrt(n) + 3 sqrt((log(2/delta) + union_cost) / (2n))`` with
 ``capacity = 12 int_0^{1/4} sqrt(H(eps)) d eps`` (:func:`genbound.rademacher.generalization_gap_bound`).
@@ -98,7 +99,9 @@ PREMISES = (
 )
 
 _GL_NODES = 8  # Gauss-Legendre nodes per panel
-_PANELS = 480  # panels on u = log(top / eps) in [0, _U_MAX]
+UPPER_SUM_CELLS = (
+    16_384  # cells of the upper Riemann sum, equal in u = log(top / eps) on [0, _U_MAX]
+)
 _U_MAX = 60.0  # below eps = top e^{-60} the full-rank entropy bounds every class (closed form)
 _SELECT_PANELS = (
     40  # coarser panels for choosing p (any choice is valid: the union bound pays for all)
@@ -280,11 +283,9 @@ def p0_dudley_integral(P, log_b, top: float | None = None) -> float:
     return total
 
 
-def _panels(u_max: float, panels: int, breaks=()) -> tuple[torch.Tensor, torch.Tensor]:
-    """Nodes and weights of composite Gauss-Legendre on ``[0, u_max]``, with panel edges at ``breaks``."""
-    edges = np.unique(
-        np.concatenate([np.linspace(0.0, u_max, panels + 1), [b for b in breaks if 0 < b < u_max]])
-    )
+def _panels(u_max: float, panels: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Nodes and weights of composite Gauss-Legendre on ``[0, u_max]`` (for choosing indices only)."""
+    edges = np.linspace(0.0, u_max, panels + 1)
     x, w = np.polynomial.legendre.leggauss(_GL_NODES)
     a, b = edges[:-1, None], edges[1:, None]
     nodes = (a + b) / 2 + (b - a) / 2 * x[None, :]
@@ -298,18 +299,20 @@ def quadrature_dudley_integral(
     tail_log_b,
     *,
     top: float | None = None,
-    breaks=(),
-    panels: int = _PANELS,
+    cells: int = UPPER_SUM_CELLS,
     u_max: float = _U_MAX,
 ) -> float:
-    """``int_0^top sqrt(sum_a H_a(eps)) d eps`` by composite Gauss-Legendre on ``u = log(top / eps)`` in
-    ``[0, u_max]`` (60) (``log_covers``: callables ``eps -> H_a(eps)``), plus the piece below ``top e^{-u_max}`` bounded by
-    the full-rank entropies ``sum P_a log+(b_a / eps)`` in closed form (:func:`p0_dudley_integral`)."""
+    """An upper bound on ``int_0^top sqrt(sum_a H_a(eps)) d eps`` (``log_covers``: callables
+    ``eps -> H_a(eps)``, each non-increasing in ``eps``). On ``[top e^{-u_max}, top]`` (``u_max`` 60): the
+    upper Riemann sum over ``cells`` cells equal in ``u = log(top / eps)``, each
+    cell charged its width times the integrand at its smaller radius, where the integrand is largest.
+    Below: the full-rank entropies ``sum P_a log+(b_a / eps)`` in closed form (:func:`p0_dudley_integral`).
+    """
     top = dudley_top() if top is None else float(top)
-    u, w = _panels(u_max, panels, breaks)
-    eps = top * torch.exp(-u)
-    H = sum(f(eps) for f in log_covers)
-    main = float((H.clamp(min=0).sqrt() * eps * w).sum())
+    u = torch.linspace(0.0, u_max, cells + 1, dtype=torch.float64)
+    eps = top * torch.exp(-u)  # decreasing: cell j is [eps[j + 1], eps[j]]
+    f = sum(g(eps) for g in log_covers).clamp(min=0).sqrt()
+    main = float(((eps[:-1] - eps[1:]) * f[1:]).sum())
     return main + p0_dudley_integral(tail_P, tail_log_b, top * math.exp(-u_max))
 
 
@@ -465,7 +468,6 @@ def network_bound(
     covers: list[Callable[[torch.Tensor], torch.Tensor]] = []
     tail_P: list[float] = []
     tail_lb: list[float] = []
-    breaks: list[float] = []
     costs: list[float] = []
     closed = True
     u_sel, w_sel = _panels(_U_MAX, _SELECT_PANELS)
@@ -518,7 +520,6 @@ def network_bound(
                 math.log(_cov.RANK_NET_BASE * s * math.sqrt(rank)) + log_scale,
             )
             tail_P.append(P_a), tail_lb.append(lb_a)  # type: ignore[func-returns-value]
-            breaks.append(math.log(top) - lb_a)
             covers.append(
                 partial(
                     matrix_log_cover,
@@ -573,7 +574,7 @@ def network_bound(
     if closed:
         integral = p0_dudley_integral(tail_P, tail_lb, top)
     else:
-        integral = quadrature_dudley_integral(covers, tail_P, tail_lb, top=top, breaks=breaks)
+        integral = quadrature_dudley_integral(covers, tail_P, tail_lb, top=top)
     if not math.isfinite(
         integral
     ):  # never a silent NaN: the weights' levels are finite by construction

@@ -33,6 +33,9 @@ from ._part3_network import (
 from ._part3_network import improper_violation, qk_adversarial_ratio  # noqa: E402, F401
 
 CH = "book/part3/network.md"
+UPPER_SUM_SLACK = (
+    5e-3  # how far above the integral the upper Riemann sum may lie in lem-p-closed-form
+)
 
 
 def _scale_qk(old, factor: float):
@@ -332,11 +335,14 @@ def _closed_form_check(seed: int) -> tuple[float, int]:
                 lambda e, p=p, l=l: p * (math.log(1) + (l - e.log())).clamp(min=0)
                 for p, l in zip(P, lb)
             ]
-            q = _net.quadrature_dudley_integral(covs, P, lb, top=top)
-            q4 = _net.quadrature_dudley_integral(
-                covs, P, lb, top=top, u_max=4.0
-            )  # the tail carries weight
-            worst = max(worst, _rel(q, got), _rel(q4, got))
+            # the upper Riemann sum: at least the integral, and within UPPER_SUM_SLACK of it (with
+            # u_max = 4 the closed-form tail carries weight)
+            for q in (
+                _net.quadrature_dudley_integral(covs, P, lb, top=top),
+                _net.quadrature_dudley_integral(covs, P, lb, top=top, u_max=4.0),
+            ):
+                within = math.isfinite(q) and q <= got * (1.0 + UPPER_SUM_SLACK)
+                worst = max(worst, got / q - 1.0 if within else math.inf)
     return 1.0 + worst, n
 
 
@@ -345,8 +351,8 @@ register(
         label="lem-p-closed-form",
         statement="int_0^top sqrt(sum_a P_a log+(b_a/eps)) d eps equals, between consecutive b_a, sqrt(A) times "
         "differences of G(eps) = eps [sqrt(u) + (sqrt(pi)/2) erfcx(sqrt(u))], u = log(b*/eps); with every "
-        "b_a >= top it is sqrt(A) top [sqrt(u0) + (sqrt(pi)/2) erfcx(sqrt(u0))]; the composite quadrature "
-        "agrees with it",
+        "b_a >= top it is sqrt(A) top [sqrt(u0) + (sqrt(pi)/2) erfcx(sqrt(u0))]; the upper Riemann sum is at "
+        f"least it and within {UPPER_SUM_SLACK:.1%} of it",
         chapter=CH,
         provenance="reconstructed",
         numeric=FunctionCheck(_closed_form_check),
@@ -363,6 +369,13 @@ register(
                 lambda old: lambda u: u.clamp(min=0).sqrt(),
                 name="erfc-dropped",
                 what="the erfc term of the antiderivative left out",
+            ),
+            replaced(
+                _net,
+                "quadrature_dudley_integral",
+                lambda old: lambda *a, **k: old(*a, **k) * (1.0 - 2e-4),
+                name="integral-understated",
+                what="the sum 0.02 % below the integral: an estimate, no longer an upper bound",
             ),
         ),
     )
@@ -535,8 +548,10 @@ register(
     Claim(
         label="prop-p-network-grid",
         statement="with a sequence length, network_bound's table (levels, indices, P, log b, union costs) and "
-        "capacity equal their recomputation, and each matrix's index minimises 24 I_a + 3 sqrt(c_a / 2) over "
-        "the grid, I_a its own Dudley integral and c_a its level's cost",
+        "capacity (the upper Riemann sum, or the closed form) equal their recomputation, the capacity lies "
+        "above the lower Riemann sum of a grid twice as fine, and each matrix's index minimises "
+        "24 I_a + 3 sqrt(c_a / 2) over the grid, I_a its Dudley integral by the stated coarse rule and c_a its "
+        "level's cost",
         chapter=CH,
         provenance="reconstructed",
         numeric=FunctionCheck(_grid_claim_check),
@@ -552,6 +567,13 @@ register(
                 lambda old: lambda i, c: old(i, 4.0 * c),
                 name="level-cost-quadrupled",
                 what="the index chosen with four times its level's cost",
+            ),
+            replaced(
+                _net,
+                "_selection_score",
+                lambda old: lambda i, c: old(i, c / 2.0),
+                name="level-cost-halved",
+                what="the index chosen with half its level's cost (3 sqrt(c / 4))",
             ),
             replaced(
                 _net,
