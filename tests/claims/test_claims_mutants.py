@@ -200,3 +200,19 @@ def test_a_function_check_mutant_run_stops_at_the_first_violation():
     seen.clear()
     (m,) = c.check_mutants(0)
     assert m.killed and m.worst_ratio == 3.0 and len(seen) == 1
+
+
+def test_no_confidence_split_reaches_the_from_model_bounds():
+    """thm-radius-union's ``no-confidence-split`` (every grid point at the full delta) patches
+    ``radius_grid.union_delta``; the bounds at a model's norms must see it, so the from-model part of the
+    check fails under it (and passes without it)."""
+    from genbound.claims import FunctionCheck
+    from genbound.claims._part2_rows import from_model_agreement
+
+    (mut,) = [m for m in claims.get("thm-radius-union").mutants if m.name == "no-confidence-split"]
+    check = FunctionCheck(from_model_agreement)
+    with mut.applied():
+        worst, trials, _, _ = check.run(2000, stop_above=1.0 + 1e-9)
+    assert worst > 1.01 and trials < 48
+    worst, trials, _, _ = check.run(2000)
+    assert worst <= 1.0 + 1e-9 and trials == 48
