@@ -42,7 +42,8 @@ from ..rademacher import (
 )
 from ._result import BoundResult, DudleyHooks
 from .trauger_tewari import KAPPA_DEFAULT, TRIVIAL_RADEMACHER, CoverTerm, _aug, loss_lipschitz
-from .radius_grid import round_layer_radii, round_radii, union_delta
+from . import radius_grid as _rg
+from .radius_grid import round_layer_radii, round_radii
 
 __all__ = [
     "EdelmanLayerRadii",
@@ -493,7 +494,7 @@ def edelman_bound_from_model(
     if radius_grid:
         (layer,), idx = round_layer_radii([layer])
         (B_w21, S_w), i_w = round_radii([B_w21, S_w])
-        delta = union_delta(delta, idx + i_w)
+        delta = _rg.union_delta(delta, idx + i_w)  # through the module: a patch of it reaches here
     return edelman_bound(
         layer,
         B_X=B_X,

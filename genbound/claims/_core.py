@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from typing import Any, Callable, Mapping
@@ -311,13 +312,38 @@ class InequalityCheck(NumericCheck):
 
 @dataclass
 class FunctionCheck(NumericCheck):
-    """A numeric check given as a function ``seed -> (worst_ratio, trials)`` (e.g. a Monte Carlo study)."""
+    """A numeric check given as a function of the seed (e.g. a Monte Carlo study) that returns either
+    ``(worst_ratio, trials)`` or an iterator (a generator) of parts ``(ratio, trials)``, one per instance.
 
-    fn: Callable[[int], tuple[float, int]]
+    The parts' largest ratio is the worst ratio and their trials add up. With ``stop_above`` the run stops
+    at the first part that takes the worst ratio above it (as :class:`InequalityCheck` and :class:`AllOf`
+    do), so a mutant run ends at its first violation; without it every part runs. A NaN part counts as an
+    infinite ratio (a failed check), with a note. A function that returns a tuple always runs whole.
+    """
+
+    fn: Callable[[int], tuple[float, int] | Iterator[tuple[float, int]]]
 
     def run(self, seed: int, stop_above: float | None = None) -> tuple[float, int, int, str]:
-        worst, trials = self.fn(seed)
-        return float(worst), int(trials), 0, ""
+        parts = self.fn(seed)
+        if not isinstance(parts, Iterator):
+            worst, trials = parts
+            return float(worst), int(trials), 0, ""
+        stop = math.inf if stop_above is None else stop_above
+        worst, trials, nans = -math.inf, 0, 0
+        try:
+            for ratio, t in parts:
+                ratio, trials = float(ratio), trials + int(t)
+                if math.isnan(ratio):
+                    ratio, nans = math.inf, nans + 1
+                worst = max(worst, ratio)
+                if worst > stop:
+                    break
+        finally:
+            # a generator stopped early runs its cleanup now, not at garbage collection
+            close = getattr(parts, "close", None)
+            if close is not None:
+                close()
+        return worst, trials, 0, (f"{nans} NaN ratio(s)" if nans else "")
 
 
 @dataclass

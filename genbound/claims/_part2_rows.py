@@ -9,6 +9,7 @@ is compared with it; nothing here calls the assembly's own reading, rounding or 
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
 from fractions import Fraction
 
 import numpy as np
@@ -159,39 +160,39 @@ def _two_sided(got: float, ref: float) -> float:
     return max(got / ref, ref / got)
 
 
-def from_model_agreement(seed: int) -> tuple[float, int]:
+def from_model_agreement(seed: int) -> Iterator[tuple[float, int]]:
     """The bounds at a model's norms, read by the package, equal the theorems at independently read,
     rounded radii: ``max(v / ref, ref / v)`` over random :class:`~genbound.nets.ReferenceTransformer`
     models (depths 1-2 for Trauger-Tewari, 1 for Edelman-type; with and without biases and the dense
-    map; weights scaled over four decades), with and without the radius grid (:func:`reference_results`)."""
+    map; weights scaled over four decades), with and without the radius grid (:func:`reference_results`).
+    Yields ``(ratio, 1)`` per comparison (the parts of a :class:`~genbound.claims.FunctionCheck`)."""
     rng = np.random.default_rng(seed)
-    worst, trials = 1.0, 0
     for i in range(16):
         net, kw = _random_net(rng, i), _inputs(rng)
         T = int(rng.integers(2, 200))
         for grid in (False, True):
             tt, ed = reference_results(net, T=T, margin=1.0, grid=grid, **kw)
             got = _tt.trauger_tewari_bound_from_model(net, radius_grid=grid, **kw).value
-            worst, trials = max(worst, _two_sided(got, tt.value)), trials + 1
+            yield _two_sided(got, tt.value), 1
             if ed is not None:
                 got = _ed.edelman_bound_from_model(net, T=T, radius_grid=grid, **kw).value
-                worst, trials = max(worst, _two_sided(got, ed.value)), trials + 1
-    return worst, trials
+                yield _two_sided(got, ed.value), 1
 
 
 #: instances of :func:`row_check`, and how many of them also compare the sample size needed (a bisection each)
 ROW_INSTANCES, ROW_M_STAR = 12, 3
 
 
-def row_check(seed: int) -> tuple[float, int]:
+def row_check(seed: int) -> Iterator[tuple[float, int]]:
     """A saved row's bound columns against their independent recomputation: for random networks, the row's
     inputs (the :class:`~genbound.nets.ModelNorms` JSON, ``m``, ``T``, ``B_X``, ``delta``, margin) go through
     :func:`~genbound.bounds.rows.bound_fields`; the reference is :func:`reference_results` at the grid (the
     certified ``_bound``, ``_trivial``, ``_m_star``) and at the own norms (``_capacity``), with ``T + 1`` rows
     for the Edelman-type bound; its fields are ``nan`` for a deeper network. The worst two-sided ratio; a
-    trivial flag that differs, or a ``nan`` where a number is due (or the reverse), counts as ``inf``."""
+    trivial flag that differs, or a ``nan`` where a number is due (or the reverse), counts as ``inf``. Yields
+    ``(ratio, trials)`` per compared field, one trial per bound (the parts of a ``FunctionCheck``)."""
     rng = np.random.default_rng(seed)
-    worst, trials = 1.0, 0
+    yield 1.0, 0
     for i in range(ROW_INSTANCES):
         net, kw = _random_net(rng, i), _inputs(rng)
         seq_len, margin = int(rng.integers(1, 200)), float(rng.uniform(0.25, 2.0))
@@ -203,14 +204,11 @@ def row_check(seed: int) -> tuple[float, int]:
         for name, r, r_own in zip(("tt", "edelman"), cert, own):
             if r is None:
                 nan_ok = all(math.isnan(float(v)) for k, v in row.items() if k.startswith(name))
-                worst = max(worst, 1.0 if nan_ok else math.inf)
+                yield (1.0 if nan_ok else math.inf), 0
                 continue
             pairs = [(row[f"{name}_bound"], r.value), (row[f"{name}_capacity"], r_own.capacity)]
             if target is not None:
                 pairs.append((row[f"{name}_m_star"], float(r.samples_needed(target))))
             for got, ref in pairs:
-                worst = max(worst, _two_sided(float(got), float(ref)))
-            if bool(row[f"{name}_trivial"]) != bool(r.trivial):
-                worst = math.inf
-            trials += 1
-    return worst, trials
+                yield _two_sided(float(got), float(ref)), 0
+            yield (1.0 if bool(row[f"{name}_trivial"]) == bool(r.trivial) else math.inf), 1

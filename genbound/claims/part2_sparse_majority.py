@@ -493,10 +493,7 @@ register(
             Mutant(
                 "split-by-count",
                 "delta' = delta / k over the k radii (a finite union, not the prior over the grid)",
-                (
-                    (_tt, "union_delta", lambda old: lambda d, idx: d / len(list(idx))),
-                    (_ed, "union_delta", lambda old: lambda d, idx: d / len(list(idx))),
-                ),
+                ((_rg, "union_delta", lambda old: lambda d, idx: d / len(list(idx))),),
             ),
             replaced(
                 _rows,

@@ -147,3 +147,72 @@ def test_timed_check_fails_a_check_that_does_not_return():
     t0 = time.perf_counter()
     assert timed_check(lambda: time.sleep(5) or (0.5, 3), 0.2) == (math.inf, 0)
     assert time.perf_counter() - t0 < 2.0
+
+
+def test_function_check_stops_above():
+    """A FunctionCheck whose function yields its parts stops at the first part above ``stop_above`` (as the
+    other checks do); without it every part runs, and the worst ratio and trials are those of the whole."""
+    from genbound.claims import AllOf, FunctionCheck
+
+    seen = []
+
+    def parts(seed):
+        for i in range(1000):
+            seen.append(i)
+            yield (2.0 if i in (5, 700) else 0.5), 3
+
+    whole = FunctionCheck(parts).run(0)
+    assert whole == (2.0, 3000, 0, "") and len(seen) == 1000
+    seen.clear()
+    assert FunctionCheck(parts).run(0, stop_above=1.0) == (2.0, 18, 0, "") and len(seen) == 6
+    seen.clear()
+    assert AllOf((FunctionCheck(parts),)).run(0, 1.0)[:2] == (2.0, 18) and len(seen) == 6
+    seen.clear()
+    assert FunctionCheck(parts).run(0, stop_above=5.0) == (2.0, 3000, 0, "") and len(seen) == 1000
+    # a function that returns (worst, trials) runs whole, as before; a NaN part is a failed check
+    assert FunctionCheck(lambda s: (0.75, 4)).run(0, stop_above=0.5) == (0.75, 4, 0, "")
+    nan = FunctionCheck(lambda s: iter([(0.5, 1), (math.nan, 1), (0.5, 1)])).run(0)
+    assert nan == (math.inf, 3, 0, "1 NaN ratio(s)")
+
+
+def test_a_function_check_mutant_run_stops_at_the_first_violation():
+    """Claim.check_mutants passes ``stop_above`` down to a FunctionCheck: a killed mutant stops early."""
+    from genbound import rademacher as rad
+    from genbound.claims import Claim, FunctionCheck, scaled
+
+    seen = []
+
+    def parts(seed):
+        for i in range(500):
+            seen.append(i)
+            yield rad.MCDIARMID_EXPONENT_COEF / 2.0, 1
+
+    c = Claim(
+        label="x",
+        statement="s",
+        chapter="c",
+        provenance="standard",
+        numeric=FunctionCheck(parts),
+        mutants=(scaled(rad, "MCDIARMID_EXPONENT_COEF", 3.0, name="big", what="w"),),
+    )
+    r = c.check(0)
+    assert r.passed and r.trials == 500 and len(seen) == 500
+    seen.clear()
+    (m,) = c.check_mutants(0)
+    assert m.killed and m.worst_ratio == 3.0 and len(seen) == 1
+
+
+def test_no_confidence_split_reaches_the_from_model_bounds():
+    """thm-radius-union's ``no-confidence-split`` (every grid point at the full delta) patches
+    ``radius_grid.union_delta``; the bounds at a model's norms must see it, so the from-model part of the
+    check fails under it (and passes without it)."""
+    from genbound.claims import FunctionCheck
+    from genbound.claims._part2_rows import from_model_agreement
+
+    (mut,) = [m for m in claims.get("thm-radius-union").mutants if m.name == "no-confidence-split"]
+    check = FunctionCheck(from_model_agreement)
+    with mut.applied():
+        worst, trials, _, _ = check.run(2000, stop_above=1.0 + 1e-9)
+    assert worst > 1.01 and trials < 48
+    worst, trials, _, _ = check.run(2000)
+    assert worst <= 1.0 + 1e-9 and trials == 48
