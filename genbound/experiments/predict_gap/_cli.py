@@ -18,6 +18,7 @@ from ..runtime.cli import (
     saved_note,
     warn,
 )
+from ..runtime.outputs import check_apart, standard_output
 from . import SAVED_FAMILY, FamilyConfig
 from .. import predict_gap as pg
 
@@ -119,6 +120,11 @@ def _run_predict_gap(args) -> int:
 
     check_ranges({"--boot": args.boot, "--nulls": args.nulls, "--threads": args.threads})
     if args.saved:
+        # --saved writes only to standard output: never into the family it reads (>> FAMILY)
+        check_apart(
+            {"standard output": standard_output()},
+            {"the family it reads (--csv)": [args.csv or SAVED_FAMILY]},
+        )
         df = pg.read_family(args.csv, report=warn)
         out = pg.summary(
             df, csv_path=args.csv or pg.SAVED_FAMILY, n_boot=args.boot, n_null=args.nulls
@@ -168,6 +174,8 @@ def _run_predict_gap(args) -> int:
             "digits": tuple(lists["--n-train-digits"]),
         },
     ).validated()
+    # the results file is resumed in place; what is printed never goes into it (--csv F >> F)
+    check_apart({"--csv": args.csv, "standard output": standard_output()}, {})
     torch.set_num_threads(args.threads)
     try:
         recs = pg.run_family(

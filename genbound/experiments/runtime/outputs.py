@@ -7,6 +7,10 @@ input (a checkpoint's weights, its ``config.json``, a corpus text, a results fil
 destroy it; two outputs that name one file would lose the first one written. Both are refused as a
 :class:`~genbound.errors.ParameterError` naming the option and the file.
 
+Standard output is an output too: redirected to a file (``> FILE``, ``>> FILE``), :func:`standard_output`
+names that file, so that ``>> sweep.csv`` is refused like ``--csv`` on an input (a terminal, a pipe or
+``/dev/null`` is never a file of the command).
+
 One concept: the check that a command's outputs are apart from its inputs and from one another.
 
 >>> import tempfile, pathlib
@@ -20,18 +24,22 @@ genbound.errors.ParameterError: --csv .../model.safetensors: is a checkpoint fil
 Traceback (most recent call last):
 ...
 genbound.errors.ParameterError: --csv and --plot name one file (.../t.csv); give each output a file of its own
+>>> standard_output() is None  # doctest's standard output is a stream, not a file
+True
 """
 
 from __future__ import annotations
 
 import fnmatch
 import os
+import stat
+import sys
 from pathlib import Path
 from typing import Iterable, Mapping
 
 from ...errors import ParameterError
 
-__all__ = ["check_apart", "files_in"]
+__all__ = ["check_apart", "files_in", "standard_output"]
 
 #: At most this many entries of an input folder are looked at (a checkpoint folder holds a few).
 MAX_LISTED = 10_000
@@ -66,6 +74,25 @@ def files_in(folder, patterns: Iterable[str]) -> list[Path]:
     except (OSError, ValueError):
         return []
     return out
+
+
+def standard_output() -> Path | None:
+    """The regular file that standard output (``sys.stdout``) writes to, when it was redirected to one
+    (``> FILE``, ``>> FILE``), for :func:`check_apart`: the file's own name where the system tells it, else
+    ``/dev/fd/N`` (one inode with the file). ``None`` for a terminal, a pipe, a device (``/dev/null``), a
+    stream without a file descriptor, or a system without ``/dev/fd``."""
+    try:
+        fd = sys.stdout.fileno()
+        st = os.fstat(fd)
+    except (AttributeError, OSError, ValueError):
+        return None
+    if not stat.S_ISREG(st.st_mode):
+        return None
+    link = Path(f"/dev/fd/{fd}")
+    if _identity(link)[1] != (st.st_dev, st.st_ino):
+        return None
+    real = Path(os.path.realpath(link))
+    return real if _identity(real)[1] == (st.st_dev, st.st_ino) else link
 
 
 def check_apart(outputs: Mapping[str, object], inputs: Mapping[str, Iterable]) -> None:

@@ -19,6 +19,7 @@ import json
 from ...errors import Interrupted, ParameterError
 from ...jsonsafe import json_tree
 from ..runtime.cli import MAX_SEED, MAX_TOKENS, check_ranges, parse_int_list, saved_note, warn
+from ..runtime.outputs import check_apart, standard_output
 from . import SparseMajorityConfig
 from . import (
     parse_row_keys,
@@ -30,6 +31,7 @@ from . import (
 from ...device import resolve_device
 from . import (
     RESULT_KEYS,
+    SAVED_SWEEP,
     _check_task,
     open_sweep,
     run_sweep,
@@ -175,6 +177,11 @@ def _verify_sparse_majority(args) -> int:
     if args.verify_saved is not None and args.verify_saved_rows is not None:
         raise ParameterError("give --verify-saved or --verify-saved-rows, not both")
     check_ranges({"--verify-seed": args.verify_seed})  # --verify-saved: pick_rows names the rows
+    # a verification writes only to standard output: never into the sweep it reads (>> SWEEP)
+    check_apart(
+        {"standard output": standard_output()},
+        {"the sweep it verifies (--saved-csv)": [args.saved_csv or SAVED_SWEEP]},
+    )
     table = read_sweep(args.saved_csv, report=warn)
     if args.verify_saved is not None:
         keys = pick_rows(table, args.verify_saved, seed=args.verify_seed)
@@ -301,6 +308,8 @@ def _run_sparse_majority(args) -> int:
 
     for T in seq_lens:  # fail before printing or writing anything
         _check_task(T, cfg.s)
+    # the results file is resumed in place; what is printed never goes into it (--csv F >> F)
+    check_apart({"--csv": args.csv, "standard output": standard_output()}, {})
     # the results file: created with the full configuration, or resumed only when it records the same
     writer = open_sweep(args.csv, cfg, device=device, report=warn) if args.csv else None
     done = writer.done if writer is not None else set()
