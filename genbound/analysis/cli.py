@@ -56,7 +56,7 @@ from .esd import check_svals_path, write_svals
 from .figures import check_plot_format, write_plot
 from .report import JSON_FIELDS, KINDS, MATRIX_FIELDS, console_report, spectra_only_report
 
-__all__ = ["add_parser", "run", "check_outputs", "fix_heap_growth", "MAX_GRID_M"]
+__all__ = ["add_parser", "run", "check_outputs", "fix_heap_growth", "set_threads", "MAX_GRID_M"]
 
 #: The largest grid resolution ``--grid-m`` (the default, ``ceil(L + ln N)``, is a few tens).
 MAX_GRID_M = 1000
