@@ -13,8 +13,11 @@ Every bad file, config or option ends in one line ``genbound: error: ...`` on st
 (``genbound.weights.files``), before any spectrum is computed and before anything is written:
 ``--csv`` and ``--plot`` paths (existing folder, known figure format) and ``--layers`` (each layer
 once, all in range) are checked first; a ``config.json`` whose ``model_type`` disagrees with the
-tensor names is refused (``genbound.weights.loading.check_model_type``). A progress bar over layers
-goes to stderr when stderr is a terminal (``--quiet`` turns it off).
+tensor names is refused (``genbound.weights.loading.check_model_type``); so is standard output
+redirected into a file of the checkpoint (``> model.safetensors``, ``>> config.json``) or into ``--csv``'s.
+A progress bar over layers goes to stderr when stderr is a terminal (``--quiet`` turns it off).
+``--verbose`` adds the implementation's details to the console (device, time, spectrum routes, grid,
+mode); ``--threads N`` sets torch's CPU threads for the run (default: torch's own choice).
 
 One concept: the ``genbound analyze`` subcommand (its options, the checks of its options and output
 paths before any work, and which report it prints or writes).
@@ -45,7 +48,7 @@ import textwrap
 from pathlib import Path
 
 from ..errors import GenboundError, ParameterError, require
-from ..experiments.runtime.outputs import check_apart, files_in
+from ..experiments.runtime.outputs import check_apart, files_in, standard_output
 from ..experiments.runtime.results import results_file_kind
 from .api import analyze
 from .compare import compare_checkpoints, comparison_dict, comparison_report
@@ -53,7 +56,7 @@ from .esd import check_svals_path, write_svals
 from .figures import check_plot_format, write_plot
 from .report import JSON_FIELDS, KINDS, MATRIX_FIELDS, console_report, spectra_only_report
 
-__all__ = ["add_parser", "run", "check_outputs", "fix_heap_growth", "MAX_GRID_M"]
+__all__ = ["add_parser", "run", "check_outputs", "fix_heap_growth", "set_threads", "MAX_GRID_M"]
 
 #: The largest grid resolution ``--grid-m`` (the default, ``ceil(L + ln N)``, is a few tens).
 MAX_GRID_M = 1000
@@ -224,7 +227,25 @@ def _add_report_options(p) -> None:
         help="with --compare: list every matrix and every layer's summary, the unchanged ones too "
         "(by default they are counted)",
     )
-    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.add_argument(
+        "--quiet",
+        action="store_true",
+        help="no progress bar (shown only when stderr is a terminal)",
+    )
+    p.add_argument(
+        "--verbose",
+        action="store_true",
+        help="add the implementation's details to the console report: device and wall time, "
+        "matrices per spectrum route (gram, qr-core, qr-svd, ...), the proxy's grid m and mode",
+    )
+    p.add_argument(
+        "--threads",
+        type=int,
+        default=None,
+        metavar="N",
+        help="torch CPU threads for this run, 1 .. the cores present (default: torch's own, "
+        "OMP_NUM_THREADS when set, else one per physical core; on a shared machine pass a few)",
+    )
     p.add_argument(
         "--overwrite",
         action="store_true",
@@ -318,17 +339,19 @@ def checkpoint_inputs(path) -> list[Path]:
 
 
 def check_outputs_apart(args) -> None:
-    """Refuse ``--csv`` and ``--plot`` naming a file of the checkpoint (or of ``--compare``'s) or one
-    file together, before anything is read or written."""
+    """Refuse ``--csv``, ``--plot``, ``--svals`` or standard output redirected to a file (``> FILE``,
+    ``>> FILE``) naming a file of the checkpoint (or of ``--compare``'s), or two of them one file, before
+    anything is read or written."""
     inputs = {"a file of the checkpoint PATH": checkpoint_inputs(args.path)}
     if getattr(args, "compare", None) is not None:
         inputs["a file of the checkpoint --compare B"] = checkpoint_inputs(args.compare)
     outputs = {"--csv": args.csv, "--plot": args.plot, "--svals": getattr(args, "svals", None)}
+    outputs["standard output"] = standard_output()
     check_apart(outputs, inputs)
 
 
 def _check_numbers(args) -> None:
-    """Refuse ``--top``, ``--n-samples``, ``--grid-m`` and ``--rank-tol`` out of range."""
+    """Refuse ``--top``, ``--n-samples``, ``--grid-m``, ``--threads`` and ``--rank-tol`` out of range."""
     if args.top < 0:
         raise ParameterError(f"--top must be >= 0, got {args.top}")
     if args.n_samples is not None and args.n_samples < 1:
@@ -349,6 +372,10 @@ def _check_numbers(args) -> None:
         from .._validate import check_int_range
 
         check_int_range(args.grid_m, "--grid-m", 1, MAX_GRID_M, why="MAX_GRID_M")
+    if getattr(args, "threads", None) is not None:
+        from .._validate import check_int_range, max_threads
+
+        check_int_range(args.threads, "--threads", 1, max_threads(), why="the cores present")
     if not 0.0 <= args.rank_tol < 1.0:  # NaN fails this too
         raise ParameterError(
             f"--rank-tol must lie in [0, 1) (relative to sigma_max), got {args.rank_tol}"
@@ -384,6 +411,14 @@ def fix_heap_growth(threshold: int = 128 * 1024) -> bool:
         return bool(libc.mallopt(-3, int(threshold)))  # -3 = M_MMAP_THRESHOLD (malloc.h)
     except (OSError, AttributeError):
         return False
+
+
+def set_threads(n) -> None:
+    """``--threads N``: torch's intra-op CPU threads for this run (``None``: torch's own default)."""
+    if n is not None:
+        import torch
+
+        torch.set_num_threads(int(n))
 
 
 # ---------------------------------------------------------------------------------------------- run
@@ -428,10 +463,13 @@ def _run_one(args, kwargs: dict) -> int:
     if args.plot:
         write_plot(a, args.plot)
     d = a.to_dict()
+    verbose = getattr(args, "verbose", False)
     if a.spectra_only:
-        print(json.dumps(d) if args.json else spectra_only_report(a, d, table))
+        print(json.dumps(d) if args.json else spectra_only_report(a, d, table, verbose=verbose))
         return 0
-    print(json.dumps(d) if args.json else console_report(a, d, table, top=args.top))
+    print(
+        json.dumps(d) if args.json else console_report(a, d, table, top=args.top, verbose=verbose)
+    )
     return 0
 
 
@@ -448,6 +486,7 @@ def run(args) -> int:
     _check_numbers(args)
     fix_heap_growth()
     _check_plot(args)
+    set_threads(getattr(args, "threads", None))
     kwargs = _analyze_kwargs(args)
     if getattr(args, "compare", None) is not None:
         return _run_compare(args, kwargs)

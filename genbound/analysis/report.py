@@ -12,11 +12,10 @@ not over the raw weights:
 
 The ``--json`` object has the keys of :data:`JSON_FIELDS` (each described there); ``matrices`` is the
 per-matrix list (keys :data:`MATRIX_FIELDS`), the same rows as the ``--csv`` table
-(:func:`matrix_table`). The console shows the totals, the matrices with the largest contributions,
-the chosen Schatten index ``p`` per kind with counts and, when ``p = 0`` wins for every matrix, what
-the proxy then is: ``sum sqrt(rank * N) + sqrt(L)``, a function of the shapes and ranks only. Every
-report carries the verdict (:func:`verdict`): one line saying whether the values are vacuous and where
-the book defines it (:data:`DEFINED_IN`).
+(:func:`matrix_table`). The console opens with theorem P, its verdict on two lines (:func:`verdict_lines`),
+the proxies (not bounds) and, when ``p = 0`` wins for every matrix, what the authors' proxy then is
+(``sum sqrt(rank * N) + sqrt(L)``, of the shapes and ranks only); ``--verbose`` adds the routes. The JSON's
+``verdict`` (:func:`verdict`) is one line, with where the book defines it (:data:`DEFINED_IN`).
 
 A spectra-only report (a model the papers' bound does not cover) opens with the label and one line
 per uncovered kind (:func:`spectra_only_report`); its rows have the keys of :data:`SPECTRA_FIELDS`
@@ -44,6 +43,7 @@ __all__ = [
     "SPECTRA_FIELDS",
     "DEFINED_IN",
     "verdict",
+    "verdict_lines",
     "matrix_table",
     "analysis_dict",
     "spectra_only_dict",
@@ -239,7 +239,7 @@ def _rate_text(name: str, rep, rate: str, n) -> str:
 def _verdict_head(flags: dict, n) -> str:
     """The start of the verdict: vacuous or not at ``n`` (``flags``: report name -> ``trivial``)."""
     if n is None:
-        return "vacuous: undecided, no sample size given (--n-samples N decides it); "
+        return "no sample size given, so undecided whether vacuous (--n-samples N decides it); "
     if all(flags.values()):
         return f"vacuous at n = {n}: "
     if not any(flags.values()):
@@ -272,6 +272,29 @@ def verdict(spectral, edelman, network=None) -> str:
     head = _verdict_head({"proved bound": network.trivial}, n)
     proved = _rate_text("proved bound (theorem P)", network, "gap", n)
     return head + proved + "; " + "; ".join(proxies) + f"; defined in {DEFINED_IN}"
+
+
+def verdict_lines(network) -> list[str]:
+    """The verdict of :func:`verdict` on two short lines (the console's): vacuous or not at ``n_samples``
+    (or that no sample size was given), then from which ``n`` theorem P's bound is not vacuous. The same
+    numbers and the same decision as :func:`verdict`, said shorter.
+
+    >>> from genbound.bounds.network import NetworkBound
+    >>> print("\\n".join(verdict_lines(NetworkBound.examples()[0])))  # doctest: +ELLIPSIS
+    VACUOUS at n = 10: theorem P's gap bound ... >= 1
+    not vacuous from n = ... on (theorem P's gap bound <= 1 there)
+    """
+    n, m = network.n_samples, network.samples_needed()
+    if n is None:
+        first = "no sample size given: --n-samples N says whether the bound is vacuous at N"
+    else:
+        gap = network.gap_at(n)
+        g = f"{gap:.3g}" if math.isfinite(gap) else "inf"
+        word, cmp = ("VACUOUS", ">=") if network.trivial else ("NOT VACUOUS", "<")
+        first = f"{word} at n = {n}: theorem P's gap bound {g} {cmp} 1"
+    if math.isfinite(m):
+        return [first, f"not vacuous from n = {_count(m)} on (theorem P's gap bound <= 1 there)"]
+    return [first, "vacuous for every n up to 1e40 (theorem P's gap bound >= 1)"]
 
 
 # ---------------------------------------------------------------------------------------------- rows
@@ -435,40 +458,56 @@ def table_text(table, digits: int = 5) -> str:
     return table.to_string(index=False, float_format=lambda x: f"{x:.{digits}g}")
 
 
-def _summary_lines(a, d: dict) -> list[str]:
-    """The model, both proxies and the verdict (the first lines of :func:`console_report`)."""
+def _p0_sentence(d: dict) -> list[str]:
+    """Which term dominates the authors' proxy and what it ignores, when ``p = 0`` wins everywhere."""
     n = d["n_matrices"]
+    if d["p_opt_zero"] != n:
+        return []
+    return [
+        f"authors' proxy (not a bound): p = 0 wins for all {n} matrices, so it is sum sqrt(rank * N) "
+        f"+ sqrt(L), a function of the shapes and ranks only: no norm or singular value of any weight "
+        f"enters it"
+    ]
+
+
+def _summary_lines(a, d: dict) -> list[str]:
+    """The model, the proved bound and its verdict on two lines, the proxies (each labelled not a bound)
+    and which term dominates the authors' proxy (the first lines of :func:`console_report`)."""
+    n, ns = d["n_matrices"], d["n_samples"]
     ed = f"{a.edelman.value:.6g}" if math.isfinite(a.edelman.value) else "inf in float64"
     return [
         f"{d['source']}: {d['family']}, {d['layers']} layers, hidden {d['hidden']}, {d['heads']} heads (d_head "
-        f"{d['d_head']}), d_ff {d['d_ff']}; {n} matrices; device {d['device']}; {d['seconds']:.2f} s",
-        "matrices per layer: QK = one head's W_Q W_K^T, V = one head's W_V W_O (one each per head), "
-        "M_in and M_out = the feed-forward matrices",
-        "spectrum routes: " + ", ".join(f"{k} {v}" for k, v in d["routes"].items()),
+        f"{d['d_head']}), d_ff {d['d_ff']}; {n} matrices",
         f"PROVED BOUND (theorem P, book/part3/network.md): capacity {a.network.capacity:.6g}, union cost "
-        f"{a.network.union_cost:.5g} nats, gap <= 2 capacity/sqrt(n) + 3 sqrt((log(2/delta) + union)/(2n)); "
-        f"gap <= 1 from n = {_count_or_inf(a.network.samples_needed())}",
+        f"{a.network.union_cost:.5g} nats; gap <= 2 capacity/sqrt(n) + 3 sqrt((log(2/delta) + union)/(2n))",
+        *verdict_lines(a.network),
+        f"authors' proxy, not a bound (Sakai & Imaizumi): {a.spectral.value:.6g}; "
+        + _rate_text("", a.spectral, "capacity/sqrt(n)", ns).strip(),
+        *_p0_sentence(d),
+        f"Edelman-style proxy, not a bound: {ed} (log = {a.edelman.log_value:.6g}); "
+        + _rate_text("", a.edelman, "value/sqrt(n)", ns).strip(),
         f"premises: {a.network.premises}",
         f"note: {REFERENCE_NOTE}",
-        f"authors' proxy, not a bound (Sakai & Imaizumi): {a.spectral.value:.6g}   [sum over {n} matrices of "
-        f"min_p T(p), + sqrt(L); grid m = {d['grid_m']}, mode {d['mode']}]",
-        f"Edelman-style proxy, not a bound: {ed}   (log = {a.edelman.log_value:.6g})",
-        d["verdict"],
+        f"defined in {DEFINED_IN}",
+        "matrices per layer: QK = one head's W_Q W_K^T, V = one head's W_V W_O (one each per head), "
+        "M_in and M_out = the feed-forward matrices",
+    ]
+
+
+def _verbose_lines(d: dict) -> list[str]:
+    """What ``--verbose`` adds: the device and wall time, the spectrum routes, the grid and the mode."""
+    return [
+        f"run: device {d['device']}; {d['seconds']:.2f} s; authors' proxy over grid m = {d['grid_m']}, "
+        f"mode {d['mode']}",
+        "spectrum routes: " + ", ".join(f"{k} {v}" for k, v in d["routes"].items()),
     ]
 
 
 def _p_opt_lines(d: dict) -> list[str]:
-    """The chosen ``p`` per kind with counts, and what the proxy is when ``p = 0`` wins everywhere."""
-    n = d["n_matrices"]
-    lines = ["chosen Schatten index p_opt per kind (p: count):"]
+    """The chosen ``p`` per kind with counts."""
+    lines = ["authors' proxy: chosen Schatten index p_opt per kind (p: count):"]
     for kind, counts in d["p_opt_counts"].items():
         lines.append(f"  {kind:6s} " + ", ".join(f"p = {p}: {c}" for p, c in counts.items()))
-    if d["p_opt_zero"] == n:
-        lines.append(
-            f"p = 0 wins for all {n} matrices: the proxy is then sum sqrt(rank * N) + sqrt(L) over the "
-            f"matrices, a function of the shapes and ranks only: no norm or singular value of any "
-            f"weight enters it."
-        )
     return lines
 
 
@@ -486,20 +525,30 @@ def _top_lines(a, table, top: int, n: int) -> list[str]:
     return [f"largest {k} contributions ({share:.1%} of the proxy):", table_text(show)]
 
 
+#: The console's name of the Edelman table's ``log_alpha`` (not WeightWatcher's power-law ``alpha``).
+PEELING = "log peeling factor"
+
+
 def _per_layer_lines(a) -> list[str]:
-    """Per layer: each kind's sum of ``min_p T(p)``, beside the layer's ``log_alpha``."""
+    """Per layer: each kind's sum of ``min_p T(p)``, beside the layer's log peeling factor (the
+    Edelman table's ``log_alpha``: the log of the later layers' Lipschitz product, not a power law)."""
     t = a.spectral.table
     per = (
         t.groupby(["layer", "kind"], sort=False)["contribution"].sum().unstack("kind")[list(KINDS)]
     )
-    per.insert(0, "log_alpha", a.edelman.table["log_alpha"].to_numpy())
-    return ["per-layer sums of min_p T(p):", per.to_string(float_format=lambda x: f"{x:.5g}")]
+    per.insert(0, PEELING, a.edelman.table["log_alpha"].to_numpy())
+    return [
+        f"per-layer sums of min_p T(p) (authors' proxy, not a bound); {PEELING} = sum over the later "
+        f"layers of log Lipschitz (no power-law fit):",
+        per.to_string(float_format=lambda x: f"{x:.5g}"),
+    ]
 
 
-def console_report(a, d: dict, table, *, top: int = 5) -> str:
+def console_report(a, d: dict, table, *, top: int = 5, verbose: bool = False) -> str:
     """The text ``genbound analyze`` prints without ``--json`` (``a``: an
-    :class:`~genbound.analysis.api.Analysis`, ``d``: its ``to_dict()``, ``table``: its ``matrices()``)."""
-    lines = _summary_lines(a, d) + _p_opt_lines(d)
+    :class:`~genbound.analysis.api.Analysis`, ``d``: its ``to_dict()``, ``table``: its ``matrices()``);
+    ``verbose`` adds the run's device and time, the spectrum routes, the grid and the mode."""
+    lines = _summary_lines(a, d) + (_verbose_lines(d) if verbose else []) + _p_opt_lines(d)
     lines += _top_lines(a, table, top, d["n_matrices"]) + _per_layer_lines(a)
     return "\n".join(lines)
 
@@ -534,15 +583,17 @@ def _no_bound_lines(a, d: dict) -> list[str]:
     return lines
 
 
-def spectra_only_report(a, d: dict, table) -> str:
+def spectra_only_report(a, d: dict, table, *, verbose: bool = False) -> str:
     """The text ``genbound analyze`` prints for a model the papers' bound does not cover: the label
-    and one line per uncovered kind first, then every matrix's spectral quantities."""
+    and one line per uncovered kind first, then every matrix's spectral quantities (``verbose``: with
+    the device, the wall time and each matrix's spectrum route)."""
     experts = f", {d['experts']} experts" if d["experts"] else ""
+    run = f"; device {d['device']}; {d['seconds']:.2f} s" if verbose else ""
     lines = _no_bound_lines(a, d) + [
         f"{d['source']}: {d['family']}, {d['layers']} layers, hidden {d['hidden']}, {d['heads']} "
         f"heads ({d['kv_heads']} key/value), d_head {d['d_head']}, d_ff {d['d_ff']}{experts}; "
-        f"{d['n_matrices']} matrices; device {d['device']}; {d['seconds']:.2f} s",
+        f"{d['n_matrices']} matrices{run}",
         "per-matrix spectra (covered = whether the papers' bound describes the block):",
-        table_text(table.drop(columns=["note"])),
+        table_text(table.drop(columns=["note"] if verbose else ["note", "route"])),
     ]
     return "\n".join(lines)

@@ -166,7 +166,8 @@ def test_without_n_samples_the_verdict_is_undecided(saved, capsys):
         d["n_samples"] is None and d["spectral_adaptive_gap"] is None and d["edelman_gap"] is None
     )
     assert d["spectral_adaptive_trivial"] is None
-    assert d["verdict"].startswith("vacuous: undecided") and "--n-samples" in d["verdict"]
+    assert d["verdict"].startswith("no sample size given, so undecided whether vacuous")
+    assert "--n-samples" in d["verdict"] and "vacuous: undecided" not in d["verdict"]
     a = genbound.analyze(saved)
     assert d["spectral_adaptive_samples_needed"] == a.spectral.samples_needed()
     m = a.spectral.samples_needed()
@@ -174,11 +175,30 @@ def test_without_n_samples_the_verdict_is_undecided(saved, capsys):
     assert f"not vacuous from n = {shown} on" in d["verdict"]
 
 
-def test_console_prints_the_verdict_line(saved, capsys):
-    assert main(["analyze", str(saved), "--device", "cpu", "--n-samples", "1000"]) == 0
-    lines = capsys.readouterr().out.splitlines()
-    hits = [x for x in lines if "vacuous" in x and "prop-sa-capacity" in x]
-    assert len(hits) == 1 and "n = 1000" in hits[0]
+def _console(path, *extra, capsys):
+    assert main(["analyze", str(path), "--device", "cpu", "--quiet", *extra]) == 0
+    return capsys.readouterr().out.splitlines()
+
+
+def test_console_prints_the_verdict_on_two_short_lines(tmp_path, capsys):
+    """The verdict right under theorem P's headline: vacuous or not at n, then from which n it is not
+    (the numbers of the JSON's one-line verdict); and where the book defines it, on a line of its own."""
+    make_bert_checkpoint(tmp_path, layers=2, heads=2, hidden=8, d_ff=16, seed=1, std=1e-3)
+    need = _json(tmp_path, capsys=capsys)["proved_samples_needed"]
+    shown = f"{need:d}" if need < 10**6 else f"{float(need):.2g}"
+    for n, first in ((need - 1, "VACUOUS at n = "), (need, "NOT VACUOUS at n = ")):
+        lines = _console(tmp_path, "--n-samples", str(n), capsys=capsys)
+        head = next(i for i, x in enumerate(lines) if x.startswith("PROVED BOUND (theorem P"))
+        assert lines[head + 1].startswith(f"{first}{n}: theorem P's gap bound ")
+        assert (
+            lines[head + 2] == f"not vacuous from n = {shown} on (theorem P's gap bound <= 1 there)"
+        )
+        assert all(len(x) <= 80 for x in lines[head + 1 : head + 3])
+        assert sum("prop-sa-capacity" in x for x in lines) == 1
+        assert not any("vacuous at n" in x and "not a bound" in x for x in lines)
+    lines = _console(tmp_path, capsys=capsys)
+    assert lines[2] == "no sample size given: --n-samples N says whether the bound is vacuous at N"
+    assert not any("vacuous: undecided" in x for x in lines)
 
 
 def test_edelman_beyond_the_limit_is_null_and_said(tmp_path, capsys):

@@ -160,3 +160,20 @@ def test_covered_analysis_is_not_spectra_only(tmp_path):
     make_bert_checkpoint(tmp_path, layers=1, heads=2, hidden=8, d_ff=16, seed=0)
     a = genbound.analyze(tmp_path, device="cpu")
     assert a.spectra_only is False and a.spectral.value > 0
+
+
+def test_routes_device_and_time_only_with_verbose(saved, capsys):
+    """The spectrum route of each matrix and the run's device and time are the implementation's:
+    printed with --verbose, not by default (the numbers of the table are the same)."""
+    arch, path = saved
+    plain, verbose = (
+        _run([path], capsys).splitlines(),
+        _run([path, "--verbose"], capsys).splitlines(),
+    )
+
+    def header(lines):
+        return next(s.split() for s in lines if s.split()[:3] == ["kind", "layer", "head"])
+
+    assert "route" not in header(plain) and "route" in header(verbose)
+    assert not any("device cpu" in s for s in plain)
+    assert any("device cpu" in s for s in verbose)
