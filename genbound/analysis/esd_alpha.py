@@ -128,14 +128,14 @@ def _eigenvalues(svals) -> np.ndarray:
     if (s < 0).any():
         first = int(np.flatnonzero(s < 0)[0])
         raise InputError(
-            f"svals: singular values are >= 0, got {s[first]!r} at index {first} "
+            f"svals: singular values are >= 0, got {float(s[first])!r} at index {first} "
             f"({int((s < 0).sum())} negative)"
         )
     with np.errstate(over="ignore", under="ignore"):
         lam = s * s
     if not np.isfinite(lam).all():
         raise InputError(
-            f"svals: {s.max()!r} squared exceeds the float64 range (eigenvalue sigma^2 overflows)"
+            f"svals: {float(s.max())!r} squared exceeds the float64 range (eigenvalue sigma^2 overflows)"
         )
     return np.sort(lam[lam > 0])
 
