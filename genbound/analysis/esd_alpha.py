@@ -15,10 +15,14 @@ WeightWatcher tool reports that ``alpha`` per layer. This module computes it the
   the empirical CDF of the tail and the fitted CDF ``1 - (x / xmin)^(1 - alpha)`` (their section 3.3),
   among those leaving at least ``min_tail`` eigenvalues in the tail.
 
-``alpha`` does not change when ``W`` is scaled (only ``xmin`` does). It is a description of the
-spectrum: none of genbound's bounds uses it, and nothing here certifies anything. A matrix with too
-few nonzero eigenvalues (or all of them equal) is reported as not fitted, its numbers ``None`` and a
-note saying why, never a NaN.
+The matrices are genbound's (:func:`~genbound.analysis.esd.named_spectra`): an attention head's
+``QK`` and ``V`` are the papers' per-head products, with at most ``d_head`` nonzero singular values,
+not WeightWatcher's whole ``W_Q``, ``W_K``, ``W_V``, so their ``alpha`` is not the number
+WeightWatcher gives for those layers (and, fitted on a few dozen values, is noisy: read its
+``stderr``). ``alpha`` does not change when ``W`` is scaled (only ``xmin`` does). It is a
+description of the spectrum: none of genbound's bounds uses it, and nothing here certifies anything.
+A matrix with too few nonzero eigenvalues (or all of them equal) is reported as not fitted, its
+numbers ``None`` and a note saying why, never a NaN.
 """
 
 from __future__ import annotations
