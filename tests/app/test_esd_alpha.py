@@ -254,3 +254,32 @@ def test_an_output_not_ending_in_csv_is_refused(small_analysis, tmp_path, name):
     with pytest.raises(ParameterError):
         write_esd_alpha(small_analysis, tmp_path / name)
     assert not (tmp_path / name).exists()
+
+
+def test_a_spectra_only_model_has_its_experts_and_gates_in_the_table():
+    transformers = pytest.importorskip("transformers")
+    cfg = transformers.MixtralConfig(
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        num_key_value_heads=1,
+        num_local_experts=2,
+        num_experts_per_tok=1,
+        vocab_size=40,
+    )
+    torch.manual_seed(0)
+    s = genbound.analyze(transformers.MixtralForCausalLM(cfg))
+    assert s.spectra_only
+    table = esd_alpha_table(s)
+    assert list(table["key"]) == [m.key for m in named_spectra(s)]
+    experts = table[table["expert"] >= 0]
+    assert sorted(set(experts["expert"])) == [0, 1]
+    assert {"M_gate", "M_in", "M_out"} <= set(experts["kind"])
+    # d_head = 16 and 32 feed-forward values fit; the router (2 experts: 2 values) does not
+    router = table["kind"] == "router"
+    assert router.sum() == 1 and not table.loc[router, "fitted"].any()
+    assert "2 nonzero eigenvalues" in table.loc[router, "note"].iloc[0]
+    fitted = table[~router]
+    assert fitted["fitted"].all()
+    assert (fitted["alpha"] > 1).all() and (fitted["stderr"] > 0).all()
