@@ -47,12 +47,14 @@ import sys
 import textwrap
 from pathlib import Path
 
+from .._validate import check_int_range, max_threads
 from ..errors import GenboundError, ParameterError, require
 from ..experiments.runtime.outputs import check_apart, files_in, standard_output
 from ..experiments.runtime.results import results_file_kind
 from .api import analyze
 from .compare import compare_checkpoints, comparison_dict, comparison_report
 from .esd import check_svals_path, write_svals
+from .esd_alpha import check_esd_alpha_path, write_esd_alpha
 from .figures import check_plot_format, write_plot
 from .report import JSON_FIELDS, KINDS, MATRIX_FIELDS, console_report, spectra_only_report
 
@@ -125,6 +127,13 @@ def _add_output_options(p) -> None:
         help="write every matrix's singular values (descending, float64) to a numpy .npz archive, "
         "one array per matrix named like L0.H3.QK, L0.M_in, L1.E2.M_gate, for fitting your own "
         "spectral densities (numpy.load(FILE))",
+    )
+    p.add_argument(
+        "--esd-alpha",
+        metavar="FILE.csv",
+        help="write each matrix's power-law fit of its empirical spectral density (the alpha of "
+        "WeightWatcher: Clauset-Shalizi-Newman maximum likelihood, xmin by Kolmogorov-Smirnov), "
+        "one row per matrix: an empirical diagnostic, not a bound, used by no bound",
     )
 
 
@@ -285,13 +294,20 @@ def _check_path(path, option: str) -> None:
         raise ParameterError(f"{option} {path}: folder {str(parent)!r} is not writable")
 
 
-def check_outputs(csv=None, plot=None, *, overwrite: bool = False, svals=None) -> None:
+def check_outputs(
+    csv=None, plot=None, *, overwrite: bool = False, svals=None, esd_alpha=None
+) -> None:
     """Refuse output paths that could not be written, before any work: ``csv``/``plot``/``svals``
     must name a file in an existing, writable folder, must not be a genbound results file of an
     experiment (unless ``overwrite``), ``plot`` must end in a format matplotlib writes (``.png``,
     ``.pdf``, ``.svg``, ...) and ``svals`` in ``.npz``. Raises
     :class:`~genbound.errors.ParameterError` naming the option."""
-    for option, path in (("--csv", csv), ("--plot", plot), ("--svals", svals)):
+    for option, path in (
+        ("--csv", csv),
+        ("--plot", plot),
+        ("--svals", svals),
+        ("--esd-alpha", esd_alpha),
+    ):
         if path is None:
             continue
         _check_path(path, option)
@@ -306,6 +322,8 @@ def check_outputs(csv=None, plot=None, *, overwrite: bool = False, svals=None) -
         check_plot_format(plot)
     if svals is not None:
         check_svals_path(svals)
+    if esd_alpha is not None:
+        check_esd_alpha_path(esd_alpha)
 
 
 #: The names of the files a checkpoint folder is read from (config, index, weights, the cache's ref).
@@ -346,6 +364,7 @@ def check_outputs_apart(args) -> None:
     if getattr(args, "compare", None) is not None:
         inputs["a file of the checkpoint --compare B"] = checkpoint_inputs(args.compare)
     outputs = {"--csv": args.csv, "--plot": args.plot, "--svals": getattr(args, "svals", None)}
+    outputs["--esd-alpha"] = getattr(args, "esd_alpha", None)
     outputs["standard output"] = standard_output()
     check_apart(outputs, inputs)
 
@@ -369,12 +388,8 @@ def _check_numbers(args) -> None:
     if args.seq_len is not None and args.seq_len < 1:
         raise ParameterError(f"--seq-len must be >= 1, got {args.seq_len}")
     if args.grid_m is not None:
-        from .._validate import check_int_range
-
         check_int_range(args.grid_m, "--grid-m", 1, MAX_GRID_M, why="MAX_GRID_M")
     if getattr(args, "threads", None) is not None:
-        from .._validate import check_int_range, max_threads
-
         check_int_range(args.threads, "--threads", 1, max_threads(), why="the cores present")
     if not 0.0 <= args.rank_tol < 1.0:  # NaN fails this too
         raise ParameterError(
@@ -385,11 +400,12 @@ def _check_numbers(args) -> None:
 def _check_plot(args) -> None:
     """Refuse ``--plot`` or ``--svals`` with ``--compare``, before any spectrum (each model's figure
     and singular values are its own analysis's)."""
-    for option in ("plot", "svals"):
+    for option in ("plot", "svals", "esd_alpha"):
         if getattr(args, option, None) and getattr(args, "compare", None) is not None:
+            flag = "--" + option.replace("_", "-")
             raise ParameterError(
-                f"--{option} and --compare together: write each model's {option} on its own "
-                f"(genbound analyze PATH --{option} FILE)"
+                f"{flag} and --compare together: write each model's {flag} file on its own "
+                f"(genbound analyze PATH {flag} FILE)"
             )
 
 
@@ -460,6 +476,8 @@ def _run_one(args, kwargs: dict) -> int:
         table.to_csv(args.csv, index=False)
     if getattr(args, "svals", None):
         write_svals(a, args.svals)
+    if getattr(args, "esd_alpha", None):
+        write_esd_alpha(a, args.esd_alpha)
     if args.plot:
         write_plot(a, args.plot)
     d = a.to_dict()
@@ -481,6 +499,7 @@ def run(args) -> int:
         plot=args.plot,
         overwrite=getattr(args, "overwrite", False),
         svals=getattr(args, "svals", None),
+        esd_alpha=getattr(args, "esd_alpha", None),
     )
     check_outputs_apart(args)
     _check_numbers(args)

@@ -283,3 +283,27 @@ def test_a_spectra_only_model_has_its_experts_and_gates_in_the_table():
     fitted = table[~router]
     assert fitted["fitted"].all()
     assert (fitted["alpha"] > 1).all() and (fitted["stderr"] > 0).all()
+
+
+def test_analyze_esd_alpha_option_writes_the_table_and_refuses_bad_paths(tmp_path, capsys):
+    """`genbound analyze PATH --esd-alpha FILE.csv`: the library's table, in the CSV; a name not ending in
+    .csv, or the option with --compare, ends in one error line before any spectrum."""
+    from genbound.cli import main
+
+    folder = tmp_path / "m"
+    make_bert_checkpoint(folder, layers=2, heads=4, hidden=32, d_ff=64, seed=3)
+    out = tmp_path / "alpha.csv"
+    assert main(["analyze", str(folder), "--esd-alpha", str(out), "--json", "--device", "cpu"]) == 0
+    capsys.readouterr()
+    got = pd.read_csv(out)
+    want = esd_alpha_table(genbound.analyze(folder, device="cpu"))
+    assert list(got["key"]) == list(want["key"]) and len(got) == 2 * (2 * 4 + 2)
+    fitted = want["fitted"].to_numpy(dtype=bool)
+    assert np.allclose(got["alpha"].to_numpy()[fitted], want["alpha"].to_numpy(dtype=float)[fitted])
+    for bad in (
+        ["--esd-alpha", str(tmp_path / "alpha.txt")],
+        ["--esd-alpha", str(out), "--compare", str(folder)],
+    ):
+        assert main(["analyze", str(folder), *bad]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith("genbound: error: --esd-alpha") and err.count("\n") == 1
