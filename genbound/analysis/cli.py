@@ -47,7 +47,6 @@ import sys
 import textwrap
 from pathlib import Path
 
-from .._validate import check_int_range, max_threads
 from ..errors import GenboundError, ParameterError, require
 from ..experiments.runtime.outputs import check_apart, files_in, standard_output
 from ..experiments.runtime.results import results_file_kind
@@ -388,8 +387,12 @@ def _check_numbers(args) -> None:
     if args.seq_len is not None and args.seq_len < 1:
         raise ParameterError(f"--seq-len must be >= 1, got {args.seq_len}")
     if args.grid_m is not None:
+        from .._validate import check_int_range  # keeps torch out of ``genbound analyze --help``
+
         check_int_range(args.grid_m, "--grid-m", 1, MAX_GRID_M, why="MAX_GRID_M")
     if getattr(args, "threads", None) is not None:
+        from .._validate import check_int_range, max_threads  # as above
+
         check_int_range(args.threads, "--threads", 1, max_threads(), why="the cores present")
     if not 0.0 <= args.rank_tol < 1.0:  # NaN fails this too
         raise ParameterError(
