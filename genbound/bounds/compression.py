@@ -317,7 +317,7 @@ def test_set_bound(emp: float, lo: float, width: float, n_docs: int, delta: floa
     """Maurer's kl test-set bound on the mean loss of a new document, for one model fixed before the
     ``n_docs`` held-out documents were looked at: the document bound with a code of 0 bits.
 
-    Book: :prf:ref:`thm-lm-test-set`.
+    Book: :prf:ref:`thm-lm-test-set`, :prf:ref:`lem-lm-maurer-moment`.
     """
     return document_bound(emp, lo, width, n_docs, 0.0, delta)
 

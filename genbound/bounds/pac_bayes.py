@@ -672,7 +672,7 @@ def binomial_test_bound(errors: int, n: int, delta: float) -> BinomialTestBound:
     >>> binomial_test_bound(3, 3, 0.1).value
     1.0
 
-    Book: :prf:ref:`thm-pb-test-set`.
+    Book: :prf:ref:`thm-pb-test-set`, :prf:ref:`prop-pb-test-set-coverage`.
     """
     n = check_positive_int(n, "n")
     errors = check_positive_int(errors, "errors", minimum=0)

@@ -25,6 +25,7 @@ from scipy.optimize import brentq
 import sympy as sp
 
 from ..bounds import compression as cb
+from ..bounds import ngram as ng
 from ..symbolic import compression as sc
 from ._core import Mutant
 
@@ -43,6 +44,7 @@ __all__ = [
     "dict_losses",
     "TOKEN_SHARED_MUTANTS",
     "DOC_SHARED_MUTANT",
+    "ngram_cert_check",
 ]
 
 
@@ -293,3 +295,39 @@ DOC_SHARED_MUTANT = Mutant(
         ),
     ),
 )
+
+
+def ngram_cert_check(seed: int) -> tuple[float, int]:
+    """``ngram_certificate``: its code is the table's, its losses and errors on the training and
+    held-out documents are those of a dictionary count at its (alpha, beta), its certificates are
+    ``lm_certificates`` of those numbers, and no other (alpha, beta) of the grids has a smaller
+    empirical-Bernstein bound (two-sided)."""
+    rng = np.random.default_rng(seed)
+    worst, trials = 0.0, 0
+    for _ in range(4):
+        V, order = int(rng.integers(2, 7)), int(rng.integers(1, 4))
+        L = int(rng.integers(4, 12))
+        train = rng.integers(0, V, size=(int(rng.integers(20, 60)), L))
+        held = rng.integers(0, V, size=(int(rng.integers(5, 20)), L))
+        alphas, d = (0.05, 0.2), 0.01
+        r = ng.ngram_certificate(order, train, held, V, alphas, d)
+        a, b, M = r["alpha"], r["beta"], train.size
+        s, s2, err = dict_losses(train, train, order, V, a, b)
+        hs, _, herr = dict_losses(train, held, order, V, a, b)
+        C = ng.table_code_bits(ng.ngram_table(train, order, V), (4, 2, len(ng.NGRAM_BETAS)))
+        lo, w = cb.smoothed_range(V, a)
+        worst = max(worst, two_sided(r["code_bits"], C), two_sided(r["train_bits"], s / M))
+        worst = max(worst, two_sided(r["heldout_bits"], hs / held.size))
+        worst = max(
+            worst, 1.0 if (err, herr) == (r["train_errors"], r["heldout_errors"]) else math.inf
+        )
+        eb = cb.token_bound_bernstein(s / M, s2, lo, w, M, C, d)
+        worst = max(worst, two_sided(r["certificates"]["token-eb"].bound, eb))
+        for a2 in alphas:
+            for b2 in ng.NGRAM_BETAS:
+                t2, t22, _ = dict_losses(train, train, order, V, a2, b2)
+                lo2, w2 = cb.smoothed_range(V, a2)
+                other = cb.token_bound_bernstein(t2 / M, t22, lo2, w2, M, C, d)
+                worst = max(worst, 1.0 if other >= eb * (1 - 1e-12) else math.inf)
+        trials += 1
+    return worst, trials

@@ -32,47 +32,12 @@ from ._core import (
 )
 from ..bounds import pac_bayes as pb
 from ..symbolic import pac_bayes as spb
+from ._part6 import binom_pmf as _binom_pmf, kl40 as _kl, root_ratios as _root_ratios
+from ._part6 import test_set_coverage, two_sided as _two_sided
 
 CH = "book/part6/pac_bayes.md"
 F64 = torch.float64
 _COV = "genbound.bounds.pac_bayes."
-
-
-def _two_sided(a: float, b: float) -> float:
-    """``max(a/b, b/a)`` (``1`` when both are 0, ``inf`` when exactly one is)."""
-    if a == b:
-        return 1.0
-    if a <= 0 or b <= 0:
-        return math.inf
-    return max(a / b, b / a)
-
-
-def _kl(q, p):
-    with mpmath.workdps(pb.CERT_DPS):
-        return pb._kl_mp(q, p)
-
-
-def _root_ratios(q: float, b: float, c: float) -> float:
-    """``B`` is the upper kl inverse of ``q`` at budget ``c``, from both sides: ``c / kl(q || B)`` (``B``
-    not below the root; skipped at ``B = 1``) and ``kl(q || B - 1e-11) / c`` (``B`` within ``1e-11`` above
-    it); the larger of the two, ``inf`` where ``B < q`` or ``kl(q || B) = 0 < c``."""
-    if b < q:
-        return math.inf
-    worst = 0.0
-    if b < 1.0:
-        k = float(_kl(q, b))
-        worst = math.inf if k == 0.0 else c / k
-    lo = b - 1e-11
-    if lo > q:
-        worst = max(worst, float(_kl(q, lo)) / c)
-    return worst
-
-
-def _binom_pmf(n: int, p: float) -> list[float]:
-    """``P[Bin(n, p) = k]`` for ``k = 0..n`` in 30 digits (mpmath binomials, independent of the package)."""
-    with mpmath.workdps(30):
-        pm = mpmath.mpf(p)
-        return [float(mpmath.binomial(n, k) * pm**k * (1 - pm) ** (n - k)) for k in range(n + 1)]
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -802,6 +767,36 @@ register(
                 name="one-error-less",
                 what="one test error forgotten",
             ),
+        ),
+    )
+)
+
+
+# prop-pb-test-set-coverage: the exact coverage of the test-set bound (the check in ._part6)
+def _quadratic(c):
+    return lambda old: (
+        lambda k, n, d: pb.BinomialTestBound(
+            min(1.0, k / n + math.sqrt(math.log(1 / d) / (c * n))), k, n, d
+        )
+    )
+
+
+_TB = (pb, "binomial_test_bound")
+_M2D = {"name": "2-delta", "what": "the tail set to 2 delta"}
+_MN1 = {"name": "n-plus-one", "what": "n + 1 test examples"}
+register(
+    Claim(
+        label="prop-pb-test-set-coverage",
+        statement="for every n, delta and error p: P[binomial_test_bound(K, n, delta) < p] <= delta "
+        "for K ~ Bin(n, p), computed exactly (tight just above each bound value)",
+        chapter=CH,
+        provenance="standard",
+        numeric=FunctionCheck(test_set_coverage),
+        covers=(_COV + "binomial_test_bound",),
+        mutants=(
+            replaced(*_TB, lambda o: lambda k, n, d: o(k, n, min(0.99, 2 * d)), **_M2D),
+            replaced(*_TB, _quadratic(4), name="quadratic-4", what="k/n + sqrt(ln(1/delta)/(4n))"),
+            replaced(*_TB, lambda o: lambda k, n, d: o(k, n + 1, d), **_MN1),
         ),
     )
 )

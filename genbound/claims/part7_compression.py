@@ -31,9 +31,10 @@ from ..char_lm import evaluate as ev
 from ..char_lm.model import CharTransformer, inputs_of
 from ..symbolic import compression as sc
 from ._part7 import DOC_SHARED_MUTANT, TOKEN_SHARED_MUTANTS, azuma_coverage, kraft_coverage
-from ._part7 import azuma_error_width as _azuma_error_width, dict_losses as _dict_losses
+from ._part7 import azuma_error_width as _azuma_error_width, ngram_cert_check
 from ._part7 import doc_mutant as _doc_mutant, kl_inv as _kl_inv, swap_range as _swap_range
 from ._part7 import token_mutant as _token_mutant, two_sided as _two_sided
+from ._part7_maurer import maurer_coverage
 
 CH = "book/part7/compression.md"
 _COV = "genbound.bounds.compression."
@@ -711,6 +712,36 @@ register(
 
 
 # ---------------------------------------------------------------------------------------------------
+# lem-lm-maurer-moment (the exact checks in ._part7_maurer)
+# ---------------------------------------------------------------------------------------------------
+def _no_xi(o):
+    return lambda e, lo, w, n, d: o(e, lo, w, n, min(0.99, 2 * math.sqrt(n) * d))
+
+
+_TS = (cb, "test_set_bound")
+_SQ = {"name": "sqrt-n", "what": "ln(sqrt(n)/delta) in place of ln(2 sqrt(n)/delta)"}
+_NX = {"name": "no-maurer-xi", "what": "ln(1/delta) in place of ln(2 sqrt(n)/delta)"}
+_N1 = {"name": "n-minus-one", "what": "n - 1 documents in place of n"}
+register(
+    Claim(
+        label="lem-lm-maurer-moment",
+        statement="for n i.i.d. losses in [0, 1] of mean r: E exp(n kl(r_S || r)) <= xi(n) <= 2 sqrt(n), "
+        "with equality to xi(n) for 0/1 losses at every r; the test-set bound, which spends "
+        "ln(2 sqrt(n) / delta), fails with probability at most delta",
+        chapter=CH,
+        provenance="recalled",
+        numeric=FunctionCheck(maurer_coverage),
+        covers=(_COV + "test_set_bound", _COV + "document_bound"),
+        mutants=(
+            replaced(*_TS, lambda o: lambda e, lo, w, n, d: o(e, lo, w, n, 2 * d), **_SQ),
+            replaced(*_TS, _no_xi, **_NX),
+            replaced(*_TS, lambda o: lambda e, lo, w, n, d: o(e, lo, w, max(1, n - 1), d), **_N1),
+        ),
+    )
+)
+
+
+# ---------------------------------------------------------------------------------------------------
 # lem-lm-ngram-code
 # ---------------------------------------------------------------------------------------------------
 def _ngram_code_check(seed: int) -> tuple[float, int]:
@@ -753,42 +784,6 @@ def _ngram_code_check(seed: int) -> tuple[float, int]:
     return worst, trials
 
 
-def _ngram_cert_check(seed: int) -> tuple[float, int]:
-    """``ngram_certificate``: its code is the table's, its losses and errors on the training and
-    held-out documents are those of a dictionary count at its (alpha, beta), its certificates are
-    ``lm_certificates`` of those numbers, and no other (alpha, beta) of the grids has a smaller
-    empirical-Bernstein bound (two-sided)."""
-    rng = np.random.default_rng(seed)
-    worst, trials = 0.0, 0
-    for _ in range(4):
-        V, order = int(rng.integers(2, 7)), int(rng.integers(1, 4))
-        L = int(rng.integers(4, 12))
-        train = rng.integers(0, V, size=(int(rng.integers(20, 60)), L))
-        held = rng.integers(0, V, size=(int(rng.integers(5, 20)), L))
-        alphas, d = (0.05, 0.2), 0.01
-        r = ng.ngram_certificate(order, train, held, V, alphas, d)
-        a, b, M = r["alpha"], r["beta"], train.size
-        s, s2, err = _dict_losses(train, train, order, V, a, b)
-        hs, _, herr = _dict_losses(train, held, order, V, a, b)
-        C = ng.table_code_bits(ng.ngram_table(train, order, V), (4, 2, len(ng.NGRAM_BETAS)))
-        lo, w = cb.smoothed_range(V, a)
-        worst = max(worst, _two_sided(r["code_bits"], C), _two_sided(r["train_bits"], s / M))
-        worst = max(worst, _two_sided(r["heldout_bits"], hs / held.size))
-        worst = max(
-            worst, 1.0 if (err, herr) == (r["train_errors"], r["heldout_errors"]) else math.inf
-        )
-        eb = cb.token_bound_bernstein(s / M, s2, lo, w, M, C, d)
-        worst = max(worst, _two_sided(r["certificates"]["token-eb"].bound, eb))
-        for a2 in alphas:
-            for b2 in ng.NGRAM_BETAS:
-                t2, t22, _ = _dict_losses(train, train, order, V, a2, b2)
-                lo2, w2 = cb.smoothed_range(V, a2)
-                other = cb.token_bound_bernstein(t2 / M, t22, lo2, w2, M, C, d)
-                worst = max(worst, 1.0 if other >= eb * (1 - 1e-12) else math.inf)
-        trials += 1
-    return worst, trials
-
-
 register(
     Claim(
         label="lem-lm-ngram-code",
@@ -797,7 +792,7 @@ register(
         "1 + sum_g log2|g| + |delta(K + 1)| + sum_i |delta(gap_i)| + sum_i |delta(N_i)| bits",
         chapter=CH,
         provenance="standard",
-        numeric=AllOf((FunctionCheck(_ngram_code_check), FunctionCheck(_ngram_cert_check))),
+        numeric=AllOf((FunctionCheck(_ngram_code_check), FunctionCheck(ngram_cert_check))),
         covers=(
             "genbound.bounds.ngram.table_code_bits",
             "genbound.bounds.ngram.ngram_table",
