@@ -10,8 +10,6 @@ in ``test_analyze_api.py``.
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 import os
 import shlex
@@ -26,6 +24,7 @@ from genbound import cli
 from genbound.analysis import cli as analysis_cli
 from genbound.testing import make_bert_checkpoint
 from genbound.weights.model import TransformerWeights
+from cli_runs import run_cli
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -37,11 +36,7 @@ def ckpt(tmp_path):
     return d
 
 
-def _in_process(argv):
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        rc = cli.main(argv)
-    return rc, out.getvalue(), err.getvalue()
+_in_process = run_cli
 
 
 def _one_error_line(rc, err):

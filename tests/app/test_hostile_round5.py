@@ -5,8 +5,6 @@ Every refusal is one ``genbound: error:`` line and exit code 2, and leaves every
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 import os
 import subprocess
@@ -15,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from genbound import cli
 from genbound.testing import make_bert_checkpoint
+from cli_runs import run_cli
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -27,11 +25,7 @@ def _env():
     return env
 
 
-def _in_process(argv):
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        rc = cli.main(argv)
-    return rc, out.getvalue(), err.getvalue()
+_in_process = run_cli
 
 
 def _one_error_line(rc, err):

@@ -22,28 +22,11 @@ from genbound.errors import ParameterError
 from genbound.experiments import predict_gap as pg
 from genbound.experiments import sparse_majority as sm
 from genbound.experiments.runtime.outputs import check_apart, standard_output
+from tiny_runs import SPARSE_MAJORITY_TINY
 
 ROOT = Path(__file__).resolve().parents[2]
 # the tiny sweep of tests/experiments/test_results_file.py: one model of T = 11, 40 Adam steps
-SM_TINY = [
-    "--steps",
-    "40",
-    "--warmup",
-    "5",
-    "--n-train",
-    "40",
-    "--n-val",
-    "30",
-    "--n-test",
-    "50",
-    "--no-m-star",
-    "--threads",
-    "1",
-    "--device",
-    "cpu",
-    "--seeds",
-    "1",
-]
+SM_TINY = [*SPARSE_MAJORITY_TINY, "--seeds", "1"]
 # the tiny family of tests/experiments/test_predict_gap.py::test_cli_axes_reach_the_family: one model
 PG_TINY = [
     "--tasks",

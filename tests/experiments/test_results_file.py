@@ -27,25 +27,10 @@ from genbound.experiments.runtime.results import (
     open_results,
     read_results,
 )
+from tiny_runs import SPARSE_MAJORITY_TINY
 
 ROOT = Path(__file__).resolve().parents[2]
-TINY = [
-    "--steps",
-    "40",
-    "--warmup",
-    "5",
-    "--n-train",
-    "40",
-    "--n-val",
-    "30",
-    "--n-test",
-    "50",
-    "--no-m-star",
-    "--threads",
-    "1",
-    "--device",
-    "cpu",
-]
+TINY = SPARSE_MAJORITY_TINY
 SEQ_LENS = "11,13,15,17,19,21"
 
 

@@ -10,8 +10,6 @@ fresh interpreter.
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 import os
 import pickle
@@ -26,10 +24,10 @@ import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from genbound.cli import main
 from genbound.errors import CheckpointError, GenboundError
 from genbound.testing import make_bert_checkpoint
 from genbound.weights import load_weights
+from cli_runs import run_cli
 
 HYP = settings(
     max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
@@ -60,10 +58,7 @@ def clean(tmp_path_factory):
 
 
 def run_main(path) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        rc = main(["analyze", str(path), "--json", "--device", "cpu", "--quiet"])
-    return rc, out.getvalue(), err.getvalue()
+    return run_cli(["analyze", str(path), "--json", "--device", "cpu", "--quiet"])
 
 
 def assert_one_error_line(path) -> str:
