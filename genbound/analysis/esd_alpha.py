@@ -94,6 +94,11 @@ class PowerLawFit:
     n_eigenvalues: int
     note: str = ""
 
+    @classmethod
+    def not_fitted(cls, n_eigenvalues: int, note: str) -> "PowerLawFit":
+        """A matrix whose spectrum has no tail to fit: every fitted quantity ``None``, ``note`` says why."""
+        return cls(None, None, None, None, None, n_eigenvalues, note)
+
     @property
     def fitted(self) -> bool:
         """Whether a power law was fitted (``alpha`` is a number)."""
@@ -186,14 +191,8 @@ def power_law_alpha(svals, *, min_tail: int = DEFAULT_MIN_TAIL) -> PowerLawFit:
     x = _eigenvalues(svals)
     total = int(x.size)
     if total < min_tail:
-        return PowerLawFit(
-            None,
-            None,
-            None,
-            None,
-            None,
-            total,
-            f"{total} nonzero eigenvalues, fewer than min_tail = {min_tail}",
+        return PowerLawFit.not_fitted(
+            total, f"{total} nonzero eigenvalues, fewer than min_tail = {min_tail}"
         )
     logx = np.log(x)
     best: tuple[float, float, int, float] | None = None  # (D, alpha, k, xmin)
@@ -210,12 +209,7 @@ def power_law_alpha(svals, *, min_tail: int = DEFAULT_MIN_TAIL) -> PowerLawFit:
         if best is None or d < best[0]:
             best = (d, alpha, k, float(x[k]))
     if best is None:
-        return PowerLawFit(
-            None,
-            None,
-            None,
-            None,
-            None,
+        return PowerLawFit.not_fitted(
             total,
             f"no tail of >= {min_tail} eigenvalues with distinct values (no power law to fit)",
         )

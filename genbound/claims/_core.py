@@ -29,6 +29,7 @@ from ..errors import ParameterError
 from ..jsonsafe import json_float
 
 __all__ = [
+    "two_sided",
     "ClaimResult",
     "Claim",
     "InequalityCheck",
@@ -45,6 +46,17 @@ __all__ = [
     "call_with_time_limit",
     "timed_check",
 ]
+
+
+def two_sided(got: float, ref: float) -> float:
+    """The two-sided ratio ``max(got / ref, ref / got)`` of an equality check: 1 when equal (also both 0),
+    ``inf`` when either is non-finite (NaN included) or not positive."""
+    if got == ref:
+        return 1.0
+    if not (math.isfinite(got) and math.isfinite(ref)) or got <= 0 or ref <= 0:
+        return math.inf
+    return max(got / ref, ref / got)
+
 
 Params = dict[str, torch.Tensor]
 

@@ -20,6 +20,7 @@ from ..bounds import rows as _rows
 from ..bounds import trauger_tewari as _tt
 from ..model_norms import ModelNorms
 from ..nets import ReferenceTransformer
+from ._core import two_sided
 
 __all__ = ["grid_up", "prior_product", "reference_results", "from_model_agreement", "row_check"]
 
@@ -152,14 +153,6 @@ def _inputs(rng) -> dict:
     )
 
 
-def _two_sided(got: float, ref: float) -> float:
-    if got == ref:
-        return 1.0
-    if not (math.isfinite(got) and math.isfinite(ref)) or got <= 0 or ref <= 0:
-        return math.inf
-    return max(got / ref, ref / got)
-
-
 def from_model_agreement(seed: int) -> Iterator[tuple[float, int]]:
     """The bounds at a model's norms, read by the package, equal the theorems at independently read,
     rounded radii: ``max(v / ref, ref / v)`` over random :class:`~genbound.nets.ReferenceTransformer`
@@ -173,10 +166,10 @@ def from_model_agreement(seed: int) -> Iterator[tuple[float, int]]:
         for grid in (False, True):
             tt, ed = reference_results(net, T=T, margin=1.0, grid=grid, **kw)
             got = _tt.trauger_tewari_bound_from_model(net, radius_grid=grid, **kw).value
-            yield _two_sided(got, tt.value), 1
+            yield two_sided(got, tt.value), 1
             if ed is not None:
                 got = _ed.edelman_bound_from_model(net, T=T, radius_grid=grid, **kw).value
-                yield _two_sided(got, ed.value), 1
+                yield two_sided(got, ed.value), 1
 
 
 #: instances of :func:`row_check`, and how many of them also compare the sample size needed (a bisection each)
@@ -210,5 +203,5 @@ def row_check(seed: int) -> Iterator[tuple[float, int]]:
             if target is not None:
                 pairs.append((row[f"{name}_m_star"], float(r.samples_needed(target))))
             for got, ref in pairs:
-                yield _two_sided(float(got), float(ref)), 0
+                yield two_sided(float(got), float(ref)), 0
             yield (1.0 if bool(row[f"{name}_trivial"]) == bool(r.trivial) else math.inf), 1

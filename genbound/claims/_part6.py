@@ -18,17 +18,9 @@ from fractions import Fraction
 import mpmath
 
 from ..bounds import pac_bayes as pb
+from ._core import two_sided  # noqa: F401 (re-exported)
 
 __all__ = ["two_sided", "kl40", "root_ratios", "binom_pmf", "exact_failure", "test_set_coverage"]
-
-
-def two_sided(a: float, b: float) -> float:
-    """``max(a/b, b/a)`` (``1`` when both are 0, ``inf`` when exactly one is)."""
-    if a == b:
-        return 1.0
-    if a <= 0 or b <= 0:
-        return math.inf
-    return max(a / b, b / a)
 
 
 def kl40(q, p):

@@ -27,7 +27,7 @@ import sympy as sp
 from ..bounds import compression as cb
 from ..bounds import ngram as ng
 from ..symbolic import compression as sc
-from ._core import Mutant
+from ._core import Mutant, two_sided
 
 __all__ = [
     "two_sided",
@@ -46,15 +46,6 @@ __all__ = [
     "DOC_SHARED_MUTANT",
     "ngram_cert_check",
 ]
-
-
-def two_sided(a: float, b: float) -> float:
-    """``max(a/b, b/a)`` (1 when equal, ``inf`` when either is not positive)."""
-    if a == b:
-        return 1.0
-    if a <= 0 or b <= 0:
-        return math.inf
-    return max(a / b, b / a)
 
 
 def kl(q, p):
