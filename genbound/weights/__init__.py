@@ -13,6 +13,8 @@ rotary, ALiBi or disentangled query-key maps, gated feed-forward blocks or mixtu
 does not: for those,
 :meth:`TransformerWeights.matrix_table` reports every matrix's spectrum with ``covered`` and a
 ``note``, and :meth:`TransformerWeights.spectra` (the bound's input) is refused with the reasons.
+:func:`extra_spectra` (:mod:`genbound.weights.extras`) adds, on request, the token and position
+embeddings and the LM head or classifier as spectra only: no bound covers or reads them.
 Grouped- and multi-query attention, fused query-key-value and gate-up tensors are split by the
 config. Encoder-decoders (T5, BART) are refused (cross-attention).
 
@@ -64,6 +66,7 @@ stays near one layer, not the whole model.
 
 from __future__ import annotations
 
+from .extras import EXTRA_KINDS, extra_spectra, extra_table
 from .families import FAMILIES, REFUSALS, ROLES, Family, Refusal, Role
 from .loading import (
     bert_tensor_names,
@@ -80,6 +83,9 @@ __all__ = [
     "KINDS",
     "ALL_KINDS",
     "MatrixSpectrum",
+    "EXTRA_KINDS",
+    "extra_spectra",
+    "extra_table",
     "KIND_DESCRIPTIONS",
     "HEAD_KINDS",
     "MLP_HEAD",

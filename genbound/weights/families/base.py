@@ -178,6 +178,10 @@ class Family:
     ``{e}``, and a ``router``). ``rotary(config)``: whether queries and keys are rotated by
     position; ``qk_notes(config)``: further reasons, in words, why the scores are not the bilinear
     form ``x W_Q W_K^T y^T`` (Qwen3's per-head query/key norms, Falcon's ALiBi).
+    ``embeddings`` and ``heads`` are ``(kind, name)`` pairs of the matrices outside the blocks that
+    :func:`genbound.weights.extras.extra_spectra` reports as spectra only (no bound reads them):
+    ``embeddings`` after the model prefix (``embed_tokens``, ``embed_positions``), ``heads`` after
+    the prefix's parent, the task model (``lm_head``, ``classifier``).
     """
 
     name: str
@@ -194,6 +198,8 @@ class Family:
     rotary: Callable = field(default=_never)
     qk_notes: Callable = field(default=lambda config: [])
     kv_heads_of: Callable | None = None
+    embeddings: tuple[tuple[str, str], ...] = ()
+    heads: tuple[tuple[str, str], ...] = ()
 
     @property
     def anchor(self) -> str:
@@ -308,6 +314,8 @@ def llama_like(name: str, title: str, members: tuple[str, ...], **kw) -> Family:
         block=LLAMA_BLOCK,
         ffn="gated",
         rotary=_rotary,
+        embeddings=(("embed_tokens", "embed_tokens.weight"),),
+        heads=(("lm_head", "lm_head.weight"),),
     )
     args.update(kw)
     return Family(**args)

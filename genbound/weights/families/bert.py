@@ -35,4 +35,9 @@ FAMILY = Family(
         "layers": "num_hidden_layers",
     },
     block="post-LayerNorm bidirectional encoder (LayerNorm after each residual sum)",
+    embeddings=(
+        ("embed_tokens", "embeddings.word_embeddings.weight"),
+        ("embed_positions", "embeddings.position_embeddings.weight"),
+    ),
+    heads=(("lm_head", "cls.predictions.decoder.weight"), ("classifier", "classifier.weight")),
 )

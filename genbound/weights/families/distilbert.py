@@ -28,4 +28,9 @@ FAMILY = Family(
     },
     sizes={"hidden": "dim", "heads": "n_heads", "d_ff": "hidden_dim", "layers": "n_layers"},
     block="post-LayerNorm bidirectional encoder (LayerNorm after each residual sum)",
+    embeddings=(
+        ("embed_tokens", "embeddings.word_embeddings.weight"),
+        ("embed_positions", "embeddings.position_embeddings.weight"),
+    ),
+    heads=(("lm_head", "vocab_projector.weight"),),
 )

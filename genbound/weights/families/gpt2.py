@@ -59,4 +59,6 @@ FAMILY = Family(
     buffers=("attn.bias", "attn.masked_bias"),
     score_scale=score_scale,
     block="pre-LayerNorm causal decoder (LayerNorm before attention and feed-forward, causal mask)",
+    embeddings=(("embed_tokens", "wte.weight"), ("embed_positions", "wpe.weight")),
+    heads=(("lm_head", "lm_head.weight"),),
 )

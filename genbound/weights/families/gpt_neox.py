@@ -41,4 +41,6 @@ FAMILY = Family(
         "pre-LayerNorm causal decoder, parallel residual (use_parallel_residual), partial rotary "
         "position embeddings, GELU feed-forward block"
     ),
+    embeddings=(("embed_tokens", "embed_in.weight"),),
+    heads=(("lm_head", "lm_head.weight"),),
 )

@@ -35,4 +35,9 @@ FAMILY = Family(
         "layers": "num_hidden_layers",
     },
     block="pre-LayerNorm causal decoder (do_layer_norm_before), learned positions, ReLU feed-forward",
+    embeddings=(
+        ("embed_tokens", "decoder.embed_tokens.weight"),
+        ("embed_positions", "decoder.embed_positions.weight"),
+    ),
+    heads=(("lm_head", "lm_head.weight"),),
 )
