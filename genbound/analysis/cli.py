@@ -134,6 +134,14 @@ def _add_output_options(p) -> None:
         "WeightWatcher: Clauset-Shalizi-Newman maximum likelihood, xmin by Kolmogorov-Smirnov), "
         "one row per matrix: an empirical diagnostic, not a bound, used by no bound",
     )
+    p.add_argument(
+        "--extras",
+        action="store_true",
+        help="add the token and position embeddings and the LM head or classifier (where the "
+        "checkpoint has them) to the rows of --csv, --json ('extra_matrices') and the console, "
+        "as spectra only with layer -1: not in any bound, the papers' bounds cover the blocks "
+        "only; the bounds do not change",
+    )
 
 
 def _add_bound_options(p) -> None:
@@ -471,11 +479,53 @@ def _run_compare(args, kwargs: dict) -> int:
     return 0
 
 
+def _extra_rows(a, args):
+    """The ``--extras`` rows (:func:`genbound.weights.extras.extra_table`) of analysis ``a``."""
+    from ..weights.extras import extra_table  # here: keeps torch out of --help
+
+    return extra_table(a.weights, device=args.device, rank_tol=args.rank_tol)
+
+
+def _extra_json(extras) -> list[dict]:
+    keys = ("rank", "sigma_max", "frobenius", "stable_rank", "norm_21", "route", "covered", "note")
+    rows = []
+    for r in extras.to_dict("records"):
+        head = {"kind": r["kind"], "layer": int(r["layer"]), "shape": [r["rows"], r["cols"]]}
+        rows.append(head | {k: r[k] for k in keys})
+    return rows
+
+
+def _extra_lines(a, extras) -> str:
+    """The console's ``--extras`` section: one line per matrix, and that no bound covers them."""
+    from ..weights.extras import EXTRA_NOTE  # here: keeps torch out of --help
+
+    if not len(extras):
+        return (
+            f"--extras: this {a.weights.family} checkpoint holds no embedding or head matrix "
+            f"that genbound names"
+        )
+    lines = [f"embeddings and head (--extras, layer -1; spectra only, {EXTRA_NOTE}):"]
+    for r in extras.to_dict("records"):
+        shape = f"{r['rows']} x {r['cols']}"
+        lines.append(
+            f"  {r['kind']:<16} {shape:>14}  sigma_max {r['sigma_max']:.4g}  "
+            f"stable_rank {r['stable_rank']:.4g}  rank {r['rank']}"
+        )
+        if "tied" in r["note"]:
+            lines.append("    " + r["note"].split("; ", 1)[1])
+    return "\n".join(lines)
+
+
 def _run_one(args, kwargs: dict) -> int:
     """``genbound analyze PATH``: the per-matrix CSV and the figure, then the JSON or the text."""
     a = analyze(args.path, **kwargs)
     table = a.matrices()
-    if args.csv:
+    extras = _extra_rows(a, args) if getattr(args, "extras", False) else None
+    if args.csv and extras is not None:
+        from ..weights.extras import with_extras  # here: keeps torch out of --help
+
+        with_extras(table, extras).to_csv(args.csv, index=False)
+    elif args.csv:
         table.to_csv(args.csv, index=False)
     if getattr(args, "svals", None):
         write_svals(a, args.svals)
@@ -484,13 +534,17 @@ def _run_one(args, kwargs: dict) -> int:
     if args.plot:
         write_plot(a, args.plot)
     d = a.to_dict()
+    if extras is not None:
+        d["extra_matrices"] = _extra_json(extras)
+    if args.json:
+        print(json.dumps(d))
+        return 0
     verbose = getattr(args, "verbose", False)
     if a.spectra_only:
-        print(json.dumps(d) if args.json else spectra_only_report(a, d, table, verbose=verbose))
-        return 0
-    print(
-        json.dumps(d) if args.json else console_report(a, d, table, top=args.top, verbose=verbose)
-    )
+        text = spectra_only_report(a, d, table, verbose=verbose)
+    else:
+        text = console_report(a, d, table, top=args.top, verbose=verbose)
+    print(text if extras is None else text + "\n" + _extra_lines(a, extras))
     return 0
 
 
@@ -511,5 +565,7 @@ def run(args) -> int:
     set_threads(getattr(args, "threads", None))
     kwargs = _analyze_kwargs(args)
     if getattr(args, "compare", None) is not None:
+        if getattr(args, "extras", False):
+            raise ParameterError("--extras is for one checkpoint; leave it out with --compare")
         return _run_compare(args, kwargs)
     return _run_one(args, kwargs)
