@@ -61,6 +61,11 @@ EXTRA_NOTE = "not in any bound: the papers' bounds cover the blocks only"
 TIED_NOTE = "the LM head is tied to this matrix (one row for both)"
 #: ``architectures`` suffixes of models with an LM head (for a tied head left out of the file).
 _LM_ARCHS = ("LMHeadModel", "ForCausalLM", "ForMaskedLM")
+#: The columns of :meth:`~genbound.weights.TransformerWeights.matrix_table`.
+_COLUMNS = (
+    "kind layer head expert rows cols rank sigma_max frobenius nuclear stable_rank norm_21 "
+    "route covered note"
+).split()
 
 
 def _held(store) -> dict:
@@ -161,8 +166,13 @@ def extra_spectra(weights, *, device=None) -> list[MatrixSpectrum]:
 
 def extra_table(weights, *, device=None, rank_tol: float = 1e-10):
     """:func:`extra_spectra` as rows of :meth:`~genbound.weights.TransformerWeights.matrix_table`
-    (its columns, ``covered`` False and the note on every row)."""
-    return weights.matrix_table(rank_tol=rank_tol, spectra=extra_spectra(weights, device=device))
+    (its columns, ``covered`` False and the note on every row); no rows where there are none."""
+    rows = extra_spectra(weights, device=device)
+    if not rows:  # matrix_table(spectra=[]) would take every block's spectra instead
+        import pandas as pd
+
+        return pd.DataFrame(columns=list(_COLUMNS))
+    return weights.matrix_table(rank_tol=rank_tol, spectra=rows)
 
 
 def with_extras(table, extras):
