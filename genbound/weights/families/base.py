@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Callable, Mapping
+from typing import Any, Callable, Mapping
 
 __all__ = [
     "ROLES",
@@ -304,7 +304,7 @@ def _rotary(config) -> bool:
 
 def llama_like(name: str, title: str, members: tuple[str, ...], **kw) -> Family:
     """A family with Llama's parameter names (``kw`` overrides ``block``, ``score_scale``, ...)."""
-    args = dict(
+    args: dict[str, Any] = dict(
         name=name,
         title=title,
         members=members,
