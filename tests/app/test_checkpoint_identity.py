@@ -15,7 +15,7 @@ import genbound
 from genbound.analysis import identity
 from genbound.analysis.identity import folder_record
 from genbound.testing import make_bert_checkpoint
-from tests.cli_runs import run_cli
+from cli_runs import run_cli
 
 SIZES = dict(layers=2, heads=2, hidden=8, d_ff=16)
 
