@@ -40,7 +40,7 @@ __all__ = [
     "tensors_record",
     "source_record",
     "same_weights",
-    "identity_line",
+    "identity_lines",
 ]
 
 #: Keys of the ``checkpoint`` record, in words.
@@ -190,7 +190,7 @@ def same_weights(a: dict | None, b: dict | None) -> bool | None:
     return a["weights_sha256"] == b["weights_sha256"]
 
 
-def identity_line(record: dict | None) -> list[str]:
+def identity_lines(record: dict | None) -> list[str]:
     """The console's line on the record: the combined digest's first 12 hex characters (none without
     a record)."""
     if not record:

@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING
 
 from ..jsonsafe import json_float
 from ..kinds import KIND_DESCRIPTIONS
-from .identity import CHECKPOINT_DESCRIPTION, identity_line
+from .identity import CHECKPOINT_DESCRIPTION, identity_lines
 
 if TYPE_CHECKING:  # annotations only: pandas is imported where a table is built
     import pandas as pd
@@ -475,7 +475,6 @@ def _summary_lines(a, d: dict) -> list[str]:
     return [
         f"{d['source']}: {d['family']}, {d['layers']} layers, hidden {d['hidden']}, {d['heads']} heads (d_head "
         f"{d['d_head']}), d_ff {d['d_ff']}; {n} matrices",
-        *identity_line(d["checkpoint"]),
         f"PROVED BOUND (theorem P, book/part3/network.md): capacity {a.network.capacity:.6g}, union cost "
         f"{a.network.union_cost:.5g} nats; gap <= 2 capacity/sqrt(n) + 3 sqrt((log(2/delta) + union)/(2n))",
         *verdict_lines(a.network),
@@ -486,6 +485,7 @@ def _summary_lines(a, d: dict) -> list[str]:
         + _rate_text("", a.edelman, "value/sqrt(n)", ns).strip(),
         f"premises: {a.network.premises}",
         f"note: {REFERENCE_NOTE}",
+        *identity_lines(d["checkpoint"]),
         f"defined in {DEFINED_IN}",
         "matrices per layer: QK = one head's W_Q W_K^T, V = one head's W_V W_O (one each per head), "
         "M_in and M_out = the feed-forward matrices",
@@ -591,7 +591,7 @@ def spectra_only_report(a, d: dict, table, *, verbose: bool = False) -> str:
         f"{d['source']}: {d['family']}, {d['layers']} layers, hidden {d['hidden']}, {d['heads']} "
         f"heads ({d['kv_heads']} key/value), d_head {d['d_head']}, d_ff {d['d_ff']}{experts}; "
         f"{d['n_matrices']} matrices{run}",
-        *identity_line(d["checkpoint"]),
+        *identity_lines(d["checkpoint"]),
         "per-matrix spectra (covered = whether the papers' bound describes the block):",
         table_text(table.drop(columns=["note"] if verbose else ["note", "route"])),
     ]
