@@ -11,8 +11,11 @@ checkpoints have equal ``weights_sha256`` when their weight files are byte-ident
 
 For a model held in memory (a ``torch.nn.Module`` or a state dict) the digest is over its tensors:
 sorted by name, for each the line ``"<name>\\0<dtype>\\0<shape>\\n"`` (shape as ``2,3``) and then the
-tensor's bytes as stored (C order, the machine's byte order: little-endian wherever torch runs). A
-module's tensors are those the analysis reads (its parameters, LoRA adapters merged); a state dict's
+tensor's bytes as stored (C order, the machine's byte order: little-endian wherever torch runs); a
+tensor without dense values (on the meta device, sparse, nested, quantized) gives its line with
+``"\\0<why>"`` before the newline (``meta``, ``sparse_coo``, ...) and no bytes (the analysis refuses such
+tensors; :func:`tensors_record` called directly may meet them). A
+module's tensors are its parameters as the analysis takes them (LoRA adapters merged); a state dict's
 are its tensor values. A :class:`~genbound.weights.TransformerWeights` passed in has no bytes of its
 own to name: its record has ``sha256`` ``null``.
 
@@ -127,6 +130,17 @@ def folder_record(folder, *, digest: bool = True) -> dict:
     }
 
 
+def _without_values(t, torch) -> str:
+    """Why ``t`` has no dense bytes to hash (``meta``, its layout, ``nested``, ``quantized``), or ``""``."""
+    if t.is_meta:
+        return "meta"
+    if getattr(t, "is_nested", False):
+        return "nested"
+    if t.layout is not torch.strided:
+        return str(t.layout).removeprefix("torch.")
+    return "quantized" if t.is_quantized else ""
+
+
 def tensors_record(tensors: Mapping, kind: str, *, digest: bool = True) -> dict:
     """The ``checkpoint`` record of tensors held in memory (``name -> torch.Tensor``; other values are
     left out): their digest in the module docstring's order and form, one tensor copied to the CPU at a
@@ -145,9 +159,13 @@ def tensors_record(tensors: Mapping, kind: str, *, digest: bool = True) -> dict:
         if not digest:
             continue
         shape = ",".join(str(int(n)) for n in t.shape)
-        h.update(f"{name}\0{str(t.dtype).removeprefix('torch.')}\0{shape}\n".encode("utf-8"))
-        flat = t.to("cpu").contiguous().reshape(-1)
-        h.update(memoryview(flat.view(torch.uint8).numpy()))
+        head = f"{name}\0{str(t.dtype).removeprefix('torch.')}\0{shape}"
+        bare = _without_values(t, torch)
+        line = f"{head}\0{bare}\n" if bare else f"{head}\n"
+        h.update(line.encode("utf-8"))
+        if not bare:
+            flat = t.to("cpu").contiguous().reshape(-1)
+            h.update(memoryview(flat.view(torch.uint8).numpy()))
     sha = h.hexdigest() if digest else None
     return {
         "kind": kind,

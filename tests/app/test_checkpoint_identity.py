@@ -188,6 +188,22 @@ def test_a_state_dict_digest_names_dtype_and_values():
     assert off["hashed"] is False and off["sha256"] is None and off["bytes"] == a["bytes"]
 
 
+def test_tensors_without_values_enter_by_name_and_kind_only():
+    """A tensor without dense values (on the meta device, sparse; the analysis refuses them, a record
+    made directly may meet them) is named with its kind and no bytes, never an error."""
+    model, _ = _model()
+    sd = {k: v.clone() for k, v in model.state_dict().items()}
+    base = identity.tensors_record(sd, "state_dict")["sha256"]
+    meta = dict(sd, extra=torch.empty(3, 2, device="meta"))
+    rec = identity.tensors_record(meta, "state_dict")
+    assert rec["tensors"] == len(sd) + 1 and rec["sha256"] not in (None, base)
+    sparse = dict(sd, extra=torch.ones(3, 2).to_sparse())
+    other = identity.tensors_record(sparse, "state_dict")["sha256"]
+    assert other not in (base, rec["sha256"])
+    dense = identity.tensors_record(dict(sd, extra=torch.ones(3, 2)), "state_dict")["sha256"]
+    assert dense not in (base, rec["sha256"], other)
+
+
 def test_compare_says_both_digests_and_whether_the_weights_are_identical(ckpt, tmp_path):
     same = tmp_path / "copy"
     shutil.copytree(ckpt, same)
