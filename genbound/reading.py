@@ -7,7 +7,8 @@ larger than the limit of its kind is refused from its size, and a file that grow
 it is read is cut off at ``limit + 1`` bytes and refused too, so memory stays near the limit whatever
 the input. Every refusal is one error (of the class the caller names) that names the file.
 
-One concept: reading a file of known kind with a bound.
+One concept: reading a file of known kind with a bound (or streaming it through SHA-256,
+:func:`sha256_regular`, the one file hasher of genbound).
 
 >>> import tempfile, pathlib
 >>> p = pathlib.Path(tempfile.mkdtemp()) / "config.json"
@@ -26,13 +27,14 @@ genbound.errors.InputError: /dev/zero: is a character device, not a regular file
 
 from __future__ import annotations
 
+import hashlib
 import os
 import stat
 from pathlib import Path
 
 from .errors import InputError
 
-__all__ = ["file_kind", "read_regular"]
+__all__ = ["file_kind", "read_regular", "sha256_regular", "HASH_CHUNK"]
 
 _KINDS = (
     (stat.S_ISDIR, "a directory"),
@@ -61,6 +63,37 @@ def _refuse_kind(path, mode: int, what: str, error: type) -> None:
         raise error(f"{path}: is {kind}{link}, not a regular file; a {what} must be a regular file")
 
 
+def _stat_regular(path: Path, what: str, error: type) -> os.stat_result:
+    """The ``stat`` of ``path`` (through symlinks), refused unless it is a regular file."""
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        raise error(f"{path}: no such {what}") from None
+    except (OSError, ValueError) as exc:
+        raise error(f"{path}: cannot be read ({getattr(exc, 'strerror', None) or exc})") from None
+    _refuse_kind(path, st.st_mode, what, error)
+    return st
+
+
+def _open_regular(path: Path, what: str, error: type) -> tuple[int, os.stat_result]:
+    """A descriptor of ``path`` opened non-blocking (a FIFO put in its place cannot block) and its
+    ``fstat``, refused unless it is a regular file."""
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    except OSError as exc:
+        raise error(f"{path}: cannot be read ({exc.strerror or exc})") from None
+    try:
+        st = os.fstat(fd)
+        _refuse_kind(path, st.st_mode, what, error)
+    except OSError as exc:
+        os.close(fd)
+        raise error(f"{path}: cannot be read ({exc.strerror or exc})") from None
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd, st
+
+
 def read_regular(
     path,
     limit: int,
@@ -78,22 +111,11 @@ def read_regular(
     naming the file, ``what`` it should be and the limit (``limit_name`` when given)."""
     path = Path(path)
     bound = f"{limit_name} = {limit}" if limit_name else f"the limit, {limit} bytes"
-    try:
-        st = os.stat(path)
-    except FileNotFoundError:
-        raise error(f"{path}: no such {what}") from None
-    except (OSError, ValueError) as exc:
-        raise error(f"{path}: cannot be read ({getattr(exc, 'strerror', None) or exc})") from None
-    _refuse_kind(path, st.st_mode, what, error)
+    st = _stat_regular(path, what, error)
     if st.st_size > limit:
         raise error(f"{path}: is {st.st_size} bytes, more than a {what} may be ({bound}); not read")
+    fd, st = _open_regular(path, what, error)
     try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
-    except OSError as exc:
-        raise error(f"{path}: cannot be read ({exc.strerror or exc})") from None
-    try:
-        st = os.fstat(fd)
-        _refuse_kind(path, st.st_mode, what, error)
         chunks, total = [], 0
         while True:
             chunk = os.read(fd, min(1 << 20, limit + 1 - total))
@@ -108,3 +130,37 @@ def read_regular(
     finally:
         os.close(fd)
     return b"".join(chunks), st
+
+
+#: The chunk :func:`sha256_regular` reads at a time: memory stays at one chunk whatever the file's size.
+HASH_CHUNK = 1 << 20
+
+
+def sha256_regular(
+    path, *, what: str = "file", error: type = InputError
+) -> tuple[str, int, os.stat_result]:
+    """The SHA-256 (hex) of the regular file at ``path``, the bytes hashed and its ``stat`` when opened:
+    the one streaming hasher of genbound (the file is read in chunks of :data:`HASH_CHUNK`, never
+    whole into memory). Refused as :func:`read_regular` refuses (a FIFO, a device, a folder), with
+    ``error`` naming the file.
+
+    >>> import hashlib, tempfile, pathlib
+    >>> p = pathlib.Path(tempfile.mkdtemp()) / "model.safetensors"
+    >>> _ = p.write_bytes(b"abc" * 1000)
+    >>> digest, size, _ = sha256_regular(p)
+    >>> digest == hashlib.sha256(b"abc" * 1000).hexdigest(), size
+    (True, 3000)
+    """
+    path = Path(path)
+    _stat_regular(path, what, error)
+    fd, st = _open_regular(path, what, error)
+    h, total = hashlib.sha256(), 0
+    try:
+        while chunk := os.read(fd, HASH_CHUNK):
+            h.update(chunk)
+            total += len(chunk)
+    except OSError as exc:
+        raise error(f"{path}: cannot be read ({exc.strerror or exc})") from None
+    finally:
+        os.close(fd)
+    return h.hexdigest(), total, st

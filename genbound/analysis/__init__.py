@@ -3,6 +3,8 @@
 
 Book: :ref:`ch-sakai-trained`. Modules, from the bottom up:
 
+* :mod:`~genbound.analysis.identity`: which bytes a report was computed from (the ``checkpoint``
+  record: files, sizes, SHA-256, or a digest of tensors in memory);
 * :mod:`~genbound.analysis.report`: what a report says (console text, ``--json`` keys, per-matrix
   rows, the verdict line);
 * :mod:`~genbound.analysis.api`: :func:`~genbound.analysis.api.analyze` (a model object, a state dict

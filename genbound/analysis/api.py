@@ -24,6 +24,7 @@ from typing import ClassVar
 
 from ..errors import ArchitectureError, ParameterError
 from . import report
+from .identity import source_record
 
 __all__ = ["Analysis", "SpectraOnly", "NoBoundError", "analyze", "weights_of"]
 
@@ -43,6 +44,8 @@ class Analysis:
     seconds: float
     #: theorem P on the reference model built from these matrices (:class:`~genbound.bounds.network.NetworkBound`)
     network: object = None
+    #: which bytes it was computed from (:mod:`genbound.analysis.identity`; keys ``CHECKPOINT_FIELDS``)
+    checkpoint: dict | None = field(default=None, repr=False)
     #: False: this report has a bound (:class:`SpectraOnly` has ``True``).
     spectra_only: ClassVar[bool] = False
 
@@ -92,6 +95,8 @@ class SpectraOnly:
     n_samples: int | None = None
     #: every matrix's singular values (:class:`~genbound.weights.model.MatrixSpectrum`), table order
     spectra: tuple = field(default=(), repr=False)
+    #: which bytes it was computed from (:mod:`genbound.analysis.identity`; keys ``CHECKPOINT_FIELDS``)
+    checkpoint: dict | None = field(default=None, repr=False)
     #: True: there is no bound in this report.
     spectra_only: ClassVar[bool] = True
     #: No bound value: the papers' bound does not cover this model.
@@ -239,6 +244,7 @@ def analyze(
     margin: float = 1.0,
     input_radius: float = 1.0,
     seq_len: int | None = None,
+    digest: bool = True,
 ) -> "Analysis | SpectraOnly":
     """Both Part III proxies of a model: load ``source`` and evaluate
     :func:`~genbound.bounds.sakai_imaizumi.spectral_adaptive_bound` and
@@ -261,6 +267,9 @@ def analyze(
     :meth:`Analysis.verdict` says so. The verdict is the **proved** bound's, ``.network``
     (:prf:ref:`thm-p-network`, on the reference model built from these matrices, with premises ``delta``,
     ``margin``, ``input_radius`` and ``seq_len``); the two proxies are printed as what they are, not bounds.
+    ``.checkpoint`` says which bytes the report was computed from (:mod:`genbound.analysis.identity`):
+    a folder's files with their sizes and SHA-256 and one combined digest, or a digest of a model's
+    tensors; ``digest=False`` (``--no-hash``) lists the files and sizes without hashing them.
     The other keywords are those of ``genbound analyze`` (``--help``).
 
     >>> import torch, transformers, genbound
@@ -278,6 +287,8 @@ def analyze(
     True
     >>> genbound.analyze(torch.compile(model)).spectral.value == a.spectral.value
     True
+    >>> a.checkpoint["kind"], a.checkpoint["tensors"], len(a.checkpoint["sha256"])
+    ('module', 39, 64)
     >>> sd = {k: v.clone() for k, v in model.state_dict().items()}
     >>> genbound.analyze(sd, config=cfg).spectral.value == a.spectral.value
     True
@@ -296,7 +307,14 @@ def analyze(
         table = w.matrix_table(rank_tol=rank_tol, spectra=ms)
         seconds = time.perf_counter() - t0
         return SpectraOnly(
-            w, table, str(dev), seconds, rank_tol=rank_tol, n_samples=n_samples, spectra=ms
+            w,
+            table,
+            str(dev),
+            seconds,
+            rank_tol=rank_tol,
+            n_samples=n_samples,
+            spectra=ms,
+            checkpoint=source_record(source, w, digest=digest),
         )
     r, e, nb = _both_proxies(
         w,
@@ -310,4 +328,5 @@ def analyze(
         n_samples=n_samples,
         proved=dict(delta=delta, margin=margin, input_radius=input_radius, seq_len=seq_len),
     )
-    return Analysis(r, e, w, str(dev), time.perf_counter() - t0, nb)
+    seconds = time.perf_counter() - t0
+    return Analysis(r, e, w, str(dev), seconds, nb, source_record(source, w, digest=digest))

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 from ..errors import ArchitectureError, ShapeError
 from ..jsonsafe import json_float
 from .api import analyze, weights_of
+from .identity import same_weights
 from .report import table_text
 
 if TYPE_CHECKING:  # annotations only: pandas is imported where a table is built
@@ -191,7 +192,9 @@ def _json_value(v):
 def comparison_dict(a, b, table, *, path_a: str, path_b: str) -> dict:
     """The ``--json`` object of ``--compare``: both sources, the bounds side by side (``null`` when a
     model has none: ``spectra_only``; ``proved_capacity`` first where both have the proved bound),
-    ``summary``: the rows of :func:`layer_summary`, and ``matrices``: the rows of
+    ``checkpoint_a``/``checkpoint_b``: which bytes each side was computed from
+    (:mod:`genbound.analysis.identity`) and ``identical_weights``: whether their weights are
+    byte-identical (``null`` when not hashed); ``summary``: the rows of :func:`layer_summary`, and ``matrices``: the rows of
     :func:`compare_table`, largest change first (non-finite numbers as ``null``)."""
     w = a.weights
 
@@ -209,6 +212,9 @@ def comparison_dict(a, b, table, *, path_a: str, path_b: str) -> dict:
         "bound": _bounds_side_by_side(a, b),
         "verdict_a": a.verdict(),
         "verdict_b": b.verdict(),
+        "checkpoint_a": a.checkpoint,
+        "checkpoint_b": b.checkpoint,
+        "identical_weights": same_weights(a.checkpoint, b.checkpoint),
         "n_matrices": len(table),
         "n_changed": int(_changed(table).sum()),
         "summary": records(layer_summary(table)),
@@ -235,6 +241,17 @@ def _bound_lines(d: dict) -> list[str]:
         show = [("-" if x is None else f"{x:.6g}") for x in (v["a"], v["b"], v["ratio"])]
         lines.append(f"{words}: A {show[0]}   B {show[1]}   ratio {show[2]}")
     return lines + [f"A: {d['verdict_a']}", f"B: {d['verdict_b']}"]
+
+
+def _identity_lines(d: dict) -> list[str]:
+    """One line: whether A's and B's weights are byte-identical, with both digests' first 12 hex."""
+    a, b, same = d.get("checkpoint_a"), d.get("checkpoint_b"), d.get("identical_weights")
+    if same is None:
+        return [] if not (a and b) else ["weights: not compared byte for byte (not hashed)"]
+    sha = [r["weights_sha256"][:12] for r in (a, b)]
+    if same:
+        return [f"weights: byte-identical (sha256 {sha[0]})"]
+    return [f"weights: differ (sha256 A {sha[0]}, B {sha[1]})"]
 
 
 def _shown_columns(table) -> list[str]:
@@ -287,6 +304,7 @@ def comparison_report(d: dict, table, *, show_all: bool = False) -> str:
         f"diff = B - A",
         _moved_line(d, table),
         *_bound_lines(d),
+        *_identity_lines(d),
     ]
     if len(moved):
         lines += [

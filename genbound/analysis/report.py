@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING
 
 from ..jsonsafe import json_float
 from ..kinds import KIND_DESCRIPTIONS
+from .identity import CHECKPOINT_DESCRIPTION, identity_lines
 
 if TYPE_CHECKING:  # annotations only: pandas is imported where a table is built
     import pandas as pd
@@ -112,6 +113,7 @@ JSON_FIELDS = {
     "device": "device the spectra were computed on",
     "seconds": "wall time of loading and both proxies",
     "source": "the checkpoint folder",
+    "checkpoint": CHECKPOINT_DESCRIPTION,
     "family": "weight-name family (bert, distilbert, gpt2)",
     "routes": "matrices per spectrum route (qr-core, gram, qr-svd, svd, dense-svd)",
     "n_samples": "the sample size given with --n-samples (null: none given)",
@@ -224,11 +226,8 @@ def _count_or_inf(m) -> str:
 def _rate_text(name: str, rep, rate: str, n) -> str:
     """One report's part of the verdict: its rate at ``n`` (if given) and where it stops being vacuous."""
     m = rep.samples_needed()
-    need = (
-        f"not vacuous from n = {_count(m)} on"
-        if math.isfinite(m)
-        else "vacuous for every n up to 1e40"
-    )
+    fin = math.isfinite(m)
+    need = f"not vacuous from n = {_count(m)} on" if fin else "vacuous for every n up to 1e40"
     if n is None:
         return f"{name} {rate}: {need}"
     gap = rep.gap_at(n)
@@ -311,16 +310,12 @@ def matrix_table(report, network=None) -> "pd.DataFrame":
         stable = np.where(smax > 0, (fro / np.where(smax > 0, smax, 1.0)) ** 2, 0.0)
     out = t[["kind", "layer", "head", "rows", "cols", "rank"]].copy()
     out["sigma_max"], out["frobenius"], out["stable_rank"] = smax, fro, stable
-    out["p_opt"], out["contribution"] = (
-        t["p_opt"].to_numpy(dtype=float),
-        t["contribution"].to_numpy(dtype=float),
-    )
+    out["p_opt"] = t["p_opt"].to_numpy(dtype=float)
+    out["contribution"] = t["contribution"].to_numpy(dtype=float)
     if network is not None:  # theorem P's rows are in the same (hybrid, table) order
         nt = network.table
-        out["proved_p"] = nt["p"].to_numpy(dtype=float)
-        out["spectral_level"] = nt["spectral_level"].to_numpy(dtype=float)
-        out["log_scale"] = nt["log_scale"].to_numpy(dtype=float)
-        out["union_cost"] = nt["union_cost"].to_numpy(dtype=float)
+        for col in ("proved_p", "spectral_level", "log_scale", "union_cost"):
+            out[col] = nt["p" if col == "proved_p" else col].to_numpy(dtype=float)
     return out.reset_index(drop=True)
 
 
@@ -407,6 +402,7 @@ def analysis_dict(a) -> dict:
         "device": a.device,
         "seconds": a.seconds,
         "source": w.source,
+        "checkpoint": a.checkpoint,
         "family": w.family,
         "routes": _routes(r.table),
         "n_samples": r.n_samples,
@@ -442,6 +438,7 @@ def spectra_only_dict(a) -> dict:
             "device": a.device,
             "seconds": a.seconds,
             "source": w.source,
+            "checkpoint": a.checkpoint,
             "family": w.family,
             "routes": _routes(t),
             "n_samples": a.n_samples,
@@ -488,6 +485,7 @@ def _summary_lines(a, d: dict) -> list[str]:
         + _rate_text("", a.edelman, "value/sqrt(n)", ns).strip(),
         f"premises: {a.network.premises}",
         f"note: {REFERENCE_NOTE}",
+        *identity_lines(d["checkpoint"]),
         f"defined in {DEFINED_IN}",
         "matrices per layer: QK = one head's W_Q W_K^T, V = one head's W_V W_O (one each per head), "
         "M_in and M_out = the feed-forward matrices",
@@ -593,6 +591,7 @@ def spectra_only_report(a, d: dict, table, *, verbose: bool = False) -> str:
         f"{d['source']}: {d['family']}, {d['layers']} layers, hidden {d['hidden']}, {d['heads']} "
         f"heads ({d['kv_heads']} key/value), d_head {d['d_head']}, d_ff {d['d_ff']}{experts}; "
         f"{d['n_matrices']} matrices{run}",
+        *identity_lines(d["checkpoint"]),
         "per-matrix spectra (covered = whether the papers' bound describes the block):",
         table_text(table.drop(columns=["note"] if verbose else ["note", "route"])),
     ]
