@@ -1,5 +1,5 @@
 """Which bytes an analysis was computed from: the ``checkpoint`` record of ``genbound analyze --json``
-(:attr:`genbound.analysis.api.Analysis.checkpoint`).
+(``Analysis.checkpoint`` of :func:`genbound.analysis.api.analyze`).
 
 For a checkpoint folder the record lists the files the loader reads (``config.json``, the shard index
 when there is one, each weight file; the order of :func:`checkpoint_files`) with each one's size and

@@ -125,9 +125,10 @@ def _matrix(weights, name: str, dev) -> torch.Tensor:
 
 def extra_spectra(weights, *, device=None) -> list[MatrixSpectrum]:
     """The spectra of the embeddings and head of ``weights`` (a checkpoint-backed
-    :class:`~genbound.weights.TransformerWeights`), one :class:`MatrixSpectrum` each, in the
-    orientation stored (``vocab x N``), ``covered=False``, note :data:`EXTRA_NOTE` (see the module
-    docstring for tied heads). ``[]`` where there are none."""
+    :class:`~genbound.weights.TransformerWeights`), one
+    :class:`~genbound.weights.model.MatrixSpectrum` each, in the orientation stored (``vocab x N``),
+    ``covered=False``, note :data:`~genbound.weights.extras.EXTRA_NOTE` (see the module docstring
+    for tied heads). ``[]`` where there are none."""
     names = extra_names(weights)
     store = weights._store
     embed = next((n for k, n in names if k == "embed_tokens"), None)
