@@ -9,7 +9,7 @@ outside the blocks), ``head = expert = -1``, ``covered=False`` and the note :dat
 Nothing of :meth:`~genbound.weights.TransformerWeights.spectra` (the bounds' input) reads them.
 
 Where the tensors are: each family's ``embeddings`` (after the model prefix) and ``heads`` (after
-the prefix's parent: ``lm_head.weight`` beside ``model.``) in :mod:`genbound.weights.families`;
+the prefix's parent: ``lm_head.weight`` beside ``model.``) in ``genbound.weights.families``;
 a name the checkpoint does not hold gives no row. A head that is the embedding matrix (the same
 tensor, or equal values) is reported once, as ``embed_tokens``, with :data:`TIED_NOTE`; so is a
 head left out of the file because it is tied (``tie_word_embeddings`` not false and an LM-head
