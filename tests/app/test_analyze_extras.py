@@ -12,6 +12,7 @@ import transformers as T
 
 from genbound.cli import main
 from genbound.testing import make_bert_checkpoint
+from reference_families import make_model
 
 NOTE = "not in any bound: the papers' bounds cover the blocks only"
 ARGS = ["--device", "cpu", "--quiet"]
@@ -84,17 +85,7 @@ def test_spectra_only_family_with_an_untied_head(tmp_path, capsys):
 
 
 def test_no_rows_said_and_compare_refused(ckpt, tmp_path, capsys):
-    torch.manual_seed(1)
-    vit = T.ViTModel(
-        T.ViTConfig(
-            hidden_size=8,
-            num_hidden_layers=1,
-            num_attention_heads=2,
-            intermediate_size=16,
-            image_size=8,
-            patch_size=4,
-        )
-    )
+    vit = make_model("vit", seed=1)  # the ViT of the family tests
     vit.save_pretrained(tmp_path / "v")
     assert main(["analyze", str(tmp_path / "v"), "--extras", *ARGS]) == 0
     assert "holds no embedding or head matrix that genbound names" in capsys.readouterr().out

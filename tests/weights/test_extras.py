@@ -14,6 +14,7 @@ from genbound import load_weights, spectral_adaptive_bound
 from genbound.testing import make_bert_checkpoint
 from genbound.weights import TransformerWeights, extra_spectra, extra_table, weights_from_state_dict
 from genbound.weights.extras import EXTRA_LAYER, EXTRA_NOTE, TIED_NOTE, extra_names, with_extras
+from reference_families import make_model
 
 BLOCK_KINDS = {"QK", "V", "M_in", "M_out", "M_gate", "router"}
 
@@ -166,16 +167,6 @@ def test_none_named_or_none_held_gives_no_rows(bert):
     m_in = torch.randn(1, 4, 6, dtype=torch.float64)
     proxy = TransformerWeights.from_proxy_matrices(qk, qk, m_in, m_in.transpose(1, 2))
     assert extra_spectra(proxy) == []
-    torch.manual_seed(3)
-    vit = T.ViTModel(
-        T.ViTConfig(
-            hidden_size=8,
-            num_hidden_layers=1,
-            num_attention_heads=2,
-            intermediate_size=16,
-            image_size=8,
-            patch_size=4,
-        )
-    )
+    vit = make_model("vit", seed=3)  # the ViT of the family tests
     wv = load_weights(vit)
     assert wv.family == "vit" and extra_spectra(wv) == []  # ViT's family names none
