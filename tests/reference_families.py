@@ -282,3 +282,18 @@ def _compare(ours, ref):
         assert rel(m.svals.numpy(), s[:k]) <= RTOL, (kind, l, h, e)
         assert np.all(s[k:] <= 1e-12 * s[0])  # a head's product has rank <= d_head
         assert rel(m.norm21, np.linalg.norm(M, axis=0).sum()) <= RTOL
+
+
+def tiny_llama(tie: bool):
+    """A one-layer Llama causal LM (hidden 16, vocabulary 40), its head tied to the embeddings or not:
+    the extras tests' model with an LM head."""
+    torch.manual_seed(0)
+    cfg = transformers.LlamaConfig(
+        hidden_size=16,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        intermediate_size=24,
+        vocab_size=40,
+        tie_word_embeddings=tie,
+    )
+    return transformers.LlamaForCausalLM(cfg).eval()

@@ -7,12 +7,10 @@ import json
 
 import pandas as pd
 import pytest
-import torch
-import transformers as T
 
 from genbound.cli import main
 from genbound.testing import make_bert_checkpoint
-from reference_families import make_model
+from reference_families import make_model, tiny_llama
 
 NOTE = "not in any bound: the papers' bounds cover the blocks only"
 ARGS = ["--device", "cpu", "--quiet"]
@@ -66,16 +64,7 @@ def test_json_bound_identical_with_and_without(ckpt, capsys):
 
 
 def test_spectra_only_family_with_an_untied_head(tmp_path, capsys):
-    torch.manual_seed(0)
-    cfg = T.LlamaConfig(
-        hidden_size=16,
-        num_hidden_layers=1,
-        num_attention_heads=2,
-        intermediate_size=24,
-        vocab_size=40,
-        tie_word_embeddings=False,
-    )
-    T.LlamaForCausalLM(cfg).save_pretrained(tmp_path / "l")
+    tiny_llama(tie=False).save_pretrained(tmp_path / "l")
     csv = tmp_path / "l.csv"
     out = _json(tmp_path / "l", capsys, "--extras", "--csv", str(csv))
     assert out["spectra_only"] is True

@@ -14,7 +14,7 @@ from genbound import load_weights, spectral_adaptive_bound
 from genbound.testing import make_bert_checkpoint
 from genbound.weights import TransformerWeights, extra_spectra, extra_table, weights_from_state_dict
 from genbound.weights.extras import EXTRA_LAYER, EXTRA_NOTE, TIED_NOTE, extra_names, with_extras
-from reference_families import make_model
+from reference_families import make_model, tiny_llama
 
 BLOCK_KINDS = {"QK", "V", "M_in", "M_out", "M_gate", "router"}
 
@@ -29,17 +29,7 @@ def bert(tmp_path):
     return tmp_path / "m"
 
 
-def _llama(tie: bool):
-    torch.manual_seed(0)
-    cfg = T.LlamaConfig(
-        hidden_size=16,
-        num_hidden_layers=1,
-        num_attention_heads=2,
-        intermediate_size=24,
-        vocab_size=40,
-        tie_word_embeddings=tie,
-    )
-    return T.LlamaForCausalLM(cfg).eval()
+_llama = tiny_llama
 
 
 def _gpt2():
