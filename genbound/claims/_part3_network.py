@@ -234,15 +234,6 @@ def _ref_select_integral(f) -> float:
     return float((np.sqrt(f(eps)) * eps * wu).sum())
 
 
-def _ref_integral(covers, n: int = 200_001) -> float:
-    """``int_0^{1/4} sqrt(sum H)`` by the trapezoid rule on ``u = log(top / eps)`` in ``[0, 60]`` (numpy)."""
-    top = float(sn.dudley_top())
-    u = np.linspace(0.0, 60.0, n)
-    eps = top * np.exp(-u)
-    f = np.sqrt(sum(c(eps) for c in covers)) * eps
-    return float(np.trapezoid(f, u))
-
-
 _DEBUG = False
 
 
